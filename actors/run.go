@@ -1,0 +1,488 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/transfer"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// Options adjust a run; zero values keep the scenario's settings.
+type Options struct {
+	Logger hclog.Logger // default: hclog at Warn to stderr
+	// Source replaces the scenario's workload (tests, benchmarks, --trace).
+	Source workload.Source
+	// SkippedBad is reported in the summary (bad trace records skipped).
+	SkippedBad int
+	// WallTimeout bounds a wall-clock run in real time (default 30 min).
+	WallTimeout time.Duration
+	// Horizon bounds a virtual run in emulated time (default 0 = none).
+	Horizon time.Duration
+}
+
+// Result is everything a run produced.
+type Result struct {
+	Summary        metrics.Summary
+	Records        []metrics.Record
+	Series         []*metrics.Series
+	SampleInterval time.Duration
+	End            time.Duration // emulated end of the run
+	Wall           time.Duration // real time the run took
+	Sessions       map[int32]policy.SessionStats
+}
+
+// runState is shared by the actors of one run to report its end.
+type runState struct {
+	mu       sync.Mutex
+	err      error
+	panics   atomic.Int64
+	done     chan struct{}
+	doneOnce sync.Once
+	abort    func()
+}
+
+func (r *runState) fail(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+	r.abort()
+	r.finished()
+}
+
+func (r *runState) panicked(err error) {
+	r.panics.Add(1)
+	r.fail(err)
+}
+
+func (r *runState) finished() { r.doneOnce.Do(func() { close(r.done) }) }
+
+func (r *runState) error() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Built is a scenario's cluster, built from the Spec but not yet running.
+type built struct {
+	decode  []*gpu.DecodeWorker
+	prefill []*gpu.PrefillWorker
+	perfP   []gpu.Perf
+	nics    []nicSpec
+	pol     routerPolicy
+	kvc     *policy.KVC
+}
+
+type nicSpec struct {
+	name     string
+	prefill  int
+	nic      *transfer.NIC
+	rateCap  []float64 // by decode index; 0 = no link from this NIC
+	bytesTok int64
+}
+
+func perfFor(w topology.Worker) (gpu.Perf, error) {
+	m, err := gpu.LookupModel(w.Model)
+	if err != nil {
+		return gpu.Perf{}, fmt.Errorf("worker %s: %w", w.Name, err)
+	}
+	g, err := gpu.LookupGPU(w.GPU)
+	if err != nil {
+		return gpu.Perf{}, fmt.Errorf("worker %s: %w", w.Name, err)
+	}
+	p, err := gpu.NewPerf(m, g, max(w.TP, 1))
+	if err != nil {
+		return gpu.Perf{}, fmt.Errorf("worker %s: %w", w.Name, err)
+	}
+	return p, nil
+}
+
+func budgetOf(w topology.Worker, p gpu.Perf) (int, error) {
+	if w.KVBudgetTokens > 0 {
+		return w.KVBudgetTokens, nil
+	}
+	frac := w.MemFractionStatic
+	if frac == 0 {
+		frac = 0.88
+	}
+	n := p.PoolTokens(frac)
+	if n <= 0 {
+		return 0, fmt.Errorf("worker %s: model %s does not fit on %s x%d with mem_fraction_static %g (no KV pool left)", w.Name, w.Model, w.GPU, max(w.TP, 1), frac)
+	}
+	return n, nil
+}
+
+func build(spec *topology.Spec) (*built, error) {
+	b := &built{}
+	r := spec.Router
+	decIdx := map[string]int{}
+	for i, w := range spec.Decode {
+		decIdx[w.Name] = i
+		p, err := perfFor(w)
+		if err != nil {
+			return nil, err
+		}
+		budget, err := budgetOf(w, p)
+		if err != nil {
+			return nil, err
+		}
+		dw, err := gpu.NewDecodeWorker(gpu.DecodeConfig{
+			Name: w.Name, Budget: budget, Rho: r.Rho, TauAppend: r.TauAppend,
+			ReserveOutput: r.ReserveOutput, MaxRunning: w.MaxRunning,
+		}, p)
+		if err != nil {
+			return nil, err
+		}
+		b.decode = append(b.decode, dw)
+	}
+	preIdx := map[string]int{}
+	for i, w := range spec.Prefill {
+		preIdx[w.Name] = i
+		p, err := perfFor(w)
+		if err != nil {
+			return nil, err
+		}
+		budget, err := budgetOf(w, p)
+		if err != nil {
+			return nil, err
+		}
+		pw, err := gpu.NewPrefillWorker(gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens}, p)
+		if err != nil {
+			return nil, err
+		}
+		b.prefill = append(b.prefill, pw)
+		b.perfP = append(b.perfP, p)
+	}
+	// One NIC per (prefill worker, device), shared by the links naming it.
+	nicIdx := map[string]int{}
+	for _, l := range spec.Links {
+		pi, ok1 := preIdx[l.From]
+		di, ok2 := decIdx[l.To]
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("link %s -> %s: unknown endpoint", l.From, l.To)
+		}
+		key := l.From + "/" + l.Device
+		ni, ok := nicIdx[key]
+		if !ok {
+			nic, err := transfer.NewNIC(transfer.Config{
+				Name: key, Transport: transfer.Transport(l.Transport),
+				LineRate: l.Bandwidth, Latency: l.Latency,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("link %s -> %s: %w", l.From, l.To, err)
+			}
+			ni = len(b.nics)
+			nicIdx[key] = ni
+			b.nics = append(b.nics, nicSpec{name: key, prefill: pi, nic: nic,
+				rateCap: make([]float64, len(spec.Decode)), bytesTok: b.perfP[pi].KVBytesPerToken()})
+		} else if b.nics[ni].nic.Config().LineRate < l.Bandwidth {
+			// A NIC shared by several links: its own rate is the largest link rate.
+			return nil, fmt.Errorf("links over %s declare different bandwidths; give every link over one device the same bandwidth", key)
+		}
+		b.nics[ni].rateCap[di] = l.Bandwidth
+	}
+	np, nd := len(spec.Prefill), len(spec.Decode)
+	switch r.Policy {
+	case "kvc":
+		k, err := policy.NewKVC(policy.KVCConfig{
+			Alpha: r.Alpha, TauReject: r.TauReject, Epsilon: r.Epsilon, V1: r.V1,
+			Prefill: np, Decode: nd,
+		})
+		if err != nil {
+			return nil, err
+		}
+		b.pol, b.kvc = k, k
+	case "vanilla":
+		v, err := policy.NewVanilla(np, nd)
+		if err != nil {
+			return nil, err
+		}
+		b.pol = v
+	default:
+		return nil, fmt.Errorf("router policy %q is not runnable yet", r.Policy)
+	}
+	return b, nil
+}
+
+// Source builds the scenario's workload source.
+func Source(spec *topology.Spec) (workload.Source, error) {
+	w := spec.Workload
+	if w.Trace != "" {
+		return nil, errors.New("trace replay is not wired yet")
+	}
+	g := w.Generator
+	return workload.NewAgentic(workload.AgenticConfig{
+		Sessions: g.Sessions, Turns: g.Turns, SystemTokens: g.SystemTokens, FirstTokens: g.FirstTokens,
+		AppendTokens: g.AppendTokens, OutputTokens: g.OutputTokens, ThinkTime: g.ThinkTime,
+		SessionStagger: g.SessionStagger, BlockTokens: g.BlockTokens,
+	}, w.Seed, w.MaxRequests)
+}
+
+// Run emulates spec and returns its results. The error is non-nil when the
+// run could not complete correctly (a panic, a lost request, a bad trace);
+// a Result may still come back with what was collected.
+func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error) {
+	log := opts.Logger
+	if log == nil {
+		log = hclog.New(&hclog.LoggerOptions{Name: "pdemu", Level: hclog.Warn})
+	}
+	b, err := build(spec)
+	if err != nil {
+		return nil, err
+	}
+	src := opts.Source
+	if src == nil {
+		if src, err = Source(spec); err != nil {
+			return nil, err
+		}
+	}
+	wl := spec.Workload
+
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slogFor(log.Named("protoactor"))
+	}))
+	var deadLetters atomic.Int64
+	sub := sys.EventStream.Subscribe(func(m any) {
+		if dl, ok := m.(*actor.DeadLetterEvent); ok {
+			deadLetters.Add(1)
+			log.Warn("dead letter", "pid", dl.PID.String(), "message", fmt.Sprintf("%T", dl.Message))
+		}
+	})
+	defer sys.EventStream.Unsubscribe(sub)
+
+	rs := &runState{done: make(chan struct{})}
+	var clk Clock
+	var vclk *VirtualClock
+	var wclk *WallClock
+	switch wl.Clock {
+	case topology.ClockWall:
+		scale := wl.TimeScale
+		if scale <= 0 {
+			scale = 1
+		}
+		wclk = NewWallClock(sys, scale)
+		clk = wclk
+		rs.abort = wclk.Stop
+	default:
+		vclk = NewVirtualClock(sys)
+		clk = vclk
+		rs.abort = vclk.Abort
+	}
+
+	// Build the actors (ids fix the deterministic delivery order).
+	var nextID int32
+	mk := func(name string) node {
+		nextID++
+		return node{id: nextID, name: name, clk: clk}
+	}
+	names := func(ws []topology.Worker) []string {
+		out := make([]string, len(ws))
+		for i, w := range ws {
+			out[i] = w.Name
+		}
+		return out
+	}
+	col := metrics.NewCollector(names(spec.Prefill), names(spec.Decode))
+	drv := &driverActor{node: mk("driver"), drv: workload.NewDriver(src, wl.Loop != topology.LoopOpen), run: rs}
+	rtr := &routerActor{node: mk("router"), pol: b.pol}
+	if a, ok := b.pol.(admissionPolicy); ok {
+		rtr.adm = a
+	}
+	coll := &collectorActor{node: mk("collector"), col: col, run: rs}
+	var decs []*decodeActor
+	var series []*metrics.Series
+	for i, w := range b.decode {
+		s := metrics.NewSeries(spec.Decode[i].Name, "decode")
+		series = append(series, s)
+		decs = append(decs, &decodeActor{node: mk(spec.Decode[i].Name), idx: i, w: w, series: s})
+	}
+	var pres []*prefillActor
+	for i, w := range b.prefill {
+		s := metrics.NewSeries(spec.Prefill[i].Name, "prefill")
+		series = append(series, s)
+		pres = append(pres, &prefillActor{node: mk(spec.Prefill[i].Name), w: w, series: s, links: make([]*actor.PID, len(b.decode))})
+	}
+	var links []*linkActor
+	for _, n := range b.nics {
+		links = append(links, &linkActor{node: mk("link:" + n.name), nic: n.nic, bytesPerToken: n.bytesTok,
+			rateCap: n.rateCap, inflight: map[uint64]*gpu.Job{}})
+	}
+
+	var pids []*actor.PID
+	spawn := func(n *node, h handler) *actor.PID {
+		sh := &shell{n: n, h: h, run: rs}
+		pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return sh }))
+		n.self = pid
+		pids = append(pids, pid)
+		return pid
+	}
+	drvPID := spawn(&drv.node, drv)
+	rtrPID := spawn(&rtr.node, rtr)
+	colPID := spawn(&coll.node, coll)
+	var decPIDs, prePIDs []*actor.PID
+	for _, d := range decs {
+		decPIDs = append(decPIDs, spawn(&d.node, d))
+	}
+	for _, p := range pres {
+		prePIDs = append(prePIDs, spawn(&p.node, p))
+	}
+	for i, l := range links {
+		pid := spawn(&l.node, l)
+		l.decode = decPIDs
+		n := b.nics[i]
+		for d, c := range n.rateCap {
+			if c > 0 {
+				pres[n.prefill].links[d] = pid
+			}
+		}
+	}
+	// Wire everything before the first message.
+	drv.router, drv.collector = rtrPID, colPID
+	rtr.prefill, rtr.decode = prePIDs, decPIDs
+	coll.driver = drvPID
+	for _, d := range decs {
+		d.router, d.collector = rtrPID, colPID
+	}
+	for _, p := range pres {
+		for d, l := range p.links {
+			if l == nil {
+				return nil, fmt.Errorf("no link from %s to %s", spec.Prefill[0].Name, spec.Decode[d].Name)
+			}
+		}
+	}
+
+	start := time.Now()
+	var runErr error
+	if vclk != nil {
+		vclk.Send(0, 0, drvPID, startMsg{}, 0)
+		runErr = vclk.Run(ctx, opts.Horizon)
+	} else {
+		timeout := opts.WallTimeout
+		if timeout <= 0 {
+			timeout = 30 * time.Minute
+		}
+		wclk.Send(0, 0, drvPID, startMsg{}, 0)
+		select {
+		case <-rs.done:
+		case <-ctx.Done():
+			runErr = ctx.Err()
+		case <-time.After(timeout):
+			runErr = fmt.Errorf("wall-clock run did not finish within %v", timeout)
+		}
+		wclk.Stop()
+	}
+	wall := time.Since(start)
+	end := clk.Now()
+
+	// Read the results through the actors, then stop the tree explicitly.
+	ask := func(pid *actor.PID) any {
+		v, err := sys.Root.RequestFuture(pid, &queryMsg{}, 10*time.Second).Result()
+		if err != nil {
+			return nil
+		}
+		return v
+	}
+	collected, _ := ask(colPID).(*metrics.Collector)
+	res := &Result{Series: series, SampleInterval: wl.SampleInterval, End: end, Wall: wall}
+	var workers []metrics.WorkerSummary
+	for i, pid := range decPIDs {
+		rep, _ := ask(pid).(workerReport)
+		workers = append(workers, metrics.WorkerSummary{Name: spec.Decode[i].Name, Kind: "decode", MaxKV: rep.maxUsed, CapKV: rep.cap})
+	}
+	for i, pid := range prePIDs {
+		rep, _ := ask(pid).(workerReport)
+		mx := 0
+		if rep.series != nil {
+			mx = rep.series.Max()
+		}
+		workers = append(workers, metrics.WorkerSummary{Name: spec.Prefill[i].Name, Kind: "prefill", MaxKV: mx})
+	}
+	if b.kvc != nil {
+		res.Sessions = map[int32]policy.SessionStats{}
+		// Ask the router for its per-session counters (read in its own goroutine).
+		if v, _ := sys.Root.RequestFuture(rtrPID, &queryMsg{q: "sessions"}, 10*time.Second).Result(); v != nil {
+			res.Sessions = v.(map[int32]policy.SessionStats)
+		}
+	}
+	for _, pid := range pids {
+		_ = sys.Root.StopFuture(pid).Wait()
+	}
+	sys.Shutdown()
+
+	if collected == nil {
+		return nil, errors.Join(runErr, rs.error(), errors.New("could not read the collector"))
+	}
+	res.Records = collected.Records()
+	sum := metrics.Summarize(res.Records)
+	sum.Scenario = spec.Name
+	sum.Policy = spec.Router.Policy
+	sum.Seed = wl.Seed
+	sum.Clock = metrics.Clock{Mode: wl.Clock, TimeScale: wl.TimeScale}
+	if sum.Clock.Mode == "" {
+		sum.Clock.Mode = topology.ClockVirtual
+	}
+	if wclk != nil {
+		sum.Clock.Lateness = metrics.LatenessOf(wclk.Lateness())
+	}
+	sum.Runtime = metrics.Runtime{DeadLetters: deadLetters.Load(), Panics: rs.panics.Load()}
+	if vclk != nil {
+		sum.Runtime.Steps, sum.Runtime.Messages = vclk.Steps(), vclk.Messages()
+	}
+	for i := range workers {
+		for _, r := range res.Records {
+			if (workers[i].Kind == "decode" && r.D == workers[i].Name) || (workers[i].Kind == "prefill" && r.P == workers[i].Name) {
+				workers[i].Requests++
+			}
+		}
+	}
+	sum.Workers = workers
+	sum.Requests.SkippedBad = opts.SkippedBad
+	res.Summary = sum
+
+	// Nothing is lost: every request read from the source ended exactly once.
+	var errs []error
+	if runErr != nil {
+		errs = append(errs, runErr)
+	}
+	if err := rs.error(); err != nil {
+		errs = append(errs, err)
+	}
+	if read := drv.drv.Read(); len(errs) == 0 && read != sum.Requests.Total {
+		lost := []int64{}
+		for id := int64(0); id < int64(read) && len(lost) < 10; id++ {
+			if !collected.Seen(id) {
+				lost = append(lost, id)
+			}
+		}
+		errs = append(errs, fmt.Errorf("%d requests were released but %d ended (first missing ids: %v)", read, sum.Requests.Total, lost))
+	}
+	if sum.Requests.Total != sum.Requests.Completed+sum.Requests.Failed {
+		errs = append(errs, fmt.Errorf("requests.total %d != completed %d + failed %d", sum.Requests.Total, sum.Requests.Completed, sum.Requests.Failed))
+	}
+	return res, errors.Join(errs...)
+}
+
+// sortedSessions lists session indexes in order (deterministic output).
+func sortedSessions(m map[int32]policy.SessionStats) []int32 {
+	out := make([]int32, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,427 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/pdemu/pdemu/policy"
+)
+
+// DecodeConfig configures a decode worker.
+type DecodeConfig struct {
+	Name          string
+	Budget        int     // K_d, KV pool in tokens
+	Rho           float64 // admission high-water mark ρ
+	TauAppend     int     // τ_append
+	ReserveOutput bool    // admission reserves output tokens too
+	// NetCapacity counts a resident session's own KV once: the check becomes
+	// used − resident(s) + input_len ≤ ρ·K_d. Literal Algorithm 2
+	// (NetCapacity false) adds input_len, which includes the resident
+	// prefix, on top of used, which counts it already.
+	NetCapacity bool
+	MaxRunning  int // decode batch cap
+	// IdleEvictAfter: admission may evict a session only after it has been
+	// idle this long (it is probably finished); a younger idle session is
+	// probably thinking and about to come back. Default 10s.
+	IdleEvictAfter time.Duration
+}
+
+// EventKind says what happened on a worker.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EvFirstToken EventKind = iota + 1 // Job entered the decode batch with its first token
+	EvDone                            // Job produced its last token
+	EvFailed                          // Job failed (Job.Failed says why)
+	EvEvicted                         // Session's KV was evicted (Job is nil)
+)
+
+// Event is something a worker did at time At.
+type Event struct {
+	Kind    EventKind
+	Job     *Job
+	Session int32
+	At      time.Duration
+}
+
+// Failure reasons raised by the decode worker.
+const (
+	ReasonExceedsPool = "exceeds-kv-pool" // the request alone does not fit in ρ·K_d
+)
+
+type residency struct {
+	tokens  int      // KV tokens held (reserved) for the session
+	blocks  []uint64 // prompt blocks of the session's last admitted request
+	active  int      // requests of the session admitted and not ended
+	lastUse time.Duration
+}
+
+// DecodeWorker is a decode worker's pure state machine: SessionAwareCache
+// bookkeeping (session → resident tokens), Algorithm 2 admission, LRU
+// eviction of idle sessions under pressure, append-prefill for Direct
+// requests and continuous batching of decodes.
+//
+// Timing model: the GPU runs one append-prefill at a time, to completion,
+// pausing decodes meanwhile (no chunk interleaving); between batch changes
+// every running request advances one token per decode step, whose length
+// comes from Cost.DecodeStepTime(batch, total context), so a batch change
+// costs O(batch) work and no per-token events exist.
+//
+// Eviction: when admission needs room, sessions idle (no request in flight)
+// for at least IdleEvictAfter, other than the requester, are evicted least
+// recently used first (ties by session index) until the request fits; if it
+// still does not fit the request is rejected (Algorithm 2). A Fallback or
+// Vanilla request whose KV has arrived may evict any idle session, so it
+// never waits on memory that nothing would free. Each eviction is reported
+// as an EvEvicted event.
+type DecodeWorker struct {
+	cfg  DecodeConfig
+	cost Cost
+	cap  int
+
+	used    int
+	maxUsed int
+	sess    map[int32]*residency
+
+	running  []*Job
+	prefillQ []*Job // Direct requests waiting for their append-prefill
+	ready    []*Job // first token ready, waiting for memory or a batch slot
+	cur      *Job   // append-prefill in progress
+	curEnd   time.Duration
+	last     time.Duration // decode progress is accounted up to here
+	out      []Event
+}
+
+// NewDecodeWorker validates cfg.
+func NewDecodeWorker(cfg DecodeConfig, cost Cost) (*DecodeWorker, error) {
+	if cfg.Budget <= 0 || cfg.Rho <= 0 || cfg.Rho > 1 || cfg.TauAppend < 0 || cost == nil {
+		return nil, fmt.Errorf("gpu: decode worker %q needs budget > 0, 0 < rho <= 1, tau_append >= 0 and a cost model", cfg.Name)
+	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = 256
+	}
+	if cfg.IdleEvictAfter == 0 {
+		cfg.IdleEvictAfter = 10 * time.Second
+	}
+	return &DecodeWorker{
+		cfg: cfg, cost: cost,
+		cap:  int(math.Floor(cfg.Rho * float64(cfg.Budget))),
+		sess: make(map[int32]*residency),
+	}, nil
+}
+
+// Used is the KV tokens held now; Cap is ρ·K_d; MaxUsed the high-water mark.
+func (w *DecodeWorker) Used() int    { return w.used }
+func (w *DecodeWorker) Cap() int     { return w.cap }
+func (w *DecodeWorker) MaxUsed() int { return w.maxUsed }
+
+// Queued is the number of requests waiting (append-prefill or a slot).
+func (w *DecodeWorker) Queued() int { return len(w.prefillQ) + len(w.ready) }
+
+// Running is the number of requests on the GPU (decoding or prefilling).
+func (w *DecodeWorker) Running() int {
+	n := len(w.running)
+	if w.cur != nil {
+		n++
+	}
+	return n
+}
+
+// Resident reports whether session s has KV on this worker.
+func (w *DecodeWorker) Resident(s int32) bool { return w.sess[s] != nil }
+
+// Sessions is the number of resident sessions.
+func (w *DecodeWorker) Sessions() int { return len(w.sess) }
+
+func (w *DecodeWorker) setUsed(u int) {
+	w.used = u
+	if u > w.maxUsed {
+		w.maxUsed = u
+	}
+}
+
+// realAppend returns the prompt tokens of j not covered by s's resident KV.
+func realAppend(j *Job, s *residency) int {
+	r := j.Req
+	if s == nil {
+		return r.InputLen
+	}
+	common := 0
+	for common < len(s.blocks) && common < len(r.Blocks) && s.blocks[common] == r.Blocks[common] {
+		common++
+	}
+	matched := common * r.BlockTokens
+	if common == len(s.blocks) {
+		// The whole previous prompt matches: the resident KV (previous prompt
+		// and its output) is a prefix of this prompt.
+		matched = s.tokens
+	}
+	matched = min(matched, r.InputLen-1) // at least one token is computed
+	return r.InputLen - matched
+}
+
+// Admit is Algorithm 2 followed, on success, by reserving the request's KV.
+// A Direct request is queued for append-prefill immediately; a Seed or
+// Reseed request waits for Arrive. It returns the mode (ModeNone when
+// rejected) and the rejection reason.
+func (w *DecodeWorker) Admit(now time.Duration, j *Job) (policy.Mode, string) {
+	w.advance(now)
+	r := j.Req
+	s := w.sess[r.Session]
+	app := realAppend(j, s)
+	reserve := 0
+	if w.cfg.ReserveOutput {
+		reserve = r.OutputLen
+	}
+	in := policy.AdmitInput{
+		Resident: s != nil, Turn: r.Turn, AppendLen: app, InputLen: r.InputLen,
+		Reserve: reserve, Budget: w.cfg.Budget, Rho: w.cfg.Rho, TauAppend: w.cfg.TauAppend,
+	}
+	if !(s != nil && app > w.cfg.TauAppend) {
+		// Make room by evicting idle sessions, unless the answer is already no.
+		w.evictFor(now, r.Session, r.InputLen+reserve, w.cfg.IdleEvictAfter)
+	}
+	in.Used = w.used
+	if s != nil && w.cfg.NetCapacity {
+		// The session's resident prefix is part of input_len: count it once.
+		in.Used -= s.tokens
+	}
+	mode, reason := policy.Admit(in)
+	if mode == policy.ModeNone {
+		return mode, reason
+	}
+	j.Mode, j.Admitted = mode, now
+	footprint := r.InputLen + reserve
+	if s == nil {
+		s = &residency{}
+		w.sess[r.Session] = s
+	}
+	if footprint > s.tokens {
+		w.setUsed(w.used + footprint - s.tokens)
+		s.tokens = footprint
+	}
+	s.blocks = r.Blocks
+	s.active++
+	s.lastUse = now
+	j.footprint = 0 // owned by the session
+	if mode == policy.ModeDirect {
+		j.PrefillTokens = app
+		j.CachedTokens = r.InputLen - app
+		w.prefillQ = append(w.prefillQ, j)
+		w.kick(now)
+	}
+	return mode, ""
+}
+
+// evictFor evicts sessions idle for at least minIdle, other than keep, LRU
+// first, until used+need ≤ cap or no such session is left.
+func (w *DecodeWorker) evictFor(now time.Duration, keep int32, need int, minIdle time.Duration) {
+	for w.used+need > w.cap {
+		victim := int32(-1)
+		var vs *residency
+		for id, s := range w.sess {
+			if id == keep || s.active > 0 || now-s.lastUse < minIdle {
+				continue
+			}
+			if vs == nil || s.lastUse < vs.lastUse || (s.lastUse == vs.lastUse && id < victim) {
+				victim, vs = id, s
+			}
+		}
+		if vs == nil {
+			return
+		}
+		delete(w.sess, victim)
+		w.setUsed(w.used - vs.tokens)
+		w.out = append(w.out, Event{Kind: EvEvicted, Session: victim, At: now})
+	}
+}
+
+// Arrive hands the worker a request whose KV has arrived from a prefill
+// worker. Seed/Reseed requests were admitted (their KV is reserved);
+// Fallback and Vanilla requests reserve their KV now, waiting for room if
+// needed, and free it when they end.
+func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
+	w.advance(now)
+	if j.Mode == policy.ModeFallback || j.Mode == policy.ModeVanilla {
+		j.footprint = j.Req.InputLen + j.Req.OutputLen
+		if j.footprint > w.cap {
+			j.Failed = ReasonExceedsPool
+			j.Done = now
+			w.out = append(w.out, Event{Kind: EvFailed, Job: j, At: now})
+			return
+		}
+	}
+	w.ready = append(w.ready, j)
+	w.drainReady(now)
+}
+
+// kick starts the next append-prefill if the GPU is not prefilling.
+func (w *DecodeWorker) kick(now time.Duration) {
+	if w.cur != nil || len(w.prefillQ) == 0 {
+		return
+	}
+	j := w.prefillQ[0]
+	w.prefillQ = w.prefillQ[1:]
+	w.cur = j
+	j.PrefillStart = now
+	w.curEnd = now + w.cost.PrefillTime(j.PrefillTokens, j.CachedTokens)
+}
+
+// drainReady moves ready jobs into the batch while slots allow. Jobs whose
+// KV is already reserved (admitted ones) go first come first served; a job
+// that still needs room (Fallback/Vanilla) waits until it fits, and the
+// ones needing room behind it wait too (FIFO among them), but it never
+// blocks a reserved job: that could deadlock the pool.
+func (w *DecodeWorker) drainReady(now time.Duration) {
+	kept := w.ready[:0]
+	blocked := false
+	for _, j := range w.ready {
+		if len(w.running) >= w.cfg.MaxRunning {
+			kept = append(kept, j)
+			continue
+		}
+		if j.footprint > 0 && !j.reserved {
+			if blocked {
+				kept = append(kept, j)
+				continue
+			}
+			w.evictFor(now, -1, j.footprint, 0)
+			if w.used+j.footprint > w.cap {
+				blocked = true
+				kept = append(kept, j)
+				continue
+			}
+			w.setUsed(w.used + j.footprint)
+			j.reserved = true
+		}
+		w.join(now, j)
+	}
+	clear(w.ready[len(kept):])
+	w.ready = kept
+}
+
+func (w *DecodeWorker) join(now time.Duration, j *Job) {
+	j.FirstToken = now
+	j.remaining = float64(j.Req.OutputLen - 1)
+	w.out = append(w.out, Event{Kind: EvFirstToken, Job: j, At: now})
+	if j.remaining <= 0 {
+		w.finish(now, j)
+		return
+	}
+	w.running = append(w.running, j)
+}
+
+func (w *DecodeWorker) finish(now time.Duration, j *Job) {
+	j.Done = now
+	if j.footprint > 0 {
+		w.setUsed(w.used - j.footprint)
+		j.footprint, j.reserved = 0, false
+	} else if s := w.sess[j.Req.Session]; s != nil {
+		s.active--
+		s.lastUse = now
+		if grown := j.Req.InputLen + j.Req.OutputLen; grown > s.tokens {
+			// Output KV that was not reserved at admission.
+			w.setUsed(w.used + grown - s.tokens)
+			s.tokens = grown
+		}
+	}
+	w.out = append(w.out, Event{Kind: EvDone, Job: j, At: now})
+}
+
+func (w *DecodeWorker) stepTime() time.Duration {
+	var ctx int64
+	for _, j := range w.running {
+		ctx += int64(j.Req.InputLen+j.Req.OutputLen) - int64(j.remaining)
+	}
+	return w.cost.DecodeStepTime(len(w.running), ctx)
+}
+
+func (w *DecodeWorker) minRemaining() float64 {
+	m := math.Inf(1)
+	for _, j := range w.running {
+		m = min(m, j.remaining)
+	}
+	return m
+}
+
+const eps = 1e-9
+
+// advance runs the worker up to now.
+func (w *DecodeWorker) advance(now time.Duration) {
+	for {
+		if w.cur != nil {
+			if w.curEnd > now {
+				w.last = now // decoding is paused during prefill
+				return
+			}
+			t, j := w.curEnd, w.cur
+			w.cur = nil
+			w.last = t
+			w.kick(t)
+			w.ready = append(w.ready, j)
+			w.drainReady(t)
+			continue
+		}
+		if len(w.running) == 0 {
+			w.last = now
+			return
+		}
+		step := w.stepTime()
+		minRem := w.minRemaining()
+		tc := w.last + time.Duration(math.Ceil(minRem*float64(step)))
+		if tc > now {
+			if step > 0 {
+				w.progress(float64(now-w.last) / float64(step))
+			}
+			w.last = now
+			return
+		}
+		w.progress(minRem)
+		w.last = tc
+		kept := w.running[:0]
+		var done []*Job
+		for _, j := range w.running {
+			if j.remaining <= eps {
+				done = append(done, j)
+			} else {
+				kept = append(kept, j)
+			}
+		}
+		clear(w.running[len(kept):])
+		w.running = kept
+		for _, j := range done {
+			w.finish(tc, j)
+		}
+		w.drainReady(tc)
+	}
+}
+
+func (w *DecodeWorker) progress(steps float64) {
+	for _, j := range w.running {
+		j.remaining -= steps
+	}
+}
+
+// Advance runs the worker up to now; Events tells what happened.
+func (w *DecodeWorker) Advance(now time.Duration) { w.advance(now) }
+
+// Events returns and clears the events produced since the last call. The
+// slice is reused: consume it before calling any other method.
+func (w *DecodeWorker) Events() []Event {
+	ev := w.out
+	w.out = w.out[:0]
+	return ev
+}
+
+// NextEvent is when Advance must be called next, if anything is pending.
+func (w *DecodeWorker) NextEvent() (time.Duration, bool) {
+	if w.cur != nil {
+		return w.curEnd, true
+	}
+	if len(w.running) == 0 {
+		return 0, false
+	}
+	return w.last + time.Duration(math.Ceil(w.minRemaining()*float64(w.stepTime()))), true
+}

@@ -1,0 +1,44 @@
+package gpu
+
+import (
+	"time"
+
+	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// Cost is the part of the cost model the workers need (Perf implements it).
+type Cost interface {
+	PrefillTime(newTokens, cachedTokens int) time.Duration
+	DecodeStepTime(batch int, contextTokens int64) time.Duration
+}
+
+// Job is one request on its way through the cluster, with its timeline. It
+// is owned by exactly one actor at a time and handed over in messages.
+type Job struct {
+	Req  *workload.Request
+	Mode policy.Mode
+	P, D int // worker indexes, -1 = none
+
+	Arrival       time.Duration // released by the driver
+	Admitted      time.Duration // admission decided (or dispatch for vanilla)
+	PrefillStart  time.Duration
+	PrefillEnd    time.Duration
+	TransferStart time.Duration
+	TransferEnd   time.Duration
+	FirstToken    time.Duration
+	Done          time.Duration
+
+	PrefillTokens int   // tokens actually computed by a prefill (P or append-prefill on D)
+	CachedTokens  int   // prompt tokens served from a cache
+	TransferBytes int64 // KV bytes moved over a link
+	Tries         int   // admission attempts
+	Reasons       []string
+	Failed        string // non-empty: the request failed for this reason
+
+	// decode-side state
+	remaining float64 // decode steps still to run
+	footprint int     // KV tokens a Fallback/Vanilla job needs on the decode worker
+	reserved  bool    // footprint is held
+	ctx       int     // KV tokens this request attends to while decoding
+}

@@ -1,0 +1,207 @@
+// Package metrics turns finished jobs and worker observations into pdemu's
+// outputs: per_request.csv, instances.csv and summary.json.
+//
+// Contract: the Collector accepts each request exactly once (a second end
+// of the same request is an error, never silently merged); every output is
+// a pure function of what was collected, written in a fixed order, so
+// virtual-clock runs with the same inputs produce byte-identical files.
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/policy"
+)
+
+// Record is one row of per_request.csv.
+type Record struct {
+	ID            int64
+	Session       string
+	SessionIdx    int32
+	Turn          int
+	Arrival       time.Duration
+	TTFT          time.Duration // -1 when the request failed before its first token
+	E2E           time.Duration // -1 when the request failed
+	Mode          string
+	Reason        string // failure reason, else the admission rejections joined by ';'
+	Failed        bool
+	P, D          string
+	InputTokens   int
+	OutputTokens  int
+	AppendTokens  int // tokens prefilled for this request (append-prefill or uncached prefill)
+	CachedTokens  int
+	TransferBytes int64
+	Tries         int
+}
+
+// Collector accumulates finished jobs.
+type Collector struct {
+	prefillNames, decodeNames []string
+	seen                      map[int64]bool
+	recs                      []Record
+	failed                    int
+}
+
+// NewCollector names workers by index for the records.
+func NewCollector(prefillNames, decodeNames []string) *Collector {
+	return &Collector{prefillNames: prefillNames, decodeNames: decodeNames, seen: map[int64]bool{}}
+}
+
+func name(names []string, i int) string {
+	if i < 0 || i >= len(names) {
+		return ""
+	}
+	return names[i]
+}
+
+// Add records a finished job; a request that ends twice is an error.
+func (c *Collector) Add(j *gpu.Job) error {
+	r := j.Req
+	if c.seen[r.ID] {
+		return fmt.Errorf("metrics: request %d (session %s turn %d) ended twice", r.ID, r.SessionName, r.Turn)
+	}
+	c.seen[r.ID] = true
+	rec := Record{
+		ID: r.ID, Session: r.SessionName, SessionIdx: r.Session, Turn: r.Turn, Arrival: j.Arrival,
+		TTFT: -1, E2E: -1, Mode: j.Mode.String(), Failed: j.Failed != "",
+		P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
+		InputTokens: r.InputLen, OutputTokens: r.OutputLen,
+		AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
+		TransferBytes: j.TransferBytes, Tries: j.Tries,
+	}
+	if !j.Mode.UsesPrefill() {
+		rec.P = ""
+	}
+	if rec.Failed {
+		c.failed++
+		rec.Reason = j.Failed
+		if j.FirstToken > 0 {
+			rec.TTFT = j.FirstToken - j.Arrival
+		}
+	} else {
+		rec.TTFT = j.FirstToken - j.Arrival
+		rec.E2E = j.Done - j.Arrival
+		rec.Reason = strings.Join(j.Reasons, ";")
+	}
+	c.recs = append(c.recs, rec)
+	return nil
+}
+
+// Ended is the number of requests recorded; Failed how many failed.
+func (c *Collector) Ended() int  { return len(c.recs) }
+func (c *Collector) Failed() int { return c.failed }
+
+// Seen reports whether request id ended.
+func (c *Collector) Seen(id int64) bool { return c.seen[id] }
+
+// Records returns the records sorted by request id.
+func (c *Collector) Records() []Record {
+	out := append([]Record(nil), c.recs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Sample is one observation of a worker.
+type Sample struct {
+	T       time.Duration
+	KV      int // KV tokens used (decode) or prefix cache tokens (prefill)
+	Queue   int
+	Running int
+}
+
+// Series is a worker's step-function time series: it stores only change
+// points and is resampled at a fixed interval on output.
+type Series struct {
+	Worker string
+	Kind   string
+	pts    []Sample
+}
+
+// NewSeries returns an empty series.
+func NewSeries(worker, kind string) *Series { return &Series{Worker: worker, Kind: kind} }
+
+// Observe records the state at t if it changed.
+func (s *Series) Observe(t time.Duration, kv, queue, running int) {
+	if n := len(s.pts); n > 0 {
+		last := &s.pts[n-1]
+		if last.KV == kv && last.Queue == queue && last.Running == running {
+			return
+		}
+		if last.T == t {
+			last.KV, last.Queue, last.Running = kv, queue, running
+			return
+		}
+	}
+	s.pts = append(s.pts, Sample{T: t, KV: kv, Queue: queue, Running: running})
+}
+
+// At returns the state in force at time t.
+func (s *Series) At(t time.Duration) Sample {
+	i := sort.Search(len(s.pts), func(i int) bool { return s.pts[i].T > t })
+	if i == 0 {
+		return Sample{T: t}
+	}
+	p := s.pts[i-1]
+	p.T = t
+	return p
+}
+
+// Max returns the maximum KV observed.
+func (s *Series) Max() int {
+	m := 0
+	for _, p := range s.pts {
+		m = max(m, p.KV)
+	}
+	return m
+}
+
+// Quantiles summarises a distribution in milliseconds.
+type Quantiles struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+	Max  float64 `json:"max"`
+}
+
+// QuantilesMS computes nearest-rank quantiles of ds in milliseconds.
+func QuantilesMS(ds []time.Duration) Quantiles {
+	if len(ds) == 0 {
+		return Quantiles{}
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var sum float64
+	for _, d := range s {
+		sum += float64(d)
+	}
+	q := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		i = min(max(i, 0), len(s)-1)
+		return ms(s[i])
+	}
+	return Quantiles{P50: q(0.50), P90: q(0.90), P99: q(0.99), Mean: round3(sum / float64(len(s)) / 1e6), Max: ms(s[len(s)-1])}
+}
+
+func ms(d time.Duration) float64 { return round3(float64(d) / 1e6) }
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// ModeCounts counts finished requests per mode name; every mode is present.
+func ModeCounts(recs []Record) map[string]int {
+	m := map[string]int{}
+	for _, md := range policy.AllModes {
+		m[md.String()] = 0
+	}
+	for _, r := range recs {
+		if !r.Failed {
+			m[r.Mode]++
+		}
+	}
+	return m
+}

@@ -1,0 +1,176 @@
+package metrics
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"strconv"
+	"time"
+)
+
+// PerRequestHeader is the header of per_request.csv.
+var PerRequestHeader = []string{
+	"id", "session", "turn", "arrival_ms", "ttft_ms", "e2e_ms", "mode", "reason",
+	"p_worker", "d_worker", "input_tokens", "output_tokens", "append_tokens",
+	"cached_tokens", "transfer_bytes", "tries", "failed",
+}
+
+func fms(d time.Duration) string {
+	if d < 0 {
+		return ""
+	}
+	return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
+}
+
+// WritePerRequest writes per_request.csv rows sorted by request id.
+func WritePerRequest(w io.Writer, recs []Record) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(PerRequestHeader); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		row := []string{
+			strconv.FormatInt(r.ID, 10), r.Session, strconv.Itoa(r.Turn), fms(r.Arrival),
+			fms(r.TTFT), fms(r.E2E), r.Mode, r.Reason, r.P, r.D,
+			strconv.Itoa(r.InputTokens), strconv.Itoa(r.OutputTokens), strconv.Itoa(r.AppendTokens),
+			strconv.Itoa(r.CachedTokens), strconv.FormatInt(r.TransferBytes, 10), strconv.Itoa(r.Tries),
+			strconv.FormatBool(r.Failed),
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteInstances writes instances.csv: every series resampled every
+// interval from 0 to end inclusive, rows ordered by time then worker.
+func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"t_ms", "worker", "kind", "kv_tokens", "queue", "running"}); err != nil {
+		return err
+	}
+	if interval <= 0 {
+		interval = time.Second
+	}
+	for t := time.Duration(0); t <= end+interval-1; t += interval {
+		for _, s := range series {
+			p := s.At(t)
+			if err := cw.Write([]string{fms(t), s.Worker, s.Kind, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running)}); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Summary is summary.json. Keys documented in the README are stable.
+type Summary struct {
+	Scenario string         `json:"scenario"`
+	Policy   string         `json:"policy"`
+	Seed     uint64         `json:"seed"`
+	Clock    Clock          `json:"clock"`
+	Requests Counts         `json:"requests"`
+	TTFT     Quantiles      `json:"ttft_ms"`
+	E2E      Quantiles      `json:"e2e_ms"`
+	Modes    map[string]int `json:"modes"`
+	// PrefillShare is the fraction of completed requests that used a
+	// prefill worker (the KVC paper's "P used on ≈ 8 %").
+	PrefillShare    float64         `json:"prefill_share"`
+	EmulatedSeconds float64         `json:"emulated_seconds"`
+	Runtime         Runtime         `json:"runtime"`
+	Workers         []WorkerSummary `json:"workers"`
+}
+
+// Clock describes the clock of the run.
+type Clock struct {
+	Mode      string    `json:"mode"`
+	TimeScale float64   `json:"time_scale"`
+	Lateness  *Lateness `json:"lateness_ms,omitempty"`
+}
+
+// Lateness is the wall clock's timer lateness in real milliseconds.
+type Lateness struct {
+	P50     float64 `json:"p50"`
+	P99     float64 `json:"p99"`
+	Max     float64 `json:"max"`
+	Samples int     `json:"samples"`
+}
+
+// Counts are the request totals; Total == Completed + Failed.
+type Counts struct {
+	Total       int            `json:"total"`
+	Completed   int            `json:"completed"`
+	Failed      int            `json:"failed"`
+	FailReasons map[string]int `json:"fail_reasons"`
+	SkippedBad  int            `json:"skipped_bad_records"`
+}
+
+// Runtime reports the actor runtime's health.
+type Runtime struct {
+	DeadLetters int64 `json:"dead_letters"`
+	Panics      int64 `json:"panics"`
+	Steps       int64 `json:"clock_steps,omitempty"`
+	Messages    int64 `json:"messages,omitempty"`
+}
+
+// WorkerSummary reports a worker's KV high-water mark.
+type WorkerSummary struct {
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	MaxKV    int    `json:"max_kv_tokens"`
+	CapKV    int    `json:"cap_kv_tokens,omitempty"`
+	Requests int    `json:"requests"`
+}
+
+// Summarize fills the request-derived fields of a Summary.
+func Summarize(recs []Record) Summary {
+	var s Summary
+	var ttft, e2e []time.Duration
+	s.Requests.FailReasons = map[string]int{}
+	var end time.Duration
+	usedP := 0
+	for _, r := range recs {
+		s.Requests.Total++
+		if r.Failed {
+			s.Requests.Failed++
+			s.Requests.FailReasons[r.Reason]++
+			continue
+		}
+		s.Requests.Completed++
+		ttft = append(ttft, r.TTFT)
+		e2e = append(e2e, r.E2E)
+		end = max(end, r.Arrival+r.E2E)
+		if r.P != "" {
+			usedP++
+		}
+	}
+	s.TTFT = QuantilesMS(ttft)
+	s.E2E = QuantilesMS(e2e)
+	s.Modes = ModeCounts(recs)
+	if s.Requests.Completed > 0 {
+		s.PrefillShare = round3(float64(usedP) / float64(s.Requests.Completed))
+	}
+	s.EmulatedSeconds = round3(end.Seconds())
+	return s
+}
+
+// LatenessOf summarises lateness samples (sorted ascending).
+func LatenessOf(sorted []time.Duration) *Lateness {
+	l := &Lateness{Samples: len(sorted)}
+	if len(sorted) == 0 {
+		return l
+	}
+	q := QuantilesMS(sorted)
+	l.P50, l.P99, l.Max = q.P50, q.P99, q.Max
+	return l
+}
+
+// WriteSummary writes summary.json (indented, keys in struct order, maps sorted).
+func WriteSummary(w io.Writer, s Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}

@@ -1,0 +1,111 @@
+package topology
+
+import (
+	"fmt"
+	"math"
+)
+
+// checkInvariants verifies the contract of a Spec returned by Parse. Tests
+// and the fuzz target run it on every successful parse.
+func checkInvariants(s *Spec) error {
+	if s == nil {
+		return fmt.Errorf("nil spec")
+	}
+	kinds := map[string]Kind{}
+	n := 0
+	for _, group := range []struct {
+		kind Kind
+		ws   []Worker
+	}{{KindPrefill, s.Prefill}, {KindDecode, s.Decode}, {KindFused, s.Fused}} {
+		for _, w := range group.ws {
+			n++
+			if w.Name == "" {
+				return fmt.Errorf("empty worker name")
+			}
+			if _, dup := kinds[w.Name]; dup {
+				return fmt.Errorf("duplicate worker %q", w.Name)
+			}
+			kinds[w.Name] = w.Kind
+			switch {
+			case w.Kind != group.kind:
+				return fmt.Errorf("worker %q has kind %q in the %s list", w.Name, w.Kind, group.kind)
+			case w.GPU == "" || w.Model == "":
+				return fmt.Errorf("worker %q: empty preset", w.Name)
+			case w.TP < 1:
+				return fmt.Errorf("worker %q: tp %d", w.Name, w.TP)
+			case w.KVBudgetTokens < 0:
+				return fmt.Errorf("worker %q: kv budget %d", w.Name, w.KVBudgetTokens)
+			case !(w.MemFractionStatic > 0 && w.MemFractionStatic <= 1):
+				return fmt.Errorf("worker %q: mem_fraction_static %v", w.Name, w.MemFractionStatic)
+			case w.MaxBatchTokens < 1:
+				return fmt.Errorf("worker %q: max_batch_tokens %d", w.Name, w.MaxBatchTokens)
+			case w.MaxRunning < 1:
+				return fmt.Errorf("worker %q: max_running %d", w.Name, w.MaxRunning)
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("no workers")
+	}
+	pairs := map[[2]string]bool{}
+	for _, l := range s.Links {
+		if kinds[l.From] != KindPrefill || kinds[l.To] != KindDecode {
+			return fmt.Errorf("link %s->%s: bad endpoints", l.From, l.To)
+		}
+		if pairs[[2]string{l.From, l.To}] {
+			return fmt.Errorf("duplicate link %s->%s", l.From, l.To)
+		}
+		pairs[[2]string{l.From, l.To}] = true
+		if l.Transport != TransportRDMA && l.Transport != TransportTCP {
+			return fmt.Errorf("link %s->%s: transport %q", l.From, l.To, l.Transport)
+		}
+		if l.Device == "" || !(l.Bandwidth > 0) || math.IsInf(l.Bandwidth, 0) || l.Latency < 0 {
+			return fmt.Errorf("link %s->%s: %+v", l.From, l.To, l)
+		}
+	}
+	pol := lookupPolicy(s.Router.Policy)
+	if pol == nil {
+		return fmt.Errorf("unknown policy %q", s.Router.Policy)
+	}
+	for _, k := range pol.kinds {
+		count := map[Kind]int{KindPrefill: len(s.Prefill), KindDecode: len(s.Decode), KindFused: len(s.Fused)}[k]
+		if count == 0 {
+			return fmt.Errorf("policy %q without %s workers", pol.name, k)
+		}
+	}
+	if pol.fullMesh {
+		for _, p := range s.Prefill {
+			for _, d := range s.Decode {
+				if !pairs[[2]string{p.Name, d.Name}] {
+					return fmt.Errorf("missing link %s->%s", p.Name, d.Name)
+				}
+			}
+		}
+	}
+	r := s.Router
+	switch {
+	case !(r.Alpha >= 0) || math.IsInf(r.Alpha, 0):
+		return fmt.Errorf("alpha %v", r.Alpha)
+	case r.TauReject < 1, r.TauAppend < 0, r.Epsilon < 1, r.BlockTokens < 1:
+		return fmt.Errorf("router %+v", r)
+	case !(r.Rho > 0 && r.Rho <= 1):
+		return fmt.Errorf("rho %v", r.Rho)
+	}
+	w := s.Workload
+	switch {
+	case w.Clock != ClockVirtual && w.Clock != ClockWall:
+		return fmt.Errorf("clock %q", w.Clock)
+	case w.Loop != LoopOpen && w.Loop != LoopClosed:
+		return fmt.Errorf("loop %q", w.Loop)
+	case !(w.TimeScale > 0) || math.IsInf(w.TimeScale, 0):
+		return fmt.Errorf("time_scale %v", w.TimeScale)
+	case w.MaxRequests < 0 || w.SampleInterval <= 0:
+		return fmt.Errorf("workload %+v", w)
+	}
+	g := w.Generator
+	if g.Sessions < 1 || g.Turns < 1 || g.SystemTokens < 0 || g.FirstTokens < 1 || g.AppendTokens < 0 ||
+		g.OutputTokens < 1 || g.ThinkTime < 0 || g.SessionStagger < 0 || g.BlockTokens < 1 {
+		return fmt.Errorf("generator %+v", g)
+	}
+	return nil
+}

@@ -1,0 +1,351 @@
+package topology
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// Options tune parsing. The zero value is valid: no variables set, every
+// preset name accepted.
+type Options struct {
+	// Vars are values for `variable` blocks (the CLI's -var k=v), referenced
+	// in HCL as var.k. A value that looks like a decimal number or a bool
+	// ("16", "0.5", "true") becomes one; anything else is a string. Setting
+	// a variable the file does not declare is an error.
+	Vars map[string]string
+
+	// KnownGPU and KnownModel, when set, make unknown gpu / model preset
+	// names a diagnostic. GPUNames and ModelNames feed "Did you mean"
+	// suggestions in those diagnostics.
+	KnownGPU   func(name string) bool
+	KnownModel func(name string) bool
+	GPUNames   []string
+	ModelNames []string
+
+	// KnownFormat, when set, makes an unknown workload `format` a
+	// diagnostic; FormatNames feed its suggestions.
+	KnownFormat func(name string) bool
+	FormatNames []string
+
+	// BaseDir, when set, is the directory relative trace paths are
+	// resolved against. The default is the directory of the file name
+	// passed to Parse (so "<embedded>/x.hcl" needs a BaseDir if it names a
+	// relative trace).
+	BaseDir string
+}
+
+// DiagError is the error Parse and Load return for invalid input. It holds
+// every diagnostic found (parsing does not stop at the first error) and the
+// parsed source files, so the diagnostics can be rendered with snippets.
+type DiagError struct {
+	Diags hcl.Diagnostics
+	Files map[string]*hcl.File
+}
+
+// diagWidth is the column at which rendered diagnostic details wrap.
+const diagWidth = 100
+
+// Error renders every diagnostic without colour: a "file:line:col:" prefix,
+// then HCL's text rendering (severity and summary, a source snippet, and
+// the detail).
+func (e *DiagError) Error() string {
+	var b bytes.Buffer
+	_ = e.Write(&b, false)
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// Write renders the diagnostics to w like Error, with VT100 colours when
+// color is set.
+func (e *DiagError) Write(w io.Writer, color bool) error {
+	tw := hcl.NewDiagnosticTextWriter(w, e.Files, diagWidth, color)
+	for _, d := range e.Diags {
+		if d == nil {
+			continue
+		}
+		if d.Subject != nil {
+			if _, err := fmt.Fprintf(w, "%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column); err != nil {
+				return err
+			}
+		}
+		if err := tw.WriteDiagnostic(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Load reads the scenario file at path and parses it (see Parse). I/O
+// errors are returned as they are (wrapped); invalid content yields a
+// *DiagError.
+func Load(path string, opts Options) (*Spec, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	return Parse(path, src, opts)
+}
+
+// Parse parses and validates an HCL scenario. filename is used in
+// diagnostics, as Spec.Source, and (unless opts.BaseDir is set) to resolve
+// a relative workload trace path. On invalid input it returns a *DiagError
+// holding every problem found. It never panics.
+func Parse(filename string, src []byte, opts Options) (spec *Spec, err error) {
+	p := hclparse.NewParser()
+	defer func() {
+		// Belt and braces: the fuzz target exercises parse without this
+		// recover, but a bug must never take the caller down with it.
+		if r := recover(); r != nil {
+			spec = nil
+			err = &DiagError{Files: p.Files(), Diags: hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  "Internal error while parsing the scenario",
+				Detail:   fmt.Sprintf("pdemu's topology parser panicked: %v. This is a bug; please report it with the scenario file.", r),
+			}}}
+		}
+	}()
+	return parse(p, filename, src, opts)
+}
+
+// parse is Parse without the recover.
+func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec, error) {
+	file, diags := p.ParseHCL(src, filename)
+	fail := func(d hcl.Diagnostics) (*Spec, error) {
+		sortDiags(d)
+		return nil, &DiagError{Diags: d, Files: p.Files()}
+	}
+	if diags.HasErrors() || file == nil {
+		return fail(diags)
+	}
+
+	// Pass 1: variables, so that every other expression can use them.
+	var vh variablesHCL
+	diags = append(diags, gohcl.DecodeBody(file.Body, nil, &vh)...)
+	if diags.HasErrors() {
+		return fail(diags)
+	}
+	vars, vdiags := evalVariables(vh.Variables, opts.Vars)
+	diags = append(diags, vdiags...)
+	if diags.HasErrors() {
+		return fail(diags)
+	}
+	ctx := &hcl.EvalContext{
+		Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)},
+		Functions: functions(),
+	}
+
+	// Pass 2: the rest, then semantic validation.
+	c := &checker{opts: opts, file: file}
+	var fh fileHCL
+	c.decoded(gohcl.DecodeBody(vh.Remain, ctx, &fh))
+	spec := c.build(filename, &fh, ctx, file.Body.MissingItemRange())
+
+	diags = append(diags, c.diags...)
+	suggestVarNames(diags, file, vars)
+	diags = tidyDecodeDiags(diags)
+	if diags.HasErrors() {
+		return fail(diags)
+	}
+	return spec, nil
+}
+
+// functions is the allow-list of functions available in expressions.
+func functions() map[string]function.Function {
+	return map[string]function.Function{
+		"min":   stdlib.MinFunc,
+		"max":   stdlib.MaxFunc,
+		"floor": stdlib.FloorFunc,
+		"ceil":  stdlib.CeilFunc,
+	}
+}
+
+// evalVariables resolves variable blocks against CLI values.
+func evalVariables(blocks []variableHCL, cli map[string]string) (map[string]cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	vals := map[string]cty.Value{}
+	declared := map[string]*variableHCL{}
+	names := make([]string, 0, len(blocks))
+	// Defaults may use functions but not other variables.
+	defCtx := &hcl.EvalContext{Functions: functions()}
+	for i := range blocks {
+		b := &blocks[i]
+		if !hclsyntax.ValidIdentifier(b.Name) {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid variable name",
+				Detail:   fmt.Sprintf("%q is not a valid variable name: use letters, digits, underscores and dashes, starting with a letter.", b.Name),
+				Subject:  b.NameRange.Ptr(),
+			})
+			continue
+		}
+		if prev, dup := declared[b.Name]; dup {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate variable declaration",
+				Detail:   fmt.Sprintf("A variable named %q was already declared at %s. Variable names must be unique.", b.Name, prev.DefRange),
+				Subject:  b.NameRange.Ptr(),
+			})
+			continue
+		}
+		declared[b.Name] = b
+		names = append(names, b.Name)
+
+		if s, ok := cli[b.Name]; ok {
+			vals[b.Name] = cliValue(s)
+			continue
+		}
+		if b.Default != nil {
+			v, d := b.Default.Expr.Value(defCtx)
+			diags = append(diags, d...)
+			if !d.HasErrors() && !v.IsNull() && v.IsWhollyKnown() {
+				vals[b.Name] = v
+				continue
+			}
+			if d.HasErrors() {
+				vals[b.Name] = cty.DynamicVal
+				continue
+			}
+		}
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No value for required variable",
+			Detail:   fmt.Sprintf("The variable %q has no default, so it must be set, e.g. with -var %s=VALUE.", b.Name, b.Name),
+			Subject:  b.DefRange.Ptr(),
+		})
+		vals[b.Name] = cty.DynamicVal
+	}
+
+	keys := make([]string, 0, len(cli))
+	for k := range cli {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, ok := declared[k]; !ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Value for undeclared variable",
+				Detail: fmt.Sprintf("A value was given for the variable %q, but the scenario does not declare it.%s To accept it, add a block: variable %q { default = ... }.",
+					k, didYouMean(k, names), k),
+			})
+		}
+	}
+	return vals, diags
+}
+
+var cliNumber = regexp.MustCompile(`^-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$`)
+
+// cliValue types a -var value: a decimal number or bool when it looks like
+// one, otherwise a string.
+func cliValue(s string) cty.Value {
+	switch s {
+	case "true":
+		return cty.True
+	case "false":
+		return cty.False
+	}
+	// Huge exponents are left as strings: they would only make big.Float
+	// work hard for a value no attribute accepts.
+	if len(s) <= 64 && cliNumber.MatchString(s) {
+		if v, err := cty.ParseNumberVal(s); err == nil {
+			return v
+		}
+	}
+	return cty.StringVal(s)
+}
+
+var unsupportedAttrDetail = regexp.MustCompile(`^This object does not have an attribute named "([^"]*)"\.$`)
+
+// suggestVarNames adds "Did you mean" to HCL's diagnostic for a reference to
+// an undeclared var.x (HCL suggests root names, not object attributes).
+func suggestVarNames(diags hcl.Diagnostics, file *hcl.File, vars map[string]cty.Value) {
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	for _, d := range diags {
+		if d.Summary != "Unsupported attribute" || d.Subject == nil || file == nil {
+			continue
+		}
+		m := unsupportedAttrDetail.FindStringSubmatch(d.Detail)
+		if m == nil {
+			continue
+		}
+		// Only for var.<name>: the subject is ".<name>" right after "var".
+		start := d.Subject.Start.Byte
+		if start < 3 || start > len(file.Bytes) || string(file.Bytes[start-3:start]) != "var" {
+			continue
+		}
+		d.Summary = "Undeclared variable"
+		d.Detail = fmt.Sprintf("There is no variable block named %q.%s", m[1], didYouMean(m[1], names))
+	}
+}
+
+// tidyDecodeDiags rewrites and drops some of gohcl's conversion
+// diagnostics:
+//
+//   - "value must be known" only follows another error inside the same
+//     expression (an unknown value comes from an undeclared variable or a
+//     failed function call), so it is dropped when that error is there;
+//   - the int64 and float64 bounds in "value must be a whole number,
+//     between -9223372036854775808 and 9223372036854775807" and "value must
+//     be between -1797...(300 digits) and ..." are noise.
+func tidyDecodeDiags(diags hcl.Diagnostics) hcl.Diagnostics {
+	const (
+		unknown = "Unsuitable value: value must be known"
+		whole   = "Unsuitable value: value must be a whole number, between -9223372036854775808 and 9223372036854775807"
+	)
+	out := diags[:0]
+	for _, d := range diags {
+		switch {
+		case strings.HasPrefix(d.Detail, "Unsuitable value: value must be between -1797693134862315"):
+			d.Detail = "Unsuitable value: the number is out of range."
+		case d.Detail == whole:
+			d.Detail = "Unsuitable value: a whole number is required."
+		case d.Detail == unknown:
+			if d.Context != nil && hasOtherErrorIn(diags, d, *d.Context) {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func hasOtherErrorIn(diags hcl.Diagnostics, self *hcl.Diagnostic, rng hcl.Range) bool {
+	for _, o := range diags {
+		if o != self && o.Severity == hcl.DiagError && o.Subject != nil && overlaps(*o.Subject, rng) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortDiags orders diagnostics by position (diagnostics without a subject
+// first), keeping the relative order of equal positions. gohcl decodes
+// attributes in map order, so this is what makes output deterministic.
+func sortDiags(diags hcl.Diagnostics) {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		default:
+			return a.Start.Byte < b.Start.Byte
+		}
+	})
+}

@@ -1,0 +1,201 @@
+package topology
+
+import (
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+)
+
+// Router parameter defaults (the KVC-Router spec defaults).
+const (
+	DefaultAlpha       = 1.0
+	DefaultTauReject   = 3
+	DefaultTauAppend   = 8192
+	DefaultRho         = 0.95
+	DefaultEpsilon     = 2
+	DefaultBlockTokens = 24
+)
+
+// DefaultRouter returns a Router for policy with every parameter at its
+// spec default. Parameters a policy does not take keep these defaults too,
+// so code that reads, say, Rho never sees a zero.
+func DefaultRouter(policy string) Router {
+	return Router{
+		Policy:        policy,
+		Alpha:         DefaultAlpha,
+		TauReject:     DefaultTauReject,
+		TauAppend:     DefaultTauAppend,
+		Rho:           DefaultRho,
+		Epsilon:       DefaultEpsilon,
+		BlockTokens:   DefaultBlockTokens,
+		V1:            false,
+		ReserveOutput: true,
+	}
+}
+
+// policy is one entry of the router policy table: everything the HCL layer
+// needs to know about a policy. Adding a policy means adding one entry to
+// policies (and, if it has new parameters, fields to Router).
+type policy struct {
+	name string
+	doc  string // one line, used in diagnostics
+	// kinds are the worker kinds the policy routes to. The scenario must
+	// declare at least one worker of each, and none of any other kind.
+	kinds []Kind
+	// fullMesh requires a link from every prefill worker to every decode
+	// worker (the policy may pair any P with any D).
+	fullMesh bool
+	// params are the attributes the router block accepts, in the order
+	// they are decoded. Anything else is HCL's "Unsupported argument".
+	params []routerParam
+}
+
+// routerParam is one router block attribute: its name, a short description
+// for diagnostics, and how to decode, validate and store it.
+type routerParam struct {
+	name  string
+	help  string
+	apply func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, r *Router)
+}
+
+// numParam declares a numeric parameter stored in *field(r) and validated by
+// check (which returns "" when the value is fine, else what is wrong).
+func numParam[T int | float64](name, help string, field func(*Router) *T, check func(T) string) routerParam {
+	return routerParam{name: name, help: help, apply: func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, r *Router) {
+		var v T
+		if !c.decoded(gohcl.DecodeExpression(attr.Expr, ctx, &v)) {
+			return
+		}
+		*field(r) = checkNum(c, &v, attr.Range, *field(r), name, help, check)
+	}}
+}
+
+// boolParam declares a boolean parameter stored in *field(r).
+func boolParam(name, help string, field func(*Router) *bool) routerParam {
+	return routerParam{name: name, help: help, apply: func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, r *Router) {
+		var v bool
+		if c.decoded(gohcl.DecodeExpression(attr.Expr, ctx, &v)) {
+			*field(r) = v
+		}
+	}}
+}
+
+// Parameters shared by several policies.
+var (
+	paramAlpha = numParam("alpha", "the sticky bonus α",
+		func(r *Router) *float64 { return &r.Alpha }, atLeast(0.0))
+	paramTauReject = numParam("tau_reject", "the blacklist threshold τ_reject",
+		func(r *Router) *int { return &r.TauReject }, atLeast(1))
+	paramTauAppend = numParam("tau_append", "the largest append (tokens) served Direct, τ_append",
+		func(r *Router) *int { return &r.TauAppend }, atLeast(0))
+	paramRho = numParam("rho", "the capacity high-water mark ρ, a fraction of K_d",
+		func(r *Router) *float64 { return &r.Rho }, unitInterval)
+	paramEpsilon = numParam("epsilon", "the number of Route→Admit tries before Fallback, ε",
+		func(r *Router) *int { return &r.Epsilon }, atLeast(1))
+	paramBlockTokens = numParam("block_tokens", "the router block size in tokens",
+		func(r *Router) *int { return &r.BlockTokens }, atLeast(1))
+	paramV1 = boolParam("v1", "omit reset-on-success (v1 behaviour)",
+		func(r *Router) *bool { return &r.V1 })
+	paramReserveOutput = boolParam("reserve_output", "reserve output tokens at admission",
+		func(r *Router) *bool { return &r.ReserveOutput })
+)
+
+var disaggregated = []Kind{KindPrefill, KindDecode}
+
+// policies is the router policy table, keyed by the router block label.
+var policies = []policy{
+	{
+		name:     "kvc",
+		doc:      "KVC-Router: session-aware routing over disaggregated prefill and decode workers",
+		kinds:    disaggregated,
+		fullMesh: true,
+		params: []routerParam{
+			paramAlpha, paramTauReject, paramTauAppend, paramRho, paramEpsilon,
+			paramBlockTokens, paramV1, paramReserveOutput,
+		},
+	},
+	{
+		name:     "vanilla",
+		doc:      "vanilla P/D: round-robin prefill worker, then round-robin decode worker",
+		kinds:    disaggregated,
+		fullMesh: true,
+		params:   []routerParam{paramBlockTokens},
+	},
+}
+
+// Policies returns the router policy names the HCL format accepts, sorted.
+func Policies() []string {
+	names := make([]string, len(policies))
+	for i, p := range policies {
+		names[i] = p.name
+	}
+	sort.Strings(names)
+	return names
+}
+
+func lookupPolicy(name string) *policy {
+	for i := range policies {
+		if policies[i].name == name {
+			return &policies[i]
+		}
+	}
+	return nil
+}
+
+// schema is the body schema of a router block for this policy.
+func (p *policy) schema() *hcl.BodySchema {
+	s := &hcl.BodySchema{}
+	for _, prm := range p.params {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: prm.name})
+	}
+	return s
+}
+
+// decodeRouter decodes a router block with the schema of its policy. It
+// returns nil when the policy is unknown.
+func decodeRouter(c *checker, rh *routerHCL, ctx *hcl.EvalContext) (*policy, Router) {
+	pol := lookupPolicy(rh.Policy)
+	if pol == nil {
+		c.errorf(rh.PolicyRange, "Unknown router policy",
+			"There is no router policy named %q.%s The known policies are %s.",
+			rh.Policy, didYouMean(rh.Policy, Policies()), quotedList(Policies()))
+		return nil, DefaultRouter(rh.Policy)
+	}
+	r := DefaultRouter(pol.name)
+	content, diags := rh.Body.Content(pol.schema())
+	c.decoded(diags)
+	if content == nil {
+		return pol, r
+	}
+	for _, prm := range pol.params {
+		if attr := content.Attributes[prm.name]; attr != nil {
+			prm.apply(c, attr, ctx, &r)
+		}
+	}
+	return pol, r
+}
+
+func kindList(kinds []Kind) string {
+	s := ""
+	for i, k := range kinds {
+		switch {
+		case i == 0:
+		case i == len(kinds)-1:
+			s += " and "
+		default:
+			s += ", "
+		}
+		s += string(k)
+	}
+	return s
+}
+
+func (p *policy) uses(k Kind) bool {
+	for _, x := range p.kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,133 @@
+// Package topology turns an HCL scenario file into an immutable, validated
+// Spec. The Spec is plain Go: no hcl or cty type leaks out of this package,
+// so every other package (and every test) can build a Spec by hand.
+//
+// Contract: Parse either returns a Spec in which every invariant below holds
+// (names unique, every link endpoint exists, every budget positive, every
+// default filled in) or hcl.Diagnostics that point at the offending file,
+// line and column. It never panics on any input.
+package topology
+
+import "time"
+
+// Kind says what a worker does.
+type Kind string
+
+const (
+	KindPrefill Kind = "prefill"
+	KindDecode  Kind = "decode"
+	KindFused   Kind = "fused" // prefill+decode on one GPU (data-parallel baselines)
+)
+
+// Spec is a validated scenario. Treat it as read-only.
+type Spec struct {
+	// Source is the file the spec was read from ("<embedded>/name.hcl" for
+	// embedded scenarios). Relative paths inside Workload are already
+	// resolved against its directory.
+	Source string
+	// Name is the optional scenario name (top-level `name = "..."`).
+	Name string
+
+	Prefill  []Worker // in file order
+	Decode   []Worker // in file order
+	Fused    []Worker // in file order
+	Links    []Link   // in file order; every From is a prefill worker, every To a decode worker
+	Router   Router
+	Workload Workload
+}
+
+// Worker is one GPU worker (possibly tensor-parallel).
+type Worker struct {
+	Name  string
+	Kind  Kind
+	GPU   string // preset name, e.g. "H200-SXM"
+	Model string // preset name, e.g. "qwen3-coder-30b-a3b"
+	TP    int    // tensor parallel degree, >= 1 (default 1)
+
+	// KVBudgetTokens is the KV pool size in tokens (K_d for decode workers,
+	// prefix-cache capacity for prefill workers). 0 means "derive it from
+	// GPU memory and MemFractionStatic" (SGLang style).
+	KVBudgetTokens int
+	// MemFractionStatic is SGLang's mem_fraction_static (default 0.88).
+	MemFractionStatic float64
+	// MaxBatchTokens is the per-iteration token budget for prefill (and the
+	// chunk size for append-prefill on decode workers). Default 16384.
+	MaxBatchTokens int
+	// MaxRunning caps concurrently decoding requests (default 256).
+	MaxRunning int
+}
+
+// Transport of a KV link.
+type Transport string
+
+const (
+	TransportRDMA Transport = "rdma"
+	TransportTCP  Transport = "tcp"
+)
+
+// Link connects a prefill worker to a decode worker over a NIC.
+type Link struct {
+	From      string    // prefill worker name
+	To        string    // decode worker name
+	Transport Transport // rdma | tcp
+	Device    string    // NIC device on the prefill side, e.g. "mlx5_0"; links that name the same device on the same prefill worker share its bandwidth
+	Bandwidth float64   // line rate in bytes per second (> 0); HCL takes "200Gbps", "25GB/s", ...
+	Latency   time.Duration
+}
+
+// Router is the routing policy and its parameters, with defaults filled in.
+type Router struct {
+	Policy string // "kvc" | "vanilla" (more policies are added by other issues)
+
+	// KVC-Router hyperparameters (spec defaults in parentheses).
+	Alpha         float64 // sticky bonus α (1)
+	TauReject     int     // blacklist threshold τ_reject (3)
+	TauAppend     int     // max append tokens for Direct τ_append (8192)
+	Rho           float64 // capacity high-water mark ρ (0.95)
+	Epsilon       int     // max Route→Admit tries before Fallback ε (2)
+	BlockTokens   int     // router block size in tokens (24); a trace's own block size wins when it has one
+	V1            bool    // omit reset-on-success (reproduces the v1 thrashing pathology)
+	ReserveOutput bool    // admission also reserves output tokens (true); false = literal Algorithm 2
+}
+
+// Clock modes.
+const (
+	ClockVirtual = "virtual"
+	ClockWall    = "wall"
+)
+
+// Loop modes for session replay.
+const (
+	LoopOpen   = "open"
+	LoopClosed = "closed"
+)
+
+// Workload says what requests to replay and how time runs.
+type Workload struct {
+	// Trace is a trace file or directory (resolved, absolute or relative to
+	// the working directory). Empty means "use Generator".
+	Trace  string
+	Format string // trace format name, "" = detect
+
+	Generator Generator // used when Trace is empty
+
+	Clock          string        // "virtual" (default) | "wall"
+	TimeScale      float64       // wall mode: emulated d fires after d/TimeScale real time (default 1)
+	Seed           uint64        // default 1
+	MaxRequests    int           // 0 = all
+	Loop           string        // "open" | "closed" (default closed)
+	SampleInterval time.Duration // instances.csv sampling interval (default 1s)
+}
+
+// Generator configures the seeded synthetic agentic workload.
+type Generator struct {
+	Sessions       int           // number of sessions (default 16)
+	Turns          int           // turns per session (default 24)
+	SystemTokens   int           // shared system+tools prefix (default 4000)
+	FirstTokens    int           // first user message after the system prefix (default 2000)
+	AppendTokens   int           // mean tokens appended per turn (tool results, user text) (default 600)
+	OutputTokens   int           // mean output tokens per turn (default 150)
+	ThinkTime      time.Duration // mean think/tool time between turns (default 2.5s)
+	SessionStagger time.Duration // mean gap between session starts (default 1s)
+	BlockTokens    int           // block size of the generated hashes (default 24)
+}

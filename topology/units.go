@@ -1,0 +1,129 @@
+package topology
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseBandwidth parses a link rate and returns it in bytes per second.
+//
+// Accepted forms are a number, optional spaces, and an optional unit made of
+// a prefix, a base and a per-second suffix:
+//
+//	prefix:  k or K (10^3), M (10^6), G (10^9), T (10^12), P (10^15),
+//	         Ki, Mi, Gi, Ti, Pi (powers of 1024)
+//	base:    b, bit, bits (bits) or B, byte, bytes (bytes) -- case matters
+//	suffix:  ps or /s
+//
+// so "200Gbps", "200 Gb/s", "25GB/s", "25GBps", "1.5GiB/s", "100Mbps" and
+// "400 Gbit/s" all work. A plain number ("25e9") is bytes per second. The
+// result is always finite and positive.
+func ParseBandwidth(s string) (float64, error) {
+	str := strings.TrimSpace(s)
+	n := scanNumber(str)
+	if n == 0 {
+		return 0, fmt.Errorf("bandwidth %q does not start with a number", s)
+	}
+	v, err := strconv.ParseFloat(str[:n], 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("bandwidth %q has an invalid number %q", s, str[:n])
+	}
+	unit := strings.TrimSpace(str[n:])
+	mult, ok := bandwidthUnit(unit)
+	if !ok {
+		return 0, fmt.Errorf("bandwidth %q has an unknown unit %q; use a unit like \"Gbps\", \"Gb/s\", \"GB/s\", \"GiB/s\" or \"Mbps\" (lower-case b = bits, upper-case B = bytes)", s, unit)
+	}
+	bps := v * mult
+	if !(bps > 0) || math.IsInf(bps, 0) {
+		return 0, fmt.Errorf("bandwidth %q must be positive and finite", s)
+	}
+	return bps, nil
+}
+
+// scanNumber returns the length of the longest prefix of s that looks like
+// a decimal floating-point number (digits, one dot, optional exponent).
+func scanNumber(s string) int {
+	i := 0
+	digits := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			digits++
+		}
+	}
+	if digits == 0 {
+		return 0
+	}
+	// Exponent only when it is complete, so "1e" is not swallowed.
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		j := i + 1
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		k := j
+		for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+			k++
+		}
+		if k > j {
+			i = k
+		}
+	}
+	return i
+}
+
+var (
+	decimalPrefix = map[byte]float64{'k': 1e3, 'K': 1e3, 'M': 1e6, 'G': 1e9, 'T': 1e12, 'P': 1e15}
+	binaryPrefix  = map[byte]float64{'k': 1 << 10, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40, 'P': 1 << 50}
+)
+
+// bandwidthUnit returns the bytes-per-second multiplier of unit.
+func bandwidthUnit(unit string) (float64, bool) {
+	if unit == "" {
+		return 1, true
+	}
+	mult := 1.0
+	if m, ok := decimalPrefix[unit[0]]; ok {
+		if len(unit) > 1 && unit[1] == 'i' {
+			mult, unit = binaryPrefix[unit[0]], unit[2:]
+		} else {
+			mult, unit = m, unit[1:]
+		}
+	}
+	var base string
+	switch {
+	case strings.HasSuffix(unit, "ps"):
+		base = strings.TrimSuffix(unit, "ps")
+	case strings.HasSuffix(unit, "/s"):
+		base = strings.TrimSuffix(unit, "/s")
+	default:
+		return 0, false
+	}
+	switch base {
+	case "b", "bit", "bits":
+		return mult / 8, true
+	case "B", "byte", "bytes":
+		return mult, true
+	}
+	return 0, false
+}
+
+// parseDuration parses Go duration syntax and rejects negative values. A
+// bare "0" is accepted; any other unitless number is not (ambiguous).
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration; use Go duration syntax such as \"20us\", \"1.5s\" or \"2m\"", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q must not be negative", s)
+	}
+	return d, nil
+}

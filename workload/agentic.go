@@ -1,0 +1,198 @@
+package workload
+
+import (
+	"container/heap"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Agentic is a seeded synthetic generator of agentic coding sessions: each
+// session starts with a shared system+tools prefix plus a first message, and
+// every later turn re-sends the whole conversation (previous prompt and
+// output) plus a small append (tool results, user text), after a think time.
+//
+// Distributions: appends and outputs are log-normal around their means
+// (σ=0.8), with 2 % of appends drawn uniformly from 4,096–16,383 tokens
+// (large tool outputs; half of them exceed τ_append=8192); think times and session start gaps are
+// exponential. Requests come out in arrival order using O(sessions) memory,
+// so arbitrarily long workloads stream.
+//
+// Open-loop arrival of turn t is arrival(t-1) + think(t) + a nominal service
+// time of 20 ms per output token of turn t-1; closed-loop replay uses Think
+// and ignores it.
+type Agentic struct {
+	cfg    AgenticConfig
+	seed   uint64
+	rng    *rand.Rand
+	h      sessHeap
+	nextID int64
+	max    int64
+}
+
+type genSession struct {
+	idx     int32
+	turn    int
+	turns   int
+	prevIn  int
+	prevOut int
+	arrival time.Duration
+	pending *Request
+	salt    uint64
+}
+
+type sessHeap []*genSession
+
+func (h sessHeap) Len() int { return len(h) }
+func (h sessHeap) Less(i, j int) bool {
+	a, b := h[i].pending, h[j].pending
+	if a.Arrival != b.Arrival {
+		return a.Arrival < b.Arrival
+	}
+	return h[i].idx < h[j].idx
+}
+func (h sessHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *sessHeap) Push(x any)   { *h = append(*h, x.(*genSession)) }
+func (h *sessHeap) Pop() any     { old := *h; n := len(old); x := old[n-1]; *h = old[:n-1]; return x }
+
+// AgenticConfig configures the agentic generator (zero fields take the
+// defaults of GeneratorDefaults). It mirrors topology.Generator.
+type AgenticConfig struct {
+	Sessions       int           // number of sessions (16)
+	Turns          int           // turns per session (24)
+	SystemTokens   int           // shared system+tools prefix (4000)
+	FirstTokens    int           // mean first user message (2000)
+	AppendTokens   int           // mean tokens appended per turn (600)
+	OutputTokens   int           // mean output tokens per turn (150)
+	ThinkTime      time.Duration // mean think/tool time between turns (2.5s)
+	SessionStagger time.Duration // mean gap between session starts (1s)
+	BlockTokens    int           // block size of the generated hashes (24)
+}
+
+// NewAgentic returns a generator; maxRequests 0 means no cap.
+func NewAgentic(cfg AgenticConfig, seed uint64, maxRequests int) (*Agentic, error) {
+	cfg = GeneratorDefaults(cfg)
+	if cfg.Sessions < 1 || cfg.Turns < 1 || cfg.BlockTokens < 1 || cfg.OutputTokens < 1 {
+		return nil, fmt.Errorf("workload: agentic generator needs sessions, turns, block_tokens and output_tokens >= 1 (got %d, %d, %d, %d)",
+			cfg.Sessions, cfg.Turns, cfg.BlockTokens, cfg.OutputTokens)
+	}
+	g := &Agentic{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), max: int64(maxRequests)}
+	var start time.Duration
+	for i := 0; i < cfg.Sessions; i++ {
+		if i > 0 {
+			start += g.expDur(cfg.SessionStagger)
+		}
+		s := &genSession{idx: int32(i), turns: cfg.Turns, arrival: start, salt: mix64(seed ^ uint64(i+1)*0xbf58476d1ce4e5b9)}
+		s.pending = g.make(s)
+		g.h = append(g.h, s)
+	}
+	heap.Init(&g.h)
+	return g, nil
+}
+
+// GeneratorDefaults fills zero fields with pdemu's defaults.
+func GeneratorDefaults(c AgenticConfig) AgenticConfig {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Sessions, 16)
+	def(&c.Turns, 24)
+	def(&c.SystemTokens, 4000)
+	def(&c.FirstTokens, 2000)
+	def(&c.AppendTokens, 600)
+	def(&c.OutputTokens, 150)
+	def(&c.BlockTokens, 24)
+	if c.ThinkTime == 0 {
+		c.ThinkTime = 2500 * time.Millisecond
+	}
+	if c.SessionStagger == 0 {
+		c.SessionStagger = time.Second
+	}
+	return c
+}
+
+// Next implements Source.
+func (g *Agentic) Next() (*Request, error) {
+	if len(g.h) == 0 || (g.max > 0 && g.nextID >= g.max) {
+		return nil, io.EOF
+	}
+	s := g.h[0]
+	r := s.pending
+	r.ID = g.nextID
+	g.nextID++
+	s.turn++
+	if s.turn >= s.turns {
+		heap.Pop(&g.h)
+	} else {
+		s.pending = g.make(s)
+		heap.Fix(&g.h, 0)
+	}
+	return r, nil
+}
+
+func (g *Agentic) make(s *genSession) *Request {
+	c := g.cfg
+	var in, app int
+	var think time.Duration
+	if s.turn == 0 {
+		in = c.SystemTokens + max(1, g.logNormal(float64(c.FirstTokens)))
+		app = in
+	} else {
+		app = max(1, g.logNormal(float64(c.AppendTokens)))
+		if g.rng.Float64() < 0.02 {
+			app = 4096 + g.rng.IntN(12288) // a large tool output: half exceed τ_append=8192
+		}
+		in = s.prevIn + s.prevOut + app
+		think = g.expDur(c.ThinkTime)
+		s.arrival += think + time.Duration(s.prevOut)*20*time.Millisecond
+	}
+	out := max(1, g.logNormal(float64(c.OutputTokens)))
+	r := &Request{
+		Session:     s.idx,
+		SessionName: fmt.Sprintf("s%03d", s.idx),
+		Turn:        s.turn,
+		Arrival:     s.arrival,
+		Think:       think,
+		InputLen:    in,
+		OutputLen:   out,
+		BlockTokens: c.BlockTokens,
+		AppendLen:   app,
+	}
+	nb := in / c.BlockTokens
+	r.Blocks = make([]uint64, nb)
+	shared := c.SystemTokens / c.BlockTokens
+	for i := range r.Blocks {
+		if i < shared {
+			r.Blocks[i] = mix64(g.seed ^ uint64(i+1)*0x94d049bb133111eb)
+		} else {
+			r.Blocks[i] = mix64(s.salt ^ uint64(i+1)*0x94d049bb133111eb)
+		}
+	}
+	s.prevIn, s.prevOut = in, out
+	return r
+}
+
+// logNormal draws a log-normal value with the given mean and σ=0.8.
+func (g *Agentic) logNormal(mean float64) int {
+	const sigma = 0.8
+	mu := math.Log(mean) - sigma*sigma/2
+	return int(math.Round(math.Exp(mu + sigma*g.rng.NormFloat64())))
+}
+
+func (g *Agentic) expDur(mean time.Duration) time.Duration {
+	return time.Duration(g.rng.ExpFloat64() * float64(mean))
+}
+
+// mix64 is SplitMix64's finaliser: a cheap, well-distributed 64-bit hash.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

@@ -1,0 +1,50 @@
+// Package workload produces the requests pdemu replays: a seeded synthetic
+// agentic generator and (elsewhere in this package) loaders for real traces,
+// plus the Driver that releases them in open or closed loop.
+//
+// Contract: a Source yields requests in non-decreasing Arrival order, with
+// dense IDs starting at 0 and dense Session indexes; turns of one session
+// come in turn order. Sources never panic on bad input: they return an error
+// naming the file, the line (or record index) and the field.
+package workload
+
+import (
+	"errors"
+	"time"
+)
+
+// Request is one LLM call of a session. It is immutable once emitted.
+type Request struct {
+	ID          int64  // dense, from 0, in emission order
+	Session     int32  // dense session index, from 0
+	SessionName string // the trace's own session id (or a generated one)
+	Turn        int    // 0-based turn index inside the session
+
+	// Arrival is the emulated arrival time for open-loop replay (and the
+	// start time of turn 0 in closed loop).
+	Arrival time.Duration
+	// Think is the gap between the predecessor's completion and this
+	// request's release in closed-loop replay (0 for turn 0).
+	Think time.Duration
+
+	InputLen  int // prompt tokens
+	OutputLen int // generated tokens (>= 1)
+
+	// Blocks are prefix-chained hashes of the full blocks of the prompt:
+	// Blocks[i] identifies tokens [0, (i+1)*BlockTokens) of the prompt, so two
+	// prompts share Blocks[i] only if they share that whole prefix.
+	Blocks      []uint64
+	BlockTokens int
+	// AppendLen is the number of prompt tokens that are new with respect to
+	// the session's previous turn (prompt + output); for turn 0 it is the
+	// whole prompt.
+	AppendLen int
+}
+
+// Source yields requests; Next returns io.EOF when done.
+type Source interface {
+	Next() (*Request, error)
+}
+
+// ErrStop is returned by a Source that was capped (MaxRequests).
+var ErrStop = errors.New("workload: stopped")
