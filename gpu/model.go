@@ -154,7 +154,7 @@ func (m Model) ValidTP(tp int) error {
 	if m.IsMLA() {
 		return nil
 	}
-	if tp <= m.KVHeads && m.KVHeads%tp != 0 || tp > m.KVHeads && tp%m.KVHeads != 0 {
+	if (tp <= m.KVHeads && m.KVHeads%tp != 0) || (tp > m.KVHeads && tp%m.KVHeads != 0) {
 		return fmt.Errorf("gpu: %s: %d KV heads cannot be split or replicated over tp=%d", m.Name, m.KVHeads, tp)
 	}
 	return nil
@@ -179,7 +179,10 @@ func (m Model) KVHeadsPerGPU(tp int) int {
 //     replicated on every rank, so this does not shrink with tp.
 //
 // tp < 1 is treated as 1.
-func (m Model) KVBytesPerTokenPerGPU(tp int) int64 {
+func (m Model) KVBytesPerTokenPerGPU(tp int) int64 { return m.kvCellBytes(tp) }
+
+// kvCellBytes implements KVBytesPerTokenPerGPU without copying m.
+func (m *Model) kvCellBytes(tp int) int64 {
 	if m.IsMLA() {
 		return int64(math.Round(float64(m.KVLoraRank+m.QKRopeDim) * float64(m.Layers) * m.KVBytesPerElem))
 	}
@@ -228,17 +231,17 @@ func (m Model) RoutedExpertParams() float64 {
 }
 
 // expertParams is the parameter count of one expert (gate, up, down).
-func (m Model) expertParams() float64 {
+func (m *Model) expertParams() float64 {
 	return 3 * float64(m.Hidden) * float64(m.MoEIntermediate)
 }
 
 // embeddingParams is the size of one vocab × hidden matrix.
-func (m Model) embeddingParams() float64 { return float64(m.Vocab) * float64(m.Hidden) }
+func (m *Model) embeddingParams() float64 { return float64(m.Vocab) * float64(m.Hidden) }
 
 // inputEmbeddingOnly is the number of parameters that are stored but not
 // streamed by a forward pass: the input embedding table when it is not tied
 // to the LM head (only batch rows of it are gathered).
-func (m Model) inputEmbeddingOnly() float64 {
+func (m *Model) inputEmbeddingOnly() float64 {
 	if m.TiedEmbeddings {
 		return 0
 	}
@@ -248,31 +251,31 @@ func (m Model) inputEmbeddingOnly() float64 {
 // linearParamsPerToken is the number of weights every prefill token is
 // multiplied with: ActiveParams without the embedding table and the LM head
 // (the LM head runs once per sequence, for the last position).
-func (m Model) linearParamsPerToken() float64 {
+func (m *Model) linearParamsPerToken() float64 {
 	p := m.ActiveParams - m.inputEmbeddingOnly() - m.embeddingParams()
 	return max(p, 0)
 }
 
 // decodeParamsPerToken is the number of weights every decode token is
 // multiplied with: linear layers plus the LM head.
-func (m Model) decodeParamsPerToken() float64 {
+func (m *Model) decodeParamsPerToken() float64 {
 	return m.linearParamsPerToken() + m.embeddingParams()
 }
 
 // qkDim and vDim are the per-head dimensions of the attention dot products
 // in prefill (MLA prefill runs in the decompressed multi-head form).
-func (m Model) qkDim() float64 { return float64(m.HeadDim + m.QKRopeDim) }
-func (m Model) vDim() float64  { return float64(m.HeadDim) }
+func (m *Model) qkDim() float64 { return float64(m.HeadDim + m.QKRopeDim) }
+func (m *Model) vDim() float64  { return float64(m.HeadDim) }
 
 // prefillAttnFLOPsPerPair is the FLOPs of one (query, key) pair over all
 // layers: QKᵀ and PV, 2 FLOPs per multiply-add.
-func (m Model) prefillAttnFLOPsPerPair() float64 {
+func (m *Model) prefillAttnFLOPsPerPair() float64 {
 	return 2 * float64(m.Layers) * float64(m.Heads) * (m.qkDim() + m.vDim())
 }
 
 // decodeAttnFLOPsPerPair is the same for decode; MLA decodes in the
 // weight-absorbed form, attending over the compressed latent.
-func (m Model) decodeAttnFLOPsPerPair() float64 {
+func (m *Model) decodeAttnFLOPsPerPair() float64 {
 	if m.IsMLA() {
 		r := float64(m.KVLoraRank)
 		return 2 * float64(m.Layers) * float64(m.Heads) * (2*r + float64(m.QKRopeDim))
@@ -284,7 +287,10 @@ func (m Model) decodeAttnFLOPsPerPair() float64 {
 // (per MoE layer) that tokens route to, when each token picks TopK distinct
 // experts uniformly at random: E·(1 − (1 − k/E)^tokens). It is 0 for no
 // tokens, TopK for one token, and saturates at Experts. 0 for dense models.
-func (m Model) ExpectedExpertsTouched(tokens int64) float64 {
+func (m Model) ExpectedExpertsTouched(tokens int64) float64 { return m.expertsTouched(tokens) }
+
+// expertsTouched implements ExpectedExpertsTouched without copying m.
+func (m *Model) expertsTouched(tokens int64) float64 {
 	if !m.IsMoE() || tokens <= 0 {
 		return 0
 	}

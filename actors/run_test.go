@@ -1,0 +1,194 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// testLogger routes logs to t.Log so they show only when a test fails.
+func testLogger(t testing.TB) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: tWriter{t}})
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+func loadScenario(t testing.TB, name string) *topology.Spec {
+	t.Helper()
+	src, err := scenarios.Read(name)
+	require.NoError(t, err)
+	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
+	require.NoError(t, err)
+	return spec
+}
+
+// small shrinks a scenario's generated workload for fast tests.
+func small(spec *topology.Spec, sessions, turns int) *topology.Spec {
+	spec.Workload.Generator.Sessions = sessions
+	spec.Workload.Generator.Turns = turns
+	return spec
+}
+
+func perRequestCSV(t testing.TB, res *Result) []byte {
+	var b bytes.Buffer
+	require.NoError(t, metrics.WritePerRequest(&b, res.Records))
+	return b.Bytes()
+}
+
+func TestDefaultScenarioEndsEveryRequestOnce(t *testing.T) {
+	spec := small(loadScenario(t, scenarios.Default), 8, 12)
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	s := res.Summary
+	assert.Equal(t, 8*12, s.Requests.Total)
+	assert.Equal(t, s.Requests.Total, s.Requests.Completed+s.Requests.Failed)
+	assert.Zero(t, s.Runtime.DeadLetters)
+	assert.Zero(t, s.Runtime.Panics)
+	ids := map[int64]bool{}
+	for _, r := range res.Records {
+		assert.False(t, ids[r.ID], "request %d recorded twice", r.ID)
+		ids[r.ID] = true
+		if !r.Failed {
+			assert.GreaterOrEqual(t, r.E2E, r.TTFT, "request %d", r.ID)
+			assert.Positive(t, r.TTFT, "request %d", r.ID)
+		}
+	}
+	// The agentic default is the fast path's home ground.
+	direct := s.Modes["Direct"]
+	for m, n := range s.Modes {
+		if m != "Direct" {
+			assert.Greater(t, direct, n, "Direct should dominate, modes %v", s.Modes)
+		}
+	}
+	// Invariant 1: no decode worker ever held more than ρ·K_d.
+	for _, w := range s.Workers {
+		if w.Kind == "decode" {
+			assert.LessOrEqual(t, w.MaxKV, w.CapKV, w.Name)
+			assert.Positive(t, w.MaxKV, w.Name)
+		}
+	}
+}
+
+func TestVirtualRunsAreDeterministic(t *testing.T) {
+	run := func(seed uint64, procs int) []byte {
+		prev := runtime.GOMAXPROCS(procs)
+		defer runtime.GOMAXPROCS(prev)
+		spec := small(loadScenario(t, scenarios.Default), 6, 10)
+		spec.Workload.Seed = seed
+		res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+		require.NoError(t, err)
+		return perRequestCSV(t, res)
+	}
+	a := run(7, 1)
+	b := run(7, runtime.NumCPU())
+	c := run(7, 2)
+	assert.Equal(t, a, b, "same seed, different GOMAXPROCS")
+	assert.Equal(t, a, c, "same seed")
+	assert.NotEqual(t, a, run(8, 2), "a different seed must give a different run")
+}
+
+func TestVanillaScenarioUsesPrefillForEverything(t *testing.T) {
+	spec := small(loadScenario(t, "vanilla-pd-1p3d.hcl"), 4, 6)
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	assert.Equal(t, res.Summary.Requests.Completed, res.Summary.Modes["Vanilla"])
+	for _, r := range res.Records {
+		assert.NotEmpty(t, r.P)
+		assert.Positive(t, r.TransferBytes)
+	}
+}
+
+func TestWallClockRunReportsLateness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("wall-clock run takes real time")
+	}
+	spec := small(loadScenario(t, scenarios.Default), 3, 3)
+	spec.Workload.Clock = topology.ClockWall
+	spec.Workload.TimeScale = 50
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), WallTimeout: 2 * time.Minute})
+	require.NoError(t, err)
+	s := res.Summary
+	assert.Equal(t, 9, s.Requests.Total)
+	assert.Equal(t, s.Requests.Total, s.Requests.Completed+s.Requests.Failed)
+	require.NotNil(t, s.Clock.Lateness)
+	assert.Positive(t, s.Clock.Lateness.Samples)
+	assert.GreaterOrEqual(t, s.Clock.Lateness.Max, s.Clock.Lateness.P50)
+	assert.Zero(t, s.Runtime.DeadLetters)
+}
+
+// panicSource panics on its third request: an actor bug must fail the run
+// loudly, not be restarted silently.
+type panicSource struct {
+	inner workload.Source
+	n     int
+}
+
+func (p *panicSource) Next() (*workload.Request, error) {
+	p.n++
+	if p.n == 3 {
+		panic("boom")
+	}
+	return p.inner.Next()
+}
+
+func TestActorPanicFailsTheRun(t *testing.T) {
+	spec := small(loadScenario(t, scenarios.Default), 4, 4)
+	src, err := Source(spec)
+	require.NoError(t, err)
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), Source: &panicSource{inner: src}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "panicked")
+	require.NotNil(t, res)
+	assert.EqualValues(t, 1, res.Summary.Runtime.Panics)
+}
+
+// errSource fails like a bad trace record.
+type errSource struct {
+	inner workload.Source
+	n     int
+}
+
+func (e *errSource) Next() (*workload.Request, error) {
+	e.n++
+	if e.n == 5 {
+		return nil, errors.New("trace.jsonl:5: field \"input_length\": not a number")
+	}
+	return e.inner.Next()
+}
+
+func TestSourceErrorStopsTheRun(t *testing.T) {
+	spec := small(loadScenario(t, scenarios.Default), 4, 4)
+	src, err := Source(spec)
+	require.NoError(t, err)
+	_, err = Run(context.Background(), spec, Options{Logger: testLogger(t), Source: &errSource{inner: src}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "trace.jsonl:5")
+}
+
+func TestOpenLoopEndsEveryRequest(t *testing.T) {
+	spec := small(loadScenario(t, scenarios.Default), 6, 6)
+	spec.Workload.Loop = topology.LoopOpen
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	assert.Equal(t, 36, res.Summary.Requests.Total)
+}
+
+var _ io.Writer = tWriter{}

@@ -1,0 +1,43 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
+)
+
+func defaultSpec(b *testing.B) *topology.Spec {
+	src, err := scenarios.Read(scenarios.Default)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, err := topology.Parse("<embedded>/"+scenarios.Default, src, topology.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return spec
+}
+
+// BenchmarkReplay replays the default scenario on the virtual clock and
+// reports requests/s and emulated seconds per wall second. Goal: ≥ 10,000
+// emulated s per wall s on a 2-core machine.
+func BenchmarkReplay(b *testing.B) {
+	spec := defaultSpec(b)
+	b.ReportAllocs()
+	var reqs int
+	var emulated float64
+	for b.Loop() {
+		res, err := actors.Run(context.Background(), spec, actors.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqs += res.Summary.Requests.Total
+		emulated += res.End.Seconds()
+	}
+	wall := b.Elapsed().Seconds()
+	b.ReportMetric(float64(reqs)/wall, "req/s")
+	b.ReportMetric(emulated/wall, "emu-s/s")
+}
