@@ -11,6 +11,8 @@ import (
 type Cost interface {
 	PrefillTime(newTokens, cachedTokens int) time.Duration
 	DecodeStepTime(batch int, contextTokens int64) time.Duration
+	// StepTime costs one forward pass (a prefill batch reads the weights once).
+	StepTime(b Pass) time.Duration
 }
 
 // Job is one request on its way through the cluster, with its timeline. It

@@ -14,8 +14,9 @@ type PrefillConfig struct {
 
 // PrefillWorker is a prefill worker's pure state machine: a FIFO queue
 // served in batches under a token budget, with a block-LRU prefix cache so
-// that only uncached prompt tokens are computed. A batch takes the sum of
-// its members' PrefillTime; all of them finish together at its end.
+// that only uncached prompt tokens are computed. A batch takes the time of
+// one forward pass over all its members (weights read once); all of them
+// finish together at its end.
 type PrefillWorker struct {
 	cfg      PrefillConfig
 	cost     Cost
@@ -56,7 +57,7 @@ func (w *PrefillWorker) start(now time.Duration) {
 		return
 	}
 	var total int
-	var dur time.Duration
+	var pass Pass
 	n := 0
 	for n < len(w.queue) {
 		j := w.queue[n]
@@ -69,12 +70,12 @@ func (w *PrefillWorker) start(now time.Duration) {
 		}
 		total += fresh
 		j.CachedTokens, j.PrefillTokens, j.PrefillStart = cached, fresh, now
-		dur += w.cost.PrefillTime(fresh, cached)
+		pass.AddPrefill(fresh, cached)
 		n++
 	}
 	w.batch = append(w.batch[:0], w.queue[:n]...)
 	w.queue = w.queue[n:]
-	w.batchEnd = now + dur
+	w.batchEnd = now + w.cost.StepTime(pass)
 }
 
 func (w *PrefillWorker) advance(now time.Duration) {

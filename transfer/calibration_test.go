@@ -27,6 +27,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/pdemu/pdemu/transfer"
 )
 
@@ -138,7 +141,7 @@ func TestCalibrationKVCReseed(t *testing.T) {
 	for _, tok := range []int64{40_000, 50_000, 60_000} {
 		d := transfer.Estimate(rdma, bytes(tok))
 		t.Logf("reseed %5d tokens (%.3f GB) RDMA 1×200G: %v", tok, float64(bytes(tok))/1e9, d)
-		assert.InRange(t, d.Seconds(), 0.150, 0.300, "RDMA reseed of %d tokens should be ≈ 200 ms", tok)
+		inRange(t, d.Seconds(), 0.150, 0.300, "RDMA reseed of %d tokens should be ≈ 200 ms", tok)
 	}
 
 	for _, path := range []struct {
@@ -152,13 +155,13 @@ func TestCalibrationKVCReseed(t *testing.T) {
 		for _, tok := range []int64{40_000, 50_000, 60_000} {
 			d := transfer.Estimate(path.cfg, bytes(tok))
 			t.Logf("reseed %5d tokens %-40s %v", tok, path.name+":", d)
-			assert.InRange(t, d.Seconds(), 1.5, 4, "%s, %d tokens", path.name, tok)
+			inRange(t, d.Seconds(), 1.5, 4, "%s, %d tokens", path.name, tok)
 		}
 	}
 	// Default (NIC-bound) TCP is far faster than the measured loopback path.
 	d := transfer.Estimate(transfer.Config{Transport: transfer.TCP, LineRate: gbps200, Latency: rackLat}, bytes(50_000))
 	t.Logf("reseed 50000 tokens default TCP 1×200G: %v", d)
-	assert.InRange(t, d.Seconds(), 0.5, 0.7)
+	inRange(t, d.Seconds(), 0.5, 0.7)
 }
 
 func withLineRate(c transfer.Config, r float64) transfer.Config {

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/pdemu/pdemu/transfer"
 )
 
@@ -93,4 +96,19 @@ func finishTimes(cs []transfer.Completion) map[uint64]time.Duration {
 		m[c.ID] = c.At
 	}
 	return m
+}
+
+// tb is what the helpers need from *testing.T, *testing.B and *rapid.T.
+type tb interface {
+	Helper()
+	Errorf(format string, args ...any)
+	FailNow()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// inRange checks lo <= got <= hi.
+func inRange(t tb, got, lo, hi float64, msgAndArgs ...any) bool {
+	t.Helper()
+	return assert.GreaterOrEqual(t, got, lo, msgAndArgs...) && assert.LessOrEqual(t, got, hi, msgAndArgs...)
 }

@@ -19,14 +19,19 @@
 //     surplus goes to the others. Any state change (a join, a completion, a
 //     degradation) recomputes the shares of the remaining transfers.
 //   - Progress is analytic between state changes (no per-byte or per-tick
-//     events). Completion times are whole nanoseconds rounded up, so a
-//     transfer never finishes before the fluid model says it can, and a
-//     transfer whose share drops never finishes earlier than previously
-//     predicted.
-//   - Completions come out of Advance in (At, ID) order. Events at the same
-//     instant are processed as: completions, then joins, then scheduled
-//     degrade/cut/restore; so a transfer due exactly at the cut time
-//     succeeds.
+//     events). Completion times are whole nanoseconds rounded up (values
+//     within 1e-12 relative floating-point noise of a whole nanosecond are
+//     taken as exact), so a transfer never finishes before the fluid model
+//     says it can, and a transfer whose share drops never finishes earlier
+//     than previously predicted. A transfer still holds its share during
+//     the sub-nanosecond rounding gap.
+//   - Each Advance returns completions in (At, ID) order; At never
+//     decreases across calls. Events at the same instant are processed as:
+//     completions, then joins (a zero-byte transfer joining at t completes
+//     at t), then scheduled degrade/cut/restore in call order; so a transfer
+//     due exactly at the cut time succeeds. Shares, tie-breaks and float
+//     sums do not depend on the order of Starts at one instant, so results
+//     are a function of the inputs only.
 //   - A cut NIC fails every in-flight transfer (in fixed phase or pool) at
 //     the cut time with an error that matches ErrCut; a transfer started
 //     while the NIC is cut fails at its start time.
@@ -115,9 +120,9 @@ type NIC struct {
 
 	xs      []xfer
 	nextTx  time.Duration // cached nextTransferEvent()
-	pending []Completion // produced by Start's catch-up, delivered by Advance
-	sched   []change     // sorted by at, then insertion order
-	order   []int32      // scratch for water-filling
+	pending []Completion  // produced by Start's catch-up, delivered by Advance
+	sched   []change      // sorted by at, then insertion order
+	order   []int32       // scratch for water-filling
 }
 
 // NewNIC validates cfg and returns an idle NIC at time 0.
@@ -164,7 +169,8 @@ func (n *NIC) checkTime(op string, now time.Duration) {
 }
 
 // Start begins transfer id of bytes at now. rateCap limits its share in
-// bytes/s (0 or +Inf: none). ids must be unique among active transfers. If
+// bytes/s (0 or +Inf: none). id must not belong to a transfer still in
+// flight at now (it may be reused once that one has completed). If
 // the NIC is cut at now the transfer fails at now (reported by the next
 // Advance). Start panics on time going backwards, negative bytes, an invalid
 // cap or a duplicate active id.
@@ -176,12 +182,12 @@ func (n *NIC) Start(now time.Duration, id uint64, bytes int64, rateCap float64) 
 	if !(rateCap >= 0) {
 		panic(fmt.Sprintf("transfer: NIC %q: Start(%d): invalid rate cap %g", n.cfg.Name, id, rateCap))
 	}
+	n.pending = n.advanceTo(now, n.pending)
 	for i := range n.xs {
 		if n.xs[i].id == id {
-			panic(fmt.Sprintf("transfer: NIC %q: Start: id %d already active", n.cfg.Name, id))
+			panic(fmt.Sprintf("transfer: NIC %q: Start: id %d already active at %v", n.cfg.Name, id, now))
 		}
 	}
-	n.pending = n.advanceTo(now, n.pending)
 	if n.cut {
 		n.pending = append(n.pending, Completion{ID: id, At: now, Err: n.cutErr})
 		return
@@ -189,19 +195,11 @@ func (n *NIC) Start(now time.Duration, id uint64, bytes int64, rateCap float64) 
 	if rateCap == 0 {
 		rateCap = math.Inf(1)
 	}
+	// The fixed cost is at least 1 ns (Setup 0 selects a positive
+	// default), so the transfer always starts in its fixed phase.
 	x := xfer{id: id, bytes: bytes, cap: rateCap, joinAt: addSat(now, n.fixed), finishAt: never}
-	if x.joinAt > now {
-		n.xs = append(n.xs, x)
-		n.nextTx = min(n.nextTx, x.joinAt)
-		return
-	}
-	// No fixed cost: join the pool right away.
-	n.progress(now)
-	x.pooled = true
-	x.remaining = float64(bytes)
 	n.xs = append(n.xs, x)
-	n.reshare()
-	n.nextTx = n.nextTransferEvent()
+	n.nextTx = min(n.nextTx, x.joinAt)
 }
 
 // Advance processes everything that happens up to and including now and
@@ -236,16 +234,12 @@ func cmpCompletion(a, b Completion) int {
 // NextEvent returns the earliest time at which the NIC's state can change
 // given the current sharing: a completion, the end of a transfer's fixed
 // phase, or a scheduled degrade/cut/restore. If completions are waiting to
-// be collected (produced while Start caught up), it returns the earliest of
-// them, which may be at or before the latest time: call Advance. ok is
-// false when nothing will ever happen.
+// be collected (produced while Start caught up to its now), it returns the
+// latest time passed to Start or Advance: call Advance then. ok is false
+// when nothing will ever happen.
 func (n *NIC) NextEvent() (at time.Duration, ok bool) {
 	if len(n.pending) > 0 {
-		at = n.pending[0].At
-		for _, c := range n.pending[1:] {
-			at = min(at, c.At)
-		}
-		return at, true
+		return n.now, true
 	}
 	at = n.nextTx
 	if len(n.sched) > 0 {

@@ -119,3 +119,23 @@ func TestCeilNs(t *testing.T) {
 		t.Error("addSat")
 	}
 }
+
+// TestSmallerShareNeverFinishesEarlier exercises the guard in reshare with
+// a state floating-point noise could produce: a prediction later than what
+// the remaining bytes at the lower rate imply.
+func TestSmallerShareNeverFinishesEarlier(t *testing.T) {
+	n, err := NewNIC(Config{Transport: RDMA, LineRate: 1e9, Efficiency: 1, Setup: 1, MaxRate: math.Inf(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.xs = []xfer{{id: 1, cap: math.Inf(1), pooled: true, remaining: 100, rate: 2e9, finishAt: 500}}
+	n.reshare() // 1 B/ns: 100 ns from t=0, but 500 was promised
+	if x := n.xs[0]; x.rate != 1e9 || x.finishAt != 500 {
+		t.Fatalf("rate %g finish %v, want 1e9 and 500", x.rate, x.finishAt)
+	}
+	n.xs[0].rate, n.xs[0].finishAt = 0.5e9, 500
+	n.reshare() // a larger share may finish earlier
+	if x := n.xs[0]; x.finishAt != 100 {
+		t.Fatalf("finish %v, want 100", x.finishAt)
+	}
+}

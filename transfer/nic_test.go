@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/pdemu/pdemu/transfer"
 )
 
@@ -143,7 +146,7 @@ func TestCompletionOrderAndPending(t *testing.T) {
 	n.Start(1000, 1, 0, 0)
 	at, ok := n.NextEvent()
 	require.True(t, ok)
-	assert.Equal(t, time.Duration(31), at, "pending completions are reported first")
+	assert.Equal(t, time.Duration(1000), at, "pending completions are collectable now")
 	assert.Equal(t, 1, n.Active())
 	out := n.Advance(1000, nil)
 	assert.Equal(t, []transfer.Completion{{ID: 5, At: 31}, {ID: 3, At: 211}, {ID: 9, At: 211}}, out)
@@ -152,8 +155,13 @@ func TestCompletionOrderAndPending(t *testing.T) {
 	assert.Equal(t, time.Duration(1001), at)
 	out = n.Advance(5000, out[:0])
 	assert.Equal(t, []transfer.Completion{{ID: 1, At: 1001}}, out)
-	// ids may be reused once finished.
+	// ids may be reused once finished, even when the finish is only
+	// discovered by this Start's catch-up.
 	n.Start(5000, 1, 0, 0)
+	assert.Equal(t, 1, n.Active())
+	n.Start(5001, 1, 7, 0) // id 1 finished at 5001
+	out = n.Advance(5001, out[:0])
+	assert.Equal(t, []transfer.Completion{{ID: 1, At: 5001}}, out)
 	assert.Equal(t, 1, n.Active())
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/pdemu/pdemu/transfer"
 )
 
