@@ -1,0 +1,244 @@
+package gpu
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// linearCost is a transparent cost model for exact timing assertions:
+// prefill 1µs per new token, decode step 1ms + 1µs per sequence.
+type linearCost struct{}
+
+func (linearCost) PrefillTime(n, _ int) time.Duration { return time.Duration(n) * time.Microsecond }
+func (linearCost) DecodeStepTime(b int, _ int64) time.Duration {
+	return time.Millisecond + time.Duration(b)*time.Microsecond
+}
+func (c linearCost) StepTime(p Pass) time.Duration {
+	return time.Duration(p.PrefillTokens) * time.Microsecond
+}
+
+func blocks(session int32, n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(session)<<32 | uint64(i+1)
+	}
+	return out
+}
+
+func req(id int64, s int32, turn, in, out int) *workload.Request {
+	return &workload.Request{ID: id, Session: s, Turn: turn, InputLen: in, OutputLen: out,
+		BlockTokens: 10, Blocks: blocks(s, in/10), AppendLen: in}
+}
+
+func newDecode(t *testing.T, budget int) *DecodeWorker {
+	t.Helper()
+	w, err := NewDecodeWorker(DecodeConfig{Name: "d0", Budget: budget, Rho: 1, TauAppend: 100, ReserveOutput: true, NetCapacity: true}, linearCost{})
+	require.NoError(t, err)
+	return w
+}
+
+func kinds(evs []Event) []EventKind {
+	var out []EventKind
+	for _, e := range evs {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+func TestDecodeAdmitModes(t *testing.T) {
+	w := newDecode(t, 1000)
+	// Turn 0 of a new session: Seed; its KV arrives later.
+	j0 := &Job{Req: req(0, 1, 0, 200, 3)}
+	mode, reason := w.Admit(0, j0)
+	assert.Equal(t, policy.ModeSeed, mode)
+	assert.Empty(t, reason)
+	assert.Equal(t, 203, w.Used(), "input + reserved output")
+	w.Arrive(time.Millisecond, j0)
+	w.Advance(time.Second)
+	assert.Equal(t, []EventKind{EvFirstToken, EvDone}, kinds(w.Events()))
+	assert.Equal(t, time.Millisecond, j0.FirstToken)
+	// Two decode steps of batch 1 after the first token.
+	assert.Equal(t, time.Millisecond+2*(time.Millisecond+time.Microsecond), j0.Done)
+
+	// Turn 1 appends 50 tokens to the 203-token resident context: Direct.
+	j1 := &Job{Req: req(1, 1, 1, 253, 2)}
+	mode, _ = w.Admit(2*time.Second, j1)
+	assert.Equal(t, policy.ModeDirect, mode)
+	assert.Equal(t, 50, j1.PrefillTokens)
+	assert.Equal(t, 203, j1.CachedTokens)
+	w.Advance(3 * time.Second)
+	assert.Equal(t, []EventKind{EvFirstToken, EvDone}, kinds(w.Events()))
+	assert.Equal(t, 2*time.Second+50*time.Microsecond, j1.FirstToken)
+
+	// A large append is rejected before any eviction.
+	mode, reason = w.Admit(4*time.Second, &Job{Req: req(2, 1, 2, 600, 2)})
+	assert.Equal(t, policy.ModeNone, mode)
+	assert.Equal(t, policy.ReasonLargeAppend, reason)
+
+	// A non-resident session on turn 3: Reseed.
+	mode, _ = w.Admit(4*time.Second, &Job{Req: req(3, 2, 3, 100, 1)})
+	assert.Equal(t, policy.ModeReseed, mode)
+}
+
+func TestDecodeCapacityAndIdleEviction(t *testing.T) {
+	w := newDecode(t, 1000)
+	w.cfg.IdleEvictAfter = 10 * time.Second
+	a := &Job{Req: req(0, 1, 0, 500, 1)}
+	mode, _ := w.Admit(0, a)
+	require.Equal(t, policy.ModeSeed, mode)
+	w.Arrive(0, a) // output 1: done at its first token
+	w.Advance(0)
+	w.Events()
+	require.Equal(t, 501, w.Used())
+
+	// Session 1 is idle but young: a 600-token newcomer does not fit.
+	mode, reason := w.Admit(5*time.Second, &Job{Req: req(1, 2, 0, 600, 1)})
+	assert.Equal(t, policy.ModeNone, mode)
+	assert.Equal(t, policy.ReasonNotResident, reason)
+	assert.True(t, w.Resident(1))
+
+	// After 10 s of idleness it is evicted to make room.
+	mode, _ = w.Admit(11*time.Second, &Job{Req: req(2, 2, 0, 600, 1)})
+	assert.Equal(t, policy.ModeSeed, mode)
+	assert.False(t, w.Resident(1))
+	evs := w.Events()
+	require.Len(t, evs, 1)
+	assert.Equal(t, EvEvicted, evs[0].Kind)
+	assert.EqualValues(t, 1, evs[0].Session)
+	assert.Equal(t, 601, w.Used())
+}
+
+func TestDecodeFallbackWaitsForRoomOrFails(t *testing.T) {
+	w := newDecode(t, 1000)
+	big := &Job{Req: req(0, 1, 0, 2000, 5), Mode: policy.ModeFallback}
+	w.Arrive(0, big)
+	evs := w.Events()
+	require.Len(t, evs, 1)
+	assert.Equal(t, EvFailed, evs[0].Kind)
+	assert.Equal(t, ReasonExceedsPool, big.Failed)
+
+	// Two fallbacks of 600 tokens: the second waits until the first ends.
+	f1 := &Job{Req: req(1, 2, 0, 590, 10), Mode: policy.ModeFallback}
+	f2 := &Job{Req: req(2, 3, 0, 590, 10), Mode: policy.ModeFallback}
+	w.Arrive(0, f1)
+	w.Arrive(0, f2)
+	assert.Equal(t, 1, w.Queued())
+	at, ok := w.NextEvent()
+	require.True(t, ok)
+	w.Advance(at)
+	assert.Equal(t, f1.Done, f2.FirstToken, "f2 starts when f1 frees its KV")
+	assert.Equal(t, 600, w.Used())
+	w.Advance(time.Minute)
+	assert.Zero(t, w.Used(), "fallback KV is freed at completion")
+}
+
+func TestDecodeAppendPrefillPausesDecode(t *testing.T) {
+	w := newDecode(t, 10000)
+	a := &Job{Req: req(0, 1, 0, 100, 101)}
+	_, _ = w.Admit(0, a)
+	w.Arrive(0, a)
+	// Session 2 resident after a first turn, then a Direct turn arrives.
+	b0 := &Job{Req: req(1, 2, 0, 100, 1)}
+	_, _ = w.Admit(0, b0)
+	w.Arrive(0, b0)
+	w.Advance(0)
+	w.Events()
+	b1 := &Job{Req: req(2, 2, 1, 191, 1)} // 90-token append
+	mode, _ := w.Admit(10*time.Millisecond, b1)
+	require.Equal(t, policy.ModeDirect, mode)
+	w.Advance(time.Hour)
+	// a decoded 100 steps; the 90 µs append-prefill paused it once.
+	step := time.Millisecond + time.Microsecond
+	assert.InDelta(t, float64(100*step+90*time.Microsecond), float64(a.Done), float64(time.Microsecond))
+}
+
+// TestDecodeNeverExceedsCap: invariant 1 under random admissions, arrivals
+// and fallbacks, with output reservation on.
+func TestDecodeNeverExceedsCap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w, err := NewDecodeWorker(DecodeConfig{Name: "d", Budget: rapid.IntRange(500, 5000).Draw(t, "budget"),
+			Rho: 0.95, TauAppend: 300, ReserveOutput: true, NetCapacity: rapid.Bool().Draw(t, "net")}, linearCost{})
+		require.NoError(t, err)
+		now := time.Duration(0)
+		turns := map[int32]int{}
+		ctx := map[int32]int{}
+		var pending []*Job
+		for i := 0; i < 200; i++ {
+			now += time.Duration(rapid.IntRange(0, 5000).Draw(t, "dt")) * time.Microsecond
+			switch rapid.IntRange(0, 3).Draw(t, "op") {
+			case 0, 1:
+				s := int32(rapid.IntRange(0, 6).Draw(t, "s"))
+				in := ctx[s] + rapid.IntRange(1, 400).Draw(t, "app")
+				r := req(int64(i), s, turns[s], in, rapid.IntRange(1, 50).Draw(t, "out"))
+				j := &Job{Req: r}
+				mode, _ := w.Admit(now, j)
+				if mode != policy.ModeNone {
+					turns[s]++
+					ctx[s] = in + r.OutputLen
+					if mode != policy.ModeDirect {
+						pending = append(pending, j)
+					}
+				}
+			case 2:
+				if len(pending) > 0 {
+					w.Arrive(now, pending[0])
+					pending = pending[1:]
+				}
+			case 3:
+				j := &Job{Req: req(int64(i), 100, 0, rapid.IntRange(1, 900).Draw(t, "fin"), 3), Mode: policy.ModeFallback}
+				w.Arrive(now, j)
+			}
+			w.Advance(now)
+			w.Events()
+			if w.Used() > w.Cap() {
+				t.Fatalf("used %d > cap %d at step %d", w.Used(), w.Cap(), i)
+			}
+		}
+		assert.LessOrEqual(t, w.MaxUsed(), w.Cap())
+	})
+}
+
+func TestPrefillBatchesAndPrefixCache(t *testing.T) {
+	w, err := NewPrefillWorker(PrefillConfig{Name: "p", CacheTokens: 10000, MaxBatchTokens: 300}, linearCost{})
+	require.NoError(t, err)
+	j1 := &Job{Req: req(0, 1, 0, 200, 1)}
+	j2 := &Job{Req: req(1, 2, 0, 200, 1)}
+	j3 := &Job{Req: req(2, 3, 0, 50, 1)}
+	w.Submit(0, j1)
+	w.Submit(0, j2)
+	w.Submit(0, j3)
+	// j1 runs alone (it started an empty worker); j2 and j3 fit together.
+	assert.Equal(t, 1, w.Running())
+	done := w.Advance(200 * time.Microsecond)
+	require.Len(t, done, 1)
+	assert.Equal(t, 2, w.Running())
+	done = w.Advance(time.Second)
+	require.Len(t, done, 2)
+	assert.Equal(t, 450*time.Microsecond, j3.PrefillEnd)
+
+	// Turn 1 of session 1 re-sends its 200 tokens: only the new 55 are computed.
+	j4 := &Job{Req: req(3, 1, 1, 255, 1)}
+	w.Submit(time.Second, j4)
+	assert.Equal(t, 200, j4.CachedTokens)
+	assert.Equal(t, 55, j4.PrefillTokens)
+}
+
+func TestBlockLRUEvictsLeastRecentlyUsed(t *testing.T) {
+	c := NewBlockLRU(30)
+	c.Insert([]uint64{1, 2, 3}, 10)
+	assert.Equal(t, 3, c.Match([]uint64{1, 2, 3}))
+	c.Match([]uint64{1}) // 1 becomes most recent; 2 is the oldest
+	c.Insert([]uint64{4}, 10)
+	assert.Equal(t, 1, c.Match([]uint64{1, 2}))
+	assert.Equal(t, 0, c.Match([]uint64{2}))
+	assert.Equal(t, 30, c.Used())
+	c.Insert([]uint64{5}, 40) // larger than the cache: ignored
+	assert.Equal(t, 0, c.Match([]uint64{5}))
+}
