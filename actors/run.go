@@ -42,7 +42,8 @@ type Result struct {
 	SampleInterval time.Duration
 	End            time.Duration // emulated end of the run
 	Wall           time.Duration // real time the run took
-	Sessions       map[int32]policy.SessionStats
+	// Sessions has one row per session for KVC-Router runs (sessions.csv).
+	Sessions []metrics.SessionRow
 }
 
 // runState is shared by the actors of one run to report its end.
@@ -420,12 +421,10 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		}
 		workers = append(workers, metrics.WorkerSummary{Name: spec.Prefill[i].Name, Kind: "prefill", MaxKV: mx})
 	}
+	var sessStats map[int32]policy.SessionStats
 	if b.kvc != nil {
-		res.Sessions = map[int32]policy.SessionStats{}
 		// Ask the router for its per-session counters (read in its own goroutine).
-		if v, _ := sys.Root.RequestFuture(rtrPID, &queryMsg{q: "sessions"}, 10*time.Second).Result(); v != nil {
-			res.Sessions = v.(map[int32]policy.SessionStats)
-		}
+		sessStats, _ = ask(rtrPID).(map[int32]policy.SessionStats)
 	}
 	for _, pid := range pids {
 		_ = sys.Root.StopFuture(pid).Wait()
@@ -459,6 +458,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		}
 	}
 	sum.Workers = workers
+	if sessStats != nil {
+		res.Sessions, sum.Router = sessionRows(res.Records, sessStats)
+	}
 	sum.Requests.SkippedBad = opts.SkippedBad
 	res.Summary = sum
 
@@ -485,12 +487,41 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	return res, errors.Join(errs...)
 }
 
-// sortedSessions lists session indexes in order (deterministic output).
-func sortedSessions(m map[int32]policy.SessionStats) []int32 {
-	out := make([]int32, 0, len(m))
-	for s := range m {
-		out = append(out, s)
+// sessionRows joins the router's per-session counters with the records,
+// in session index order (deterministic output).
+func sessionRows(recs []metrics.Record, st map[int32]policy.SessionStats) ([]metrics.SessionRow, *metrics.RouterTotals) {
+	type agg struct {
+		name             string
+		requests, direct int
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	by := map[int32]*agg{}
+	for _, r := range recs {
+		a := by[r.SessionIdx]
+		if a == nil {
+			a = &agg{name: r.Session}
+			by[r.SessionIdx] = a
+		}
+		a.requests++
+		if !r.Failed && r.Mode == policy.ModeDirect.String() {
+			a.direct++
+		}
+	}
+	idx := make([]int32, 0, len(by))
+	for s := range by {
+		idx = append(idx, s)
+	}
+	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
+	rows := make([]metrics.SessionRow, 0, len(idx))
+	tot := &metrics.RouterTotals{}
+	for _, s := range idx {
+		a, c := by[s], st[s]
+		rows = append(rows, metrics.SessionRow{Session: a.name, Requests: a.requests, Direct: a.direct,
+			Migrations: c.Migrations, Blacklists: c.Blacklists, Fallbacks: c.Fallbacks, Rejections: c.Rejections})
+		tot.Migrations += c.Migrations
+		tot.MaxSessionMigrations = max(tot.MaxSessionMigrations, c.Migrations)
+		tot.Blacklists += c.Blacklists
+		tot.Fallbacks += c.Fallbacks
+		tot.Rejections += c.Rejections
+	}
+	return rows, tot
 }

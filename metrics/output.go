@@ -82,6 +82,17 @@ type Summary struct {
 	EmulatedSeconds float64         `json:"emulated_seconds"`
 	Runtime         Runtime         `json:"runtime"`
 	Workers         []WorkerSummary `json:"workers"`
+	// Router holds KVC-Router totals (absent for other policies).
+	Router *RouterTotals `json:"router,omitempty"`
+}
+
+// RouterTotals sums the per-session KVC counters of sessions.csv.
+type RouterTotals struct {
+	Migrations           int `json:"migrations"`
+	MaxSessionMigrations int `json:"max_session_migrations"`
+	Blacklists           int `json:"blacklists"`
+	Fallbacks            int `json:"fallbacks"`
+	Rejections           int `json:"rejections"`
 }
 
 // Clock describes the clock of the run.
@@ -173,4 +184,31 @@ func WriteSummary(w io.Writer, s Summary) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(s)
+}
+
+// SessionRow is one row of sessions.csv (KVC-Router runs).
+type SessionRow struct {
+	Session    string
+	Requests   int
+	Direct     int
+	Migrations int
+	Blacklists int
+	Fallbacks  int
+	Rejections int
+}
+
+// WriteSessions writes sessions.csv in the given order.
+func WriteSessions(w io.Writer, rows []SessionRow) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"session", "requests", "direct", "migrations", "blacklists", "fallbacks", "rejections"}); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := cw.Write([]string{r.Session, strconv.Itoa(r.Requests), strconv.Itoa(r.Direct), strconv.Itoa(r.Migrations),
+			strconv.Itoa(r.Blacklists), strconv.Itoa(r.Fallbacks), strconv.Itoa(r.Rejections)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }

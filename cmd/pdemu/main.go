@@ -304,6 +304,12 @@ func writeOutputs(dir string, res *actors.Result) error {
 			return metrics.WriteInstances(w, res.Series, res.SampleInterval, res.End)
 		}),
 		write("summary.json", func(w io.Writer) error { return metrics.WriteSummary(w, res.Summary) }),
+		func() error {
+			if res.Sessions == nil {
+				return nil
+			}
+			return write("sessions.csv", func(w io.Writer) error { return metrics.WriteSessions(w, res.Sessions) })
+		}(),
 	)
 }
 
@@ -320,6 +326,10 @@ func printTable(w io.Writer, res *actors.Result) {
 	fmt.Fprintf(w, "emulated  %.1f s in %.3f s wall (%.0fx)\n", res.End.Seconds(), res.Wall.Seconds(), res.End.Seconds()/max(res.Wall.Seconds(), 1e-9))
 	if l := s.Clock.Lateness; l != nil {
 		fmt.Fprintf(w, "lateness  p50 %.3f ms  p99 %.3f ms  max %.3f ms (real time, %d timers)\n", l.P50, l.P99, l.Max, l.Samples)
+	}
+	if r := s.Router; r != nil {
+		fmt.Fprintf(w, "router    migrations %d (max %d per session)  blacklists %d  fallbacks %d  rejections %d\n",
+			r.Migrations, r.MaxSessionMigrations, r.Blacklists, r.Fallbacks, r.Rejections)
 	}
 	fmt.Fprintf(w, "runtime   dead letters %d  panics %d\n", s.Runtime.DeadLetters, s.Runtime.Panics)
 }
