@@ -110,84 +110,106 @@ func (w *PrefillWorker) NextEvent() (time.Duration, bool) {
 }
 
 // BlockLRU is a prefix cache of block hashes with an LRU replacement policy
-// and a capacity in tokens.
+// and a capacity in tokens. Nodes live in one slice linked by index (no
+// per-block allocation, nothing for the GC to chase).
 type BlockLRU struct {
 	capTokens int
 	used      int
-	m         map[uint64]*lruNode
-	head      lruNode // sentinel: head.next is most recent
+	m         map[uint64]int32
+	nodes     []lruNode // nodes[0] is the list sentinel: nodes[0].next is most recent
+	free      []int32
 }
 
 type lruNode struct {
 	key        uint64
-	tokens     int
-	prev, next *lruNode
+	tokens     int32
+	prev, next int32
 }
 
 // NewBlockLRU returns a cache holding at most capTokens tokens.
 func NewBlockLRU(capTokens int) *BlockLRU {
-	c := &BlockLRU{capTokens: capTokens, m: make(map[uint64]*lruNode)}
-	c.head.next, c.head.prev = &c.head, &c.head
-	return c
+	return &BlockLRU{capTokens: capTokens, m: make(map[uint64]int32), nodes: make([]lruNode, 1)}
 }
 
 // Used is the cached tokens.
 func (c *BlockLRU) Used() int { return c.used }
 
-// Match returns how many leading blocks are cached, touching them.
+// Match returns how many leading blocks are cached, touching them. Blocks
+// of a prefix are touched from the last to the first, so the first block of
+// a chain is the most recent: eviction trims prefixes from their tail, like
+// a radix cache evicting leaves, and never orphans a chain's tail.
 func (c *BlockLRU) Match(blocks []uint64) int {
 	n := 0
 	for _, b := range blocks {
-		e := c.m[b]
-		if e == nil {
+		if _, ok := c.m[b]; !ok {
 			break
 		}
-		c.touch(e)
 		n++
+	}
+	for k := n - 1; k >= 0; k-- {
+		c.touch(c.m[blocks[k]])
 	}
 	return n
 }
 
-// Insert caches blocks (each of blockTokens tokens), evicting LRU blocks.
+// Insert caches blocks (each of blockTokens tokens), evicting LRU blocks;
+// like Match it leaves the first block most recent.
 func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
-	if c.capTokens <= 0 || blockTokens <= 0 {
+	if c.capTokens <= 0 || blockTokens <= 0 || blockTokens > c.capTokens {
 		return
 	}
-	for _, b := range blocks {
-		if e := c.m[b]; e != nil {
-			c.touch(e)
+	for k := len(blocks) - 1; k >= 0; k-- {
+		b := blocks[k]
+		if i, ok := c.m[b]; ok {
+			c.touch(i)
 			continue
-		}
-		if blockTokens > c.capTokens {
-			return
 		}
 		for c.used+blockTokens > c.capTokens {
 			c.evictOldest()
 		}
-		e := &lruNode{key: b, tokens: blockTokens}
-		c.m[b] = e
+		var i int32
+		if n := len(c.free); n > 0 {
+			i = c.free[n-1]
+			c.free = c.free[:n-1]
+		} else {
+			c.nodes = append(c.nodes, lruNode{})
+			i = int32(len(c.nodes) - 1)
+		}
+		c.nodes[i] = lruNode{key: b, tokens: int32(blockTokens)}
+		c.m[b] = i
 		c.used += blockTokens
-		c.pushFront(e)
+		c.pushFront(i)
 	}
 }
 
-func (c *BlockLRU) touch(e *lruNode) {
-	e.prev.next, e.next.prev = e.next, e.prev
-	c.pushFront(e)
+func (c *BlockLRU) unlink(i int32) {
+	n := &c.nodes[i]
+	c.nodes[n.prev].next = n.next
+	c.nodes[n.next].prev = n.prev
 }
 
-func (c *BlockLRU) pushFront(e *lruNode) {
-	e.prev, e.next = &c.head, c.head.next
-	c.head.next.prev = e
-	c.head.next = e
+func (c *BlockLRU) touch(i int32) {
+	if c.nodes[0].next == i {
+		return
+	}
+	c.unlink(i)
+	c.pushFront(i)
+}
+
+func (c *BlockLRU) pushFront(i int32) {
+	head := c.nodes[0].next
+	c.nodes[i].prev, c.nodes[i].next = 0, head
+	c.nodes[head].prev = i
+	c.nodes[0].next = i
 }
 
 func (c *BlockLRU) evictOldest() {
-	e := c.head.prev
-	if e == &c.head {
+	i := c.nodes[0].prev
+	if i == 0 {
 		return
 	}
-	e.prev.next, e.next.prev = e.next, e.prev
-	delete(c.m, e.key)
-	c.used -= e.tokens
+	c.unlink(i)
+	delete(c.m, c.nodes[i].key)
+	c.used -= int(c.nodes[i].tokens)
+	c.free = append(c.free, i)
 }

@@ -234,11 +234,14 @@ func TestBlockLRUEvictsLeastRecentlyUsed(t *testing.T) {
 	c := NewBlockLRU(30)
 	c.Insert([]uint64{1, 2, 3}, 10)
 	assert.Equal(t, 3, c.Match([]uint64{1, 2, 3}))
-	c.Match([]uint64{1}) // 1 becomes most recent; 2 is the oldest
+	// A chain is evicted from its tail: 3 goes first.
 	c.Insert([]uint64{4}, 10)
+	assert.Equal(t, 2, c.Match([]uint64{1, 2, 3}))
+	assert.Equal(t, 1, c.Match([]uint64{4}))
+	// Now 2 is the least recent (4 was just touched, 1 before it).
+	c.Insert([]uint64{5}, 10)
 	assert.Equal(t, 1, c.Match([]uint64{1, 2}))
-	assert.Equal(t, 0, c.Match([]uint64{2}))
 	assert.Equal(t, 30, c.Used())
-	c.Insert([]uint64{5}, 40) // larger than the cache: ignored
-	assert.Equal(t, 0, c.Match([]uint64{5}))
+	c.Insert([]uint64{6}, 40) // larger than the cache: ignored
+	assert.Equal(t, 0, c.Match([]uint64{6}))
 }
