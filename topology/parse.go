@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -129,6 +131,9 @@ func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec
 	if diags.HasErrors() || file == nil {
 		return fail(diags)
 	}
+	if diags = append(diags, checkNumberLiterals(file)...); diags.HasErrors() {
+		return fail(diags)
+	}
 
 	// Pass 1: variables, so that every other expression can use them.
 	var vh variablesHCL
@@ -147,7 +152,7 @@ func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec
 	}
 
 	// Pass 2: the rest, then semantic validation.
-	c := &checker{opts: opts, file: file}
+	c := &checker{opts: opts}
 	var fh fileHCL
 	c.decoded(gohcl.DecodeBody(vh.Remain, ctx, &fh))
 	spec := c.build(filename, &fh, ctx, file.Body.MissingItemRange())
@@ -159,6 +164,34 @@ func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec
 		return fail(diags)
 	}
 	return spec, nil
+}
+
+// checkNumberLiterals rejects number literals outside the float64 range.
+// No attribute accepts them, and they are costly: cty keeps them exactly,
+// and turning 1e999999 into a string (as a string attribute or a template
+// does) takes seconds.
+func checkNumberLiterals(file *hcl.File) hcl.Diagnostics {
+	body, ok := file.Body.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	return hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		lit, ok := n.(*hclsyntax.LiteralValueExpr)
+		if !ok || lit.Val.Type() != cty.Number || !lit.Val.IsKnown() || lit.Val.IsNull() {
+			return nil
+		}
+		bf := lit.Val.AsBigFloat()
+		f, _ := bf.Float64()
+		if !math.IsInf(f, 0) && (f != 0 || bf.Sign() == 0) {
+			return nil
+		}
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Number out of range",
+			Detail:   "This number is too large or too small in magnitude to be used anywhere in a scenario.",
+			Subject:  lit.SrcRange.Ptr(),
+		}}
+	})
 }
 
 // functions is the allow-list of functions available in expressions.
@@ -256,11 +289,14 @@ func cliValue(s string) cty.Value {
 	case "false":
 		return cty.False
 	}
-	// Huge exponents are left as strings: they would only make big.Float
-	// work hard for a value no attribute accepts.
-	if len(s) <= 64 && cliNumber.MatchString(s) {
-		if v, err := cty.ParseNumberVal(s); err == nil {
-			return v
+	// Numbers beyond the float64 range stay strings: no attribute accepts
+	// them (see checkNumberLiterals).
+	if cliNumber.MatchString(s) {
+		mantissa, _, _ := strings.Cut(strings.ToLower(s), "e")
+		if f, err := strconv.ParseFloat(s, 64); err == nil && (f != 0 || !strings.ContainsAny(mantissa, "123456789")) {
+			if v, err := cty.ParseNumberVal(s); err == nil {
+				return v
+			}
 		}
 	}
 	return cty.StringVal(s)

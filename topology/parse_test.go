@@ -182,7 +182,9 @@ func TestDiagnostics(t *testing.T) {
 		{"epsilon zero", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  epsilon = 0 #!\n}"), Options{}, []string{`Invalid value for "epsilon"`, "at least 1"}},
 		{"block_tokens zero", replace(minimal, `router "kvc" {}`, "router \"vanilla\" {\n  block_tokens = 0 #!\n}"), Options{}, []string{`Invalid value for "block_tokens"`, "at least 1"}},
 		{"v1 not bool", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  v1 = \"maybe\" #!\n}"), Options{}, []string{"Unsuitable value type", "bool"}},
-		{"infinite alpha", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  alpha = 1e400 #!\n}"), Options{}, []string{"Unsuitable value type", "out of range"}},
+		{"infinite alpha", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  alpha = 1e400 #!\n}"), Options{}, []string{"Number out of range"}},
+		{"tiny literal", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  rho = 1e-400 #!\n}"), Options{}, []string{"Number out of range"}},
+		{"huge float from arithmetic", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  rho = 1e300 * 1e300 #!\n}"), Options{}, []string{"Unsuitable value type", "out of range"}},
 
 		// Workload.
 		{"bad clock", minimal + "workload {\n  clock = \"walll\" #!\n}\n", Options{}, []string{`Invalid value for "clock"`, `"virtual" or "wall"`, `Did you mean "wall"?`}},
@@ -473,6 +475,10 @@ func TestCLIValueTyping(t *testing.T) {
 		{"inf", `cty.StringVal("inf")`},
 		{"NaN", `cty.StringVal("NaN")`},
 		{"0x10", `cty.StringVal("0x10")`},
+		{"0e5", "cty.NumberIntVal(0)"},
+		{"-0.0", "cty.NumberIntVal(-0)"},
+		{"1e400", `cty.StringVal("1e400")`},
+		{"1e-400", `cty.StringVal("1e-400")`},
 		{"16 ", `cty.StringVal("16 ")`},
 		{"", `cty.StringVal("")`},
 		{"mlx5_0", `cty.StringVal("mlx5_0")`},
@@ -567,4 +573,23 @@ func TestNeverPanicsOnOddInputs(t *testing.T) {
 			assert.NoError(t, checkInvariants(spec), "%q", src)
 		}
 	}
+}
+
+// Numbers far outside the float64 range are rejected before evaluation:
+// turning one into a string would take seconds (cty keeps them exactly).
+func TestHugeNumbersAreCheap(t *testing.T) {
+	for _, src := range []string{
+		"name = 1e9999999",
+		"name = \"${1e-9999999}\"",
+		replace(minimal, `device    = "mlx5_0"`, `device = 1e9999999`),
+		replace(minimal, `router "kvc" {}`, `router "kvc" { tau_append = floor(1e9999999) }`),
+	} {
+		start := time.Now()
+		msg := parseErr(t, src, Options{})
+		assert.Contains(t, msg, "Number out of range")
+		assert.Less(t, time.Since(start), time.Second, "%q", src)
+	}
+	start := time.Now()
+	_ = parseErr(t, minimal, Options{Vars: map[string]string{"x": "1e9999999"}})
+	assert.Less(t, time.Since(start), time.Second)
 }

@@ -13,6 +13,7 @@ import "time"
 // Kind says what a worker does.
 type Kind string
 
+// Worker kinds; each has its own HCL block type (prefill, decode, fused).
 const (
 	KindPrefill Kind = "prefill"
 	KindDecode  Kind = "decode"
@@ -60,6 +61,7 @@ type Worker struct {
 // Transport of a KV link.
 type Transport string
 
+// Link transports, as written in HCL (transport = "rdma").
 const (
 	TransportRDMA Transport = "rdma"
 	TransportTCP  Transport = "tcp"

@@ -68,7 +68,6 @@ func DefaultWorkload() Workload {
 // checker accumulates diagnostics while turning decoded HCL into a Spec.
 type checker struct {
 	opts  Options
-	file  *hcl.File
 	diags hcl.Diagnostics
 	// failed holds the subjects of decoding errors. A semantic diagnostic
 	// whose range overlaps one is dropped: the value it would complain
@@ -259,7 +258,7 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 	addWorkers(KindDecode, fh.Decode, &spec.Decode)
 	addWorkers(KindFused, fh.Fused, &spec.Fused)
 	nWorkers := len(spec.Prefill) + len(spec.Decode) + len(spec.Fused)
-	if nWorkers == 0 && len(fh.Prefill)+len(fh.Decode)+len(fh.Fused) == 0 {
+	if nWorkers == 0 {
 		c.errorf(fileStart, "No workers",
 			"A scenario needs at least one worker: declare prefill \"NAME\" { ... } and decode \"NAME\" { ... } blocks (disaggregated policies) or fused \"NAME\" { ... } blocks.")
 	}

@@ -1,0 +1,112 @@
+package topology
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseBandwidth(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64 // bytes per second
+	}{
+		{"200Gbps", 25e9},
+		{"200 Gb/s", 25e9},
+		{"200 Gbps", 25e9},
+		{"  200Gbps  ", 25e9},
+		{"400 Gbit/s", 50e9},
+		{"400Gbits/s", 50e9},
+		{"25GB/s", 25e9},
+		{"25GBps", 25e9},
+		{"25 GB/s", 25e9},
+		{"25 Gbyte/s", 25e9},
+		{"1.5GiB/s", 1.5 * (1 << 30)},
+		{"1GiBps", 1 << 30},
+		{"8Gibps", 1 << 30},
+		{"100Mbps", 12.5e6},
+		{"100 MB/s", 100e6},
+		{"1kbps", 125},
+		{"1Kbps", 125},
+		{"1KiB/s", 1024},
+		{"1Tbps", 125e9},
+		{"1PB/s", 1e15},
+		{"8bps", 1},
+		{"8 b/s", 1},
+		{"1Bps", 1},
+		{"1 byte/s", 1},
+		{"3 bytes/s", 3},
+		{"25000000000", 25e9},
+		{"2.5e10", 25e9},
+		{"2.5E10 B/s", 25e9},
+		{".5GB/s", 0.5e9},
+		{"5.GB/s", 5e9},
+	} {
+		got, err := ParseBandwidth(tc.in)
+		if assert.NoError(t, err, tc.in) {
+			assert.InEpsilon(t, tc.want, got, 1e-12, tc.in)
+		}
+	}
+}
+
+func TestParseBandwidthErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "does not start with a number"},
+		{"fast", "does not start with a number"},
+		{"Gbps", "does not start with a number"},
+		{"-200Gbps", "does not start with a number"},
+		{"200Gbs", `unknown unit "Gbs"`},
+		{"200 gbps", `unknown unit "gbps"`}, // lower-case g is not a prefix
+		{"200mbps", `unknown unit "mbps"`},  // m would be milli: ambiguous
+		{"200G", `unknown unit "G"`},
+		{"200 Gb", `unknown unit "Gb"`},
+		{"200 ps", `unknown unit "ps"`},
+		{"200 Xbps", `unknown unit "Xbps"`},
+		{"1e", `unknown unit "e"`},
+		{"0", "must be positive"},
+		{"0 Gbps", "must be positive"},
+		{"1e309", "invalid number"},
+		{"1e308 PB/s", "positive and finite"},
+		{"1e-400", "must be positive"},
+	} {
+		_, err := ParseBandwidth(tc.in)
+		if assert.Error(t, err, tc.in) {
+			assert.Contains(t, err.Error(), tc.want, tc.in)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"10us": 10 * time.Microsecond, "20µs": 20 * time.Microsecond, "1.5ms": 1500 * time.Microsecond,
+		"2.5s": 2500 * time.Millisecond, "1m30s": 90 * time.Second, "0": 0, "0s": 0, " 1s ": time.Second,
+	} {
+		got, err := parseDuration(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for in, want := range map[string]string{
+		"20": "Go duration syntax", "": "Go duration syntax", "1 s": "Go duration syntax",
+		"fast": "Go duration syntax", "-1s": "must not be negative",
+	} {
+		_, err := parseDuration(in)
+		if assert.Error(t, err, in) {
+			assert.Contains(t, err.Error(), want, in)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	names := []string{"H200-SXM", "H100-SXM", "A100-80G"}
+	assert.Equal(t, "H200-SXM", suggest("h200-sxm", names), "case-insensitive")
+	assert.Equal(t, "H200-SXM", suggest("H200-SMX", names))
+	assert.Equal(t, "", suggest("B200", []string{"H100-SXM"}))
+	assert.Equal(t, "", suggest("anything", nil))
+	assert.Equal(t, ` Did you mean "kvc"?`, didYouMean("kcv", []string{"kvc", "vanilla"}))
+	assert.Equal(t, `"a", "b" or "c"`, quotedOr([]string{"c", "a", "b"}))
+	assert.Equal(t, `"a" and "b"`, quotedList([]string{"b", "a"}))
+	assert.Equal(t, 3, editDistance("kitten", "sitting", 10))
+	assert.Equal(t, 2, editDistance("aaaaaaaa", "bbbbbbbb", 2), "stops at the limit")
+}
