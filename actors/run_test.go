@@ -79,12 +79,14 @@ func TestDefaultScenarioEndsEveryRequestOnce(t *testing.T) {
 		}
 	}
 	// Invariant 1: no decode worker ever held more than ρ·K_d.
+	used := 0
 	for _, w := range s.Workers {
 		if w.Kind == "decode" {
 			assert.LessOrEqual(t, w.MaxKV, w.CapKV, w.Name)
-			assert.Positive(t, w.MaxKV, w.Name)
+			used += w.MaxKV
 		}
 	}
+	assert.Positive(t, used)
 }
 
 func TestVirtualRunsAreDeterministic(t *testing.T) {

@@ -115,6 +115,10 @@ router "kvc" {
   block_tokens   = 24    # prefix-hash block size (a trace's own block size wins)
   v1             = false # true = omit reset-on-success (reproduces v1 session thrashing)
   reserve_output = true  # admission also reserves the output tokens
+  # Capacity check of Algorithm 2. false (the literal rule, default):
+  # used + input_len <= rho * K_d, which counts a resident session's prefix
+  # twice (it is in used and in input_len). true: count it once.
+  net_capacity   = true
 }
 
 # ---------------------------------------------------------------------------

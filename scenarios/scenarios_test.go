@@ -69,7 +69,9 @@ func TestDefaultScenario(t *testing.T) {
 	spec, err := topology.Parse("<embedded>/"+scenarios.Default, src, topology.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, "1p3d-mlx5", spec.Name)
-	assert.Equal(t, topology.DefaultRouter("kvc"), spec.Router)
+	want := topology.DefaultRouter("kvc")
+	want.NetCapacity = true
+	assert.Equal(t, want, spec.Router)
 	for i, l := range spec.Links {
 		assert.Equal(t, topology.TransportRDMA, l.Transport)
 		assert.Equal(t, []string{"mlx5_0", "mlx5_1", "mlx5_2"}[i], l.Device)
@@ -83,7 +85,9 @@ func TestTCPScenario(t *testing.T) {
 	require.NoError(t, err)
 	spec, err := topology.Parse("<embedded>/1p3d-tcp.hcl", src, topology.Options{})
 	require.NoError(t, err)
-	assert.Equal(t, topology.DefaultRouter("kvc"), spec.Router)
+	want := topology.DefaultRouter("kvc")
+	want.NetCapacity = true
+	assert.Equal(t, want, spec.Router)
 	for _, l := range spec.Links {
 		assert.Equal(t, topology.TransportTCP, l.Transport)
 		assert.Equal(t, 25e9/8, l.Bandwidth)

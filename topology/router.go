@@ -99,6 +99,8 @@ var (
 		func(r *Router) *bool { return &r.V1 })
 	paramReserveOutput = boolParam("reserve_output", "reserve output tokens at admission",
 		func(r *Router) *bool { return &r.ReserveOutput })
+	paramNetCapacity = boolParam("net_capacity", "count a resident session's own KV once in the capacity check",
+		func(r *Router) *bool { return &r.NetCapacity })
 )
 
 var disaggregated = []Kind{KindPrefill, KindDecode}
@@ -112,7 +114,7 @@ var policies = []policy{
 		fullMesh: true,
 		params: []routerParam{
 			paramAlpha, paramTauReject, paramTauAppend, paramRho, paramEpsilon,
-			paramBlockTokens, paramV1, paramReserveOutput,
+			paramBlockTokens, paramV1, paramReserveOutput, paramNetCapacity,
 		},
 	},
 	{

@@ -90,6 +90,11 @@ type Router struct {
 	BlockTokens   int     // router block size in tokens (24); a trace's own block size wins when it has one
 	V1            bool    // omit reset-on-success (reproduces the v1 thrashing pathology)
 	ReserveOutput bool    // admission also reserves output tokens (true); false = literal Algorithm 2
+	// NetCapacity makes Algorithm 2's capacity check count a resident
+	// session's own KV once: used − resident(s) + input_len ≤ ρ·K_d
+	// (false, the default, is the literal used + input_len ≤ ρ·K_d, which
+	// counts the session's resident prefix twice since input_len includes it).
+	NetCapacity bool
 }
 
 // Clock modes.
