@@ -165,4 +165,3 @@ func Source(spec *topology.Spec) (workload.Source, error) {
 		SessionStagger: g.SessionStagger, BlockTokens: g.BlockTokens,
 	}, w.Seed, w.MaxRequests)
 }
-
