@@ -1,0 +1,104 @@
+package workload
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+// benchLoader measures a loader's throughput on in-memory data.
+func benchLoader(b *testing.B, format string, data []byte, opts LoadOptions) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	records := 0
+	for b.Loop() {
+		src, err := OpenReader(bytes.NewReader(data), "bench", format, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			_, err := src.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			records++
+		}
+	}
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}
+
+func BenchmarkLoadMooncake(b *testing.B) {
+	benchLoader(b, FormatMooncake, genMooncake(5000), LoadOptions{})
+}
+
+func BenchmarkLoadMooncakeInferSessions(b *testing.B) {
+	benchLoader(b, FormatMooncake, genMooncake(5000), LoadOptions{InferSessions: true})
+}
+
+func BenchmarkLoadBailian(b *testing.B) {
+	benchLoader(b, FormatBailian, genBailian(5000), LoadOptions{})
+}
+
+func BenchmarkLoadAzure(b *testing.B) {
+	benchLoader(b, FormatAzure, genAzure(5000), LoadOptions{})
+}
+
+func BenchmarkLoadTraceLab(b *testing.B) {
+	benchLoader(b, FormatTraceLab, genTraceLab(5000), LoadOptions{})
+}
+
+func BenchmarkLoadClaudeCode(b *testing.B) {
+	benchLoader(b, FormatClaudeCode, genClaudeCode(500), LoadOptions{})
+}
+
+// SWE-Bench export, replayed through the Mooncake loader (24-token blocks,
+// long prompts: the heaviest JSONL lines).
+func BenchmarkLoadMooncakeSWEBenchExport(b *testing.B) {
+	g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, g); err != nil {
+		b.Fatal(err)
+	}
+	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
+}
+
+func BenchmarkSWEBenchGenerator(b *testing.B) {
+	b.ReportAllocs()
+	records := 0
+	for b.Loop() {
+		g, err := NewSWEBench(SWEBenchConfig{}, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := g.Next(); err != nil {
+				break
+			}
+			records++
+		}
+	}
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}
+
+func BenchmarkWriteJSONL(b *testing.B) {
+	b.ReportAllocs()
+	records := 0
+	for b.Loop() {
+		g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteJSONL(io.Discard, g); err != nil {
+			b.Fatal(err)
+		}
+		records += 1000
+	}
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}

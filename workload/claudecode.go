@@ -1,0 +1,614 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ClaudeCode replays Claude Code agent sessions recorded by kv-cache-tester
+// (`trace_*.json`, one session per file; a directory is one workload, files
+// in sorted order). A file holds `block_size` (64), `tool_tokens`,
+// `system_tokens` and `requests[]` with `t` (s since the session start),
+// `in`, `out`, `hash_ids` (session-local ids of full blocks), `think_time`
+// (s between the previous response and this request) and `api_time` (s the
+// request took); a request of type "subagent" has its own `t`, `agent_id`,
+// `tool_tokens`, `system_tokens` and nested `requests[]` whose `t` is
+// relative to the subagent's start.
+//
+// Decisions:
+//   - Each subagent is a separate session (named "<file id>/<agent_id>")
+//     whose turn 0 arrives at session start + subagent t (+ its own t). In
+//     closed-loop replay it starts at that Arrival, independently of the
+//     parent's progress (the Request type has no cross-session dependency).
+//   - Session starts follow LoadOptions (all at 0, Poisson, or staggered
+//     MaxConcurrent); the session's requests arrive at start + t.
+//   - Think is think_time (derived from t and the predecessor's t+api_time
+//     when absent); turn 0 of every session has Think 0.
+//   - Blocks are the hash ids salted per file (ids are session-local) and
+//     prefix-chained. With ShareSystemPrefix the first
+//     ceil((tool_tokens+system_tokens)/block_size) blocks of the session's
+//     first request (and the same ids at the same positions later) get
+//     global ids keyed by tool_tokens (the tools part) and tool_tokens +
+//     system_tokens (the rest), so sessions with the same tools and system
+//     prompt share them.
+//   - AppendLen is the prompt minus the previous turn's prompt+output when
+//     the prompt extends the previous one, else minus the common prefix.
+//
+// A file is parsed when its session starts and released when its last
+// request was emitted; its requests are kept compactly (each request only
+// stores the hash ids after the prefix it shares with its predecessor), so
+// memory is proportional to the active sessions.
+type ClaudeCode struct {
+	emitter
+	name  string
+	files []string
+	load  func(i int) ([]byte, error)
+	opts  LoadOptions
+	plan  startPlan
+	h     ccHeap
+	seq   int64
+	err   error
+}
+
+type ccEntry struct {
+	at    time.Duration
+	seq   int64
+	file  int      // file to open when chain is nil
+	chain *ccChain // chain whose next request arrives at at
+}
+
+type ccHeap []ccEntry
+
+func (h ccHeap) less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h *ccHeap) push(e ccEntry) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *ccHeap) pop() ccEntry {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s[n] = ccEntry{}
+	s = s[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && s.less(l, m) {
+			m = l
+		}
+		if r < n && s.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
+
+// ccChain is one session (the main agent or one subagent) of a file.
+type ccChain struct {
+	name    string
+	sess    int32 // -1 until its first request is emitted
+	start   time.Duration
+	reqs    []ccCompact
+	next    int
+	bt      int
+	salt    uint64
+	canon   []uint64 // local ids of the shared system prefix (ShareSystemPrefix)
+	toolKey uint64
+	sysKey  uint64
+	toolBlk int // blocks made of tool tokens only
+	// previous emitted request
+	prev    prevTurn
+	prevAt  time.Duration
+	sharedN int
+	turn    int
+}
+
+type ccCompact struct {
+	at    time.Duration // from the chain start
+	in    int
+	out   int
+	think time.Duration
+	lcp   int      // local ids shared with the previous request
+	tail  []uint64 // local ids after lcp
+}
+
+// ccFileJSON is a session document; R is ccReqJSON for the fast path
+// (decode everything at once) or json.RawMessage to locate a bad request.
+type ccFileJSON[R any] struct {
+	ID           string   `json:"id"`
+	BlockSize    *float64 `json:"block_size"`
+	ToolTokens   *float64 `json:"tool_tokens"`
+	SystemTokens *float64 `json:"system_tokens"`
+	Requests     []R      `json:"requests"`
+}
+
+type ccReqJSON struct {
+	T            *float64          `json:"t"`
+	Type         *string           `json:"type"`
+	In           *float64          `json:"in"`
+	Out          *float64          `json:"out"`
+	HashIDs      *idList           `json:"hash_ids"`
+	Think        *float64          `json:"think_time"`
+	API          *float64          `json:"api_time"`
+	AgentID      *string           `json:"agent_id"`
+	ToolTokens   *float64          `json:"tool_tokens"`
+	SystemTokens *float64          `json:"system_tokens"`
+	Requests     []json.RawMessage `json:"requests"`
+}
+
+// OpenClaudeCode opens a directory of trace_*.json session files (or a
+// single session file).
+func OpenClaudeCode(path string, opts LoadOptions) (*ClaudeCode, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	files := []string{path}
+	if fi.IsDir() {
+		if files, err = claudeFiles(path); err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("workload: %s: no trace_*.json files", path)
+		}
+	}
+	return newClaudeCode(path, files, func(i int) ([]byte, error) { return os.ReadFile(files[i]) }, opts), nil
+}
+
+// NewClaudeCodeSession reads a single session document from r (name is
+// used in errors and as the fallback session name).
+func NewClaudeCodeSession(r io.Reader, name string, opts LoadOptions) (*ClaudeCode, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %s: %w", name, err)
+	}
+	return newClaudeCode(name, []string{name}, func(int) ([]byte, error) { return data, nil }, opts), nil
+}
+
+func newClaudeCode(name string, files []string, load func(int) ([]byte, error), opts LoadOptions) *ClaudeCode {
+	c := &ClaudeCode{
+		emitter: emitter{max: opts.MaxRequests},
+		name:    name, files: files, load: load, opts: opts,
+		plan: newStartPlan(opts),
+	}
+	c.h.push(ccEntry{at: c.plan.next(), seq: c.nextSeq(), file: 0})
+	return c
+}
+
+// Close implements io.Closer (files are read whole when a session starts).
+func (c *ClaudeCode) Close() error { return nil }
+
+func (c *ClaudeCode) nextSeq() int64 { c.seq++; return c.seq }
+
+// Next implements Source.
+func (c *ClaudeCode) Next() (*Request, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.capped() {
+		return nil, io.EOF
+	}
+	for len(c.h) > 0 {
+		e := c.h.pop()
+		if e.chain == nil {
+			if err := c.open(e.file, e.at); err != nil {
+				c.err = err
+				return nil, err
+			}
+			continue
+		}
+		r := c.emit(e.chain)
+		if ch := e.chain; ch.next < len(ch.reqs) {
+			c.h.push(ccEntry{at: satAdd(ch.start, ch.reqs[ch.next].at), seq: c.nextSeq(), chain: ch})
+		}
+		return c.stamp(r), nil
+	}
+	return nil, io.EOF
+}
+
+// open parses file i, whose session starts at start, and schedules the next file.
+func (c *ClaudeCode) open(i int, start time.Duration) error {
+	chains, dur, skipped, err := c.parseFile(i)
+	c.skipped += skipped
+	if err != nil {
+		if !c.opts.SkipBad {
+			return err
+		}
+		c.skipped++
+		chains, dur = nil, 0
+	}
+	c.plan.opened(start, dur)
+	for _, ch := range chains {
+		ch.start = satAdd(ch.start, start)
+		c.h.push(ccEntry{at: satAdd(ch.start, ch.reqs[0].at), seq: c.nextSeq(), chain: ch})
+	}
+	if i+1 < len(c.files) {
+		c.h.push(ccEntry{at: max(start, c.plan.next()), seq: c.nextSeq(), file: i + 1})
+	}
+	return nil
+}
+
+func (c *ClaudeCode) parseFile(i int) (chains []*ccChain, dur time.Duration, skipped int, err error) {
+	file := c.files[i]
+	data, err := c.load(i)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("workload: %w", err)
+	}
+	var doc ccFileJSON[ccReqJSON]
+	var errs []error
+	if err := json.Unmarshal(data, &doc); err != nil {
+		// Slow path: decode request by request to name the bad one.
+		var raw ccFileJSON[json.RawMessage]
+		if err := json.Unmarshal(data, &raw); err != nil {
+			return nil, 0, 0, locate(file, 0, "", err)
+		}
+		doc = ccFileJSON[ccReqJSON]{ID: raw.ID, BlockSize: raw.BlockSize, ToolTokens: raw.ToolTokens, SystemTokens: raw.SystemTokens}
+		if raw.Requests != nil {
+			doc.Requests, errs = decodeReqs(raw.Requests)
+		}
+	}
+	if doc.Requests == nil {
+		return nil, 0, 0, locate(file, 0, "", badField("requests", "missing"))
+	}
+	bt := 64
+	if doc.BlockSize != nil {
+		if bt, err = intField("block_size", doc.BlockSize, 1); err != nil {
+			return nil, 0, 0, locate(file, 0, "", err)
+		}
+	}
+	if c.opts.BlockTokens > 0 {
+		bt = c.opts.BlockTokens
+	}
+	tool, sys := 0, 0
+	if doc.ToolTokens != nil {
+		if tool, err = intField("tool_tokens", doc.ToolTokens, 0); err != nil {
+			return nil, 0, 0, locate(file, 0, "", err)
+		}
+	}
+	if doc.SystemTokens != nil {
+		if sys, err = intField("system_tokens", doc.SystemTokens, 0); err != nil {
+			return nil, 0, 0, locate(file, 0, "", err)
+		}
+	}
+	id := doc.ID
+	if id == "" {
+		id = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	p := &ccParser{file: file, bt: bt, skipBad: c.opts.SkipBad, salt: mix64(c.opts.Seed ^ fnv64(id) ^ uint64(i)*0x9e3779b97f4a7c15)}
+	if err := p.chain(id, "requests", doc.Requests, errs, 0, tool, sys, c.opts.ShareSystemPrefix); err != nil {
+		return nil, 0, p.skipped, err
+	}
+	return p.out, p.end, p.skipped, nil
+}
+
+// ccParser turns one session document into compact chains.
+type ccParser struct {
+	file    string
+	bt      int
+	skipBad bool
+	salt    uint64
+	out     []*ccChain
+	end     time.Duration
+	skipped int
+	subs    int
+}
+
+type ccRaw struct {
+	at, think, api time.Duration
+	hasThink       bool
+	in, out        int
+	ids            []uint64
+}
+
+// decodeReqs decodes requests one by one; errs[k] is request k's error.
+func decodeReqs(raws []json.RawMessage) ([]ccReqJSON, []error) {
+	reqs := make([]ccReqJSON, len(raws))
+	errs := make([]error, len(raws))
+	for k, raw := range raws {
+		errs[k] = json.Unmarshal(raw, &reqs[k])
+	}
+	return reqs, errs
+}
+
+// chain parses the requests of one agent (starting at offset from the
+// session start) into a chain, recursing into subagents. errs, when not
+// nil, holds each request's decoding error.
+func (p *ccParser) chain(name, path string, reqs []ccReqJSON, errs []error, offset time.Duration, tool, sys int, share bool) error {
+	ch := &ccChain{name: name, sess: -1, start: offset, bt: p.bt, salt: p.salt}
+	var prev *ccRaw
+	var prevIDs []uint64
+	type sub struct {
+		name, path string
+		reqs       []json.RawMessage
+		at         time.Duration
+		tool, sys  int
+	}
+	var subs []sub
+	for k := range reqs {
+		j := &reqs[k]
+		var err error
+		if errs != nil {
+			err = errs[k]
+		}
+		isSub := err == nil && (j.Type != nil && *j.Type == "subagent" || j.Requests != nil)
+		var r ccRaw
+		if err == nil && isSub {
+			s := sub{path: path + "[" + strconv.Itoa(k) + "].requests", reqs: j.Requests, tool: tool, sys: sys}
+			err = p.subagent(j, &s.at, &s.tool, &s.sys)
+			p.subs++
+			s.name = name + "/sub" + strconv.Itoa(p.subs)
+			if j.AgentID != nil && *j.AgentID != "" {
+				s.name = name + "/" + *j.AgentID
+			}
+			if err == nil {
+				subs = append(subs, s)
+				continue
+			}
+		} else if err == nil {
+			r, err = p.request(j, prev)
+		}
+		if err != nil {
+			if p.skipBad {
+				p.skipped++
+				continue
+			}
+			return locate(p.file, 0, path+"["+strconv.Itoa(k)+"]", err)
+		}
+		lcp := 0
+		for lcp < len(prevIDs) && lcp < len(r.ids) && prevIDs[lcp] == r.ids[lcp] {
+			lcp++
+		}
+		tail := append([]uint64(nil), r.ids[lcp:]...) // copy: do not pin the decoded array
+		ch.reqs = append(ch.reqs, ccCompact{at: r.at, in: r.in, out: r.out, think: r.think, lcp: lcp, tail: tail})
+		if share && len(ch.reqs) == 1 {
+			k := min(len(r.ids), (tool+sys+p.bt-1)/p.bt)
+			ch.canon = append([]uint64(nil), r.ids[:k]...)
+			ch.toolBlk = tool / p.bt
+			ch.toolKey = mix64(uint64(tool)*0xc2b2ae3d27d4eb4f ^ 0x165667b19e3779f9)
+			ch.sysKey = mix64(ch.toolKey ^ uint64(sys)*0x27d4eb2f165667c5)
+		}
+		p.end = max(p.end, satAdd(satAdd(offset, r.at), r.api))
+		rr := r
+		prev, prevIDs = &rr, r.ids
+	}
+	if len(ch.reqs) > 0 {
+		p.out = append(p.out, ch)
+	}
+	for _, s := range subs {
+		reqs, errs := decodeReqs(s.reqs)
+		if err := p.chain(s.name, s.path, reqs, errs, satAdd(offset, s.at), s.tool, s.sys, share); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *ccParser) subagent(j *ccReqJSON, at *time.Duration, tool, sys *int) error {
+	if j.T == nil {
+		return badField("t", "missing")
+	}
+	if *j.T < 0 {
+		return badField("t", "%v must be >= 0", *j.T)
+	}
+	var err error
+	if *at, err = durField("t", *j.T, time.Second); err != nil {
+		return err
+	}
+	if j.ToolTokens != nil {
+		if *tool, err = intField("tool_tokens", j.ToolTokens, 0); err != nil {
+			return err
+		}
+	}
+	if j.SystemTokens != nil {
+		if *sys, err = intField("system_tokens", j.SystemTokens, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *ccParser) request(j *ccReqJSON, prev *ccRaw) (ccRaw, error) {
+	var r ccRaw
+	var err error
+	if j.T == nil {
+		return r, badField("t", "missing")
+	}
+	if *j.T < 0 {
+		return r, badField("t", "%v must be >= 0", *j.T)
+	}
+	if r.at, err = durField("t", *j.T, time.Second); err != nil {
+		return r, err
+	}
+	if prev != nil && r.at < prev.at {
+		return r, badField("t", "%v s is before the previous request (%v s)", *j.T, prev.at.Seconds())
+	}
+	if r.in, err = intField("in", j.In, 0); err != nil {
+		return r, err
+	}
+	if r.out, err = outputField("out", j.Out); err != nil {
+		return r, err
+	}
+	if j.HashIDs == nil {
+		return r, badField("hash_ids", "missing")
+	}
+	r.ids = []uint64(*j.HashIDs)
+	if err := checkBlocks("hash_ids", len(r.ids), r.in, p.bt); err != nil {
+		return r, err
+	}
+	if j.API != nil {
+		if *j.API < 0 {
+			return r, badField("api_time", "%v must be >= 0", *j.API)
+		}
+		if r.api, err = durField("api_time", *j.API, time.Second); err != nil {
+			return r, err
+		}
+	}
+	if j.Think != nil {
+		if *j.Think < 0 {
+			return r, badField("think_time", "%v must be >= 0", *j.Think)
+		}
+		if r.think, err = durField("think_time", *j.Think, time.Second); err != nil {
+			return r, err
+		}
+	} else if prev != nil {
+		r.think = max(0, r.at-prev.at-prev.api)
+	}
+	if prev == nil {
+		r.think = 0
+	}
+	return r, nil
+}
+
+// emit builds the chain's next request.
+func (c *ClaudeCode) emit(ch *ccChain) *Request {
+	q := &ch.reqs[ch.next]
+	ch.next++
+	if ch.sess < 0 {
+		ch.sess = c.newSession()
+	}
+	n := q.lcp + len(q.tail)
+	blocks := make([]uint64, n)
+	lcp := min(q.lcp, len(ch.prev.blocks))
+	copy(blocks, ch.prev.blocks[:lcp])
+	shared := min(ch.sharedN, lcp)
+	h := uint64(0)
+	if lcp > 0 {
+		h = blocks[lcp-1]
+	}
+	for i := lcp; i < n; i++ {
+		id := q.tail[i-q.lcp]
+		if i == shared && i < len(ch.canon) && ch.canon[i] == id {
+			key := ch.sysKey
+			if i < ch.toolBlk {
+				key = ch.toolKey
+			}
+			h = chain(h, key+uint64(i))
+			shared++
+		} else {
+			h = chain(h, mix64(ch.salt^id))
+		}
+		blocks[i] = h
+	}
+	r := &Request{
+		Session: ch.sess, SessionName: ch.name, Turn: ch.turn,
+		Arrival: satAdd(ch.start, q.at), InputLen: q.in, OutputLen: q.out,
+		Blocks: blocks, BlockTokens: ch.bt, AppendLen: q.in,
+	}
+	if ch.turn > 0 {
+		r.Think = q.think
+		r.AppendLen = appendLen(q.in, blocks, ch.bt, &ch.prev)
+	}
+	ch.turn++
+	ch.prev = prevTurn{in: q.in, out: q.out, blocks: blocks, bt: ch.bt}
+	ch.sharedN = shared
+	q.tail = nil // release memory as we go
+	if ch.next == len(ch.reqs) {
+		ch.reqs = nil
+		ch.prev = prevTurn{}
+	}
+	return r
+}
+
+// startPlan computes session start times (see LoadOptions).
+type startPlan struct {
+	rate  float64
+	conc  int
+	rng   *rand.Rand
+	k     int
+	last  time.Duration
+	slots []time.Duration // min-heap of running sessions' end times
+}
+
+func newStartPlan(o LoadOptions) startPlan {
+	return startPlan{rate: o.SessionRate, conc: o.MaxConcurrent, rng: rand.New(rand.NewPCG(o.Seed, 0x5e55_10e5_7a27))}
+}
+
+// next returns the start of the next session.
+func (p *startPlan) next() time.Duration {
+	k := p.k
+	p.k++
+	switch {
+	case p.rate > 0:
+		if k > 0 {
+			gap := min(p.rng.ExpFloat64()/p.rate*float64(time.Second), float64(100*365*24*time.Hour))
+			p.last = satAdd(p.last, time.Duration(gap))
+		}
+	case p.conc > 0 && k >= p.conc && len(p.slots) > 0:
+		p.last = max(p.last, p.popSlot())
+	}
+	return p.last
+}
+
+// opened records the recorded duration of a session that started.
+func (p *startPlan) opened(start, dur time.Duration) {
+	if p.conc <= 0 {
+		return
+	}
+	p.slots = append(p.slots, satAdd(start, dur))
+	for i := len(p.slots) - 1; i > 0; {
+		q := (i - 1) / 2
+		if p.slots[q] <= p.slots[i] {
+			break
+		}
+		p.slots[q], p.slots[i] = p.slots[i], p.slots[q]
+		i = q
+	}
+}
+
+func (p *startPlan) popSlot() time.Duration {
+	s := p.slots
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && s[l] < s[m] {
+			m = l
+		}
+		if r < n && s[r] < s[m] {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	p.slots = s
+	return top
+}

@@ -1,0 +1,357 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+)
+
+// nominalTokenTime is the nominal per-output-token service time used to
+// turn an arrival gap into a think time when a trace records only arrivals
+// (the same convention as Agentic's open-loop model): Think = gap − 20 ms ×
+// the predecessor's output tokens, floored at 0.
+const nominalTokenTime = 20 * time.Millisecond
+
+// Mooncake streams a Mooncake FAST'25 JSONL trace: one request per line with
+// `timestamp` (ms), `input_length`, `output_length` and `hash_ids`
+// (prefix-chained ids of 512-token blocks, used as Blocks unchanged; the
+// published trace hashes ceil(input/512) blocks, the last one partial, and
+// they are kept so its published reuse is reproduced).
+//
+// Without session information every request is a session of its own (turn
+// 0, named "L<line>"). The optional fields written by WriteJSONL are
+// honoured: `session_id` (string or number) groups requests into sessions
+// in order of appearance, named by `session_name` if present (turns
+// numbered densely; a `turn` that does not
+// increase within a session is a bad record), `think_ms` gives Think,
+// `append_length` gives AppendLen and `block_tokens` the block size.
+// Without think_ms, Think is the arrival gap minus 20 ms per output token
+// of the predecessor; without append_length, AppendLen is derived from the
+// hash prefix shared with the session's previous turn. LoadOptions.
+// InferSessions groups session-less requests by prefix extension.
+//
+// Arrivals are rebased so that the first request arrives at 0. Memory is
+// bounded by the reorder window and the live sessions (SessionIdle).
+type Mooncake struct {
+	emitter
+	fileCloser
+	name  string
+	lr    *lineReader
+	opts  LoadOptions
+	bt    int
+	q     reorder[*mcRecord]
+	eof   bool
+	err   error
+	base  time.Duration
+	based bool
+	// sessions named by session_id
+	sessions map[string]*mcSession
+	exp      expiry[string]
+	// inferred sessions, keyed by the last full block of their latest turn
+	inferred map[uint64]*mcSession
+	iexp     expiry[*mcSession]
+}
+
+type mcRecord struct {
+	line      int
+	at        time.Duration
+	in, out   int
+	blocks    []uint64
+	bt        int
+	session   string
+	sessName  string
+	hasSess   bool
+	turn      int
+	hasTurn   bool
+	think     time.Duration
+	hasThink  bool
+	appendLen int
+	hasAppend bool
+}
+
+type mcSession struct {
+	idx      int32
+	name     string
+	turns    int
+	lastTurn int
+	prev     prevTurn
+	arrival  time.Duration
+	lastSeen time.Duration
+	key      uint64
+	keyed    bool
+}
+
+type mcJSON struct {
+	Timestamp    *float64        `json:"timestamp"`
+	InputLength  *float64        `json:"input_length"`
+	OutputLength *float64        `json:"output_length"`
+	HashIDs      *idList         `json:"hash_ids"`
+	SessionID    json.RawMessage `json:"session_id"`
+	SessionName  *string         `json:"session_name"`
+	Turn         *float64        `json:"turn"`
+	ThinkMS      *float64        `json:"think_ms"`
+	AppendLength *float64        `json:"append_length"`
+	BlockTokens  *float64        `json:"block_tokens"`
+}
+
+// OpenMooncake opens a Mooncake JSONL trace file.
+func OpenMooncake(path string, opts LoadOptions) (*Mooncake, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	m, err := NewMooncake(f, path, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m.f = f
+	return m, nil
+}
+
+// NewMooncake reads a Mooncake JSONL trace from r (name is used in errors).
+func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	bt := opts.BlockTokens
+	if bt == 0 {
+		bt = 512
+	}
+	return &Mooncake{
+		emitter: emitter{max: opts.MaxRequests},
+		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
+		q:        reorder[*mcRecord]{window: opts.ReorderWindow},
+		sessions: map[string]*mcSession{},
+		inferred: map[uint64]*mcSession{},
+	}, nil
+}
+
+// Next implements Source.
+func (m *Mooncake) Next() (*Request, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	if m.capped() {
+		return nil, io.EOF
+	}
+	for {
+		if rec, ok := m.q.pop(m.eof); ok {
+			r, err := m.build(rec)
+			if err != nil {
+				if m.opts.SkipBad {
+					m.skipped++
+					continue
+				}
+				m.err = err
+				return nil, err
+			}
+			return m.stamp(r), nil
+		}
+		if m.eof {
+			return nil, io.EOF
+		}
+		if err := m.read(); err != nil {
+			m.err = err
+			return nil, err
+		}
+	}
+}
+
+// read parses one line into the reorder buffer.
+func (m *Mooncake) read() error {
+	line, err := m.lr.next()
+	if err == io.EOF {
+		m.eof = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("workload: %s: %w", m.name, err)
+	}
+	rec, err := m.parse(line)
+	if err == nil && m.q.tooLate(rec.at) {
+		err = badField("timestamp", "%v ms is earlier than an already emitted record (file not sorted within the reorder window %v)",
+			float64(rec.at)/float64(time.Millisecond), m.opts.ReorderWindow)
+	}
+	if err != nil {
+		if m.opts.SkipBad {
+			m.skipped++
+			return nil
+		}
+		return locate(m.name, m.lr.line, "", err)
+	}
+	m.q.push(rec.at, rec)
+	return nil
+}
+
+func (m *Mooncake) parse(line []byte) (*mcRecord, error) {
+	var j mcJSON
+	if err := json.Unmarshal(line, &j); err != nil {
+		return nil, err
+	}
+	rec := &mcRecord{line: m.lr.line, bt: m.bt}
+	var err error
+	if j.Timestamp == nil {
+		return nil, badField("timestamp", "missing")
+	}
+	if rec.at, err = durField("timestamp", *j.Timestamp, time.Millisecond); err != nil {
+		return nil, err
+	}
+	if rec.in, err = intField("input_length", j.InputLength, 0); err != nil {
+		return nil, err
+	}
+	if rec.out, err = outputField("output_length", j.OutputLength); err != nil {
+		return nil, err
+	}
+	if j.BlockTokens != nil {
+		if rec.bt, err = intField("block_tokens", j.BlockTokens, 1); err != nil {
+			return nil, err
+		}
+	}
+	if j.HashIDs == nil {
+		return nil, badField("hash_ids", "missing")
+	}
+	rec.blocks = []uint64(*j.HashIDs)
+	if err := checkBlocks("hash_ids", len(rec.blocks), rec.in, rec.bt); err != nil {
+		return nil, err
+	}
+	if m.opts.FullBlocks {
+		rec.blocks = rec.blocks[:min(len(rec.blocks), rec.in/rec.bt)]
+	}
+	if rec.session, rec.hasSess, err = idString("session_id", j.SessionID); err != nil {
+		return nil, err
+	}
+	rec.sessName = rec.session
+	if j.SessionName != nil && *j.SessionName != "" {
+		rec.sessName = *j.SessionName
+	}
+	if j.Turn != nil {
+		if rec.turn, err = intField("turn", j.Turn, 0); err != nil {
+			return nil, err
+		}
+		rec.hasTurn = true
+	}
+	if j.ThinkMS != nil {
+		if *j.ThinkMS < 0 {
+			return nil, badField("think_ms", "%v must be >= 0", *j.ThinkMS)
+		}
+		if rec.think, err = durField("think_ms", *j.ThinkMS, time.Millisecond); err != nil {
+			return nil, err
+		}
+		rec.hasThink = true
+	}
+	if j.AppendLength != nil {
+		if rec.appendLen, err = intField("append_length", j.AppendLength, 0); err != nil {
+			return nil, err
+		}
+		if rec.appendLen > rec.in {
+			return nil, badField("append_length", "%d exceeds input_length %d", rec.appendLen, rec.in)
+		}
+		rec.hasAppend = true
+	}
+	return rec, nil
+}
+
+// idString reads an id that may be a JSON string or number; null or absent
+// means none.
+func idString(field string, raw json.RawMessage) (string, bool, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false, nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false, badField(field, "%v", err)
+		}
+		return s, true, nil
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return string(raw), true, nil
+	}
+	return "", false, badField(field, "must be a string or a number, not %.20s", raw)
+}
+
+func (m *Mooncake) build(rec *mcRecord) (*Request, error) {
+	if !m.based {
+		m.base, m.based = rec.at, true
+	}
+	arrival := rec.at - m.base
+	r := &Request{
+		Arrival: arrival, InputLen: rec.in, OutputLen: rec.out,
+		Blocks: rec.blocks, BlockTokens: rec.bt, AppendLen: rec.in,
+	}
+	var s *mcSession
+	switch {
+	case rec.hasSess:
+		m.exp.expire(rec.at-m.opts.idle(), func(at time.Duration, k string) {
+			if old := m.sessions[k]; old != nil && old.lastSeen == at {
+				delete(m.sessions, k)
+			}
+		})
+		s = m.sessions[rec.session]
+		if s != nil && rec.hasTurn && rec.turn <= s.lastTurn {
+			return nil, locate(m.name, rec.line, "", badField("turn", "%d does not follow turn %d of session %q", rec.turn, s.lastTurn, rec.session))
+		}
+		if s == nil {
+			s = &mcSession{idx: m.newSession(), name: rec.sessName, lastTurn: -1}
+			m.sessions[rec.session] = s
+		}
+		if rec.hasTurn {
+			s.lastTurn = rec.turn
+		}
+		if m.opts.idle() > 0 {
+			m.exp.push(rec.at, rec.session)
+		}
+	case m.opts.InferSessions:
+		m.iexp.expire(rec.at-m.opts.idle(), func(at time.Duration, old *mcSession) {
+			if old.lastSeen == at && old.keyed && m.inferred[old.key] == old {
+				delete(m.inferred, old.key)
+				old.keyed = false
+			}
+		})
+		full := min(len(rec.blocks), rec.in/rec.bt)
+		for i := full - 1; i >= 0 && s == nil; i-- {
+			if c := m.inferred[rec.blocks[i]]; c != nil && c.prev.bt == rec.bt && min(len(c.prev.blocks), c.prev.in/c.prev.bt) == i+1 {
+				s = c
+			}
+		}
+		if s == nil {
+			s = &mcSession{idx: m.newSession(), name: "L" + strconv.Itoa(rec.line)}
+		} else if s.keyed && m.inferred[s.key] == s {
+			delete(m.inferred, s.key)
+			s.keyed = false
+		}
+		if full > 0 {
+			s.key, s.keyed = rec.blocks[full-1], true
+			m.inferred[s.key] = s
+		}
+		if m.opts.idle() > 0 {
+			m.iexp.push(rec.at, s)
+		}
+	default:
+		r.Session = m.newSession()
+		r.SessionName = "L" + strconv.Itoa(rec.line)
+		return r, nil
+	}
+	r.Session, r.SessionName, r.Turn = s.idx, s.name, s.turns
+	if s.turns > 0 {
+		if rec.hasThink {
+			r.Think = rec.think
+		} else {
+			r.Think = max(0, arrival-s.arrival-time.Duration(s.prev.out)*nominalTokenTime)
+		}
+		if rec.hasAppend {
+			r.AppendLen = rec.appendLen
+		} else {
+			r.AppendLen = appendLen(rec.in, rec.blocks, rec.bt, &s.prev)
+		}
+	}
+	s.turns++
+	s.prev = prevTurn{in: rec.in, out: rec.out, blocks: rec.blocks, bt: rec.bt}
+	s.arrival = arrival
+	s.lastSeen = rec.at
+	return r, nil
+}

@@ -1,0 +1,394 @@
+package workload
+
+import (
+	"container/heap"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// SWEBenchConfig configures NewSWEBench, a synthetic stand-in for the
+// SWE-Bench agent trace of the KVC-Router paper (52 sessions, 4,449
+// requests, 5.44 h, p50 gap between turns 2.53 s, 24-token blocks). Zero
+// fields take the defaults in brackets. The published figures are the
+// first four knobs; the rest are assumptions about a SWE-agent-like loop
+// (documented per field) chosen so that appends are a few hundred tokens
+// with a tail beyond τ_append = 8192, and prompts stay within a decode
+// worker's pool (K_d = 92,104 tokens).
+type SWEBenchConfig struct {
+	Sessions int           // sessions [52]
+	Requests int           // total requests, split over sessions [4449]
+	Duration time.Duration // open-loop trace time target [5.44 h]: session starts are spread so the last one ends near it
+	GapP50   time.Duration // median open-loop gap between consecutive turns of a session [2.53 s]
+	// GapSigma is the log-normal σ of that gap [1.05]: with the median it
+	// gives a mean gap of 4.4 s, so that 52 sessions of 85.6 turns back to
+	// back last 5.44 h (the trace looks collected one session at a time).
+	GapSigma float64
+	// Concurrency > 0 replaces the Duration spread by staggered starts:
+	// sessions 0..C−1 start at 0 and each later one when the earliest
+	// running session ends (in the open-loop timeline), as a replay client
+	// with C concurrent sessions would (the paper replays with 32).
+	Concurrency int
+	TurnsSigma  float64 // log-normal σ of turns per session around Requests/Sessions [0.5]
+	MinTurns    int     // minimum turns per session [5]
+
+	SystemTokens int // system prompt + tool documentation, identical across sessions [3000]
+	IssueTokens  int // median issue statement + repository context of turn 0 (log-normal σ 0.6) [800]
+	// Appends (tool observations) are log-normal around AppendP50 [160]
+	// with σ AppendSigma [1.0]; with probability LargeAppendProb [0.02] an
+	// observation is a file dump or test log of uniform size in
+	// [LargeAppendMin, LargeAppendMax] [8193, 24576].
+	AppendP50       int
+	AppendSigma     float64
+	LargeAppendProb float64
+	LargeAppendMin  int
+	LargeAppendMax  int
+	// Outputs (thought + action) are log-normal around OutputP50 [90] with
+	// σ OutputSigma [0.7], capped at MaxOutput [4096].
+	OutputP50   int
+	OutputSigma float64
+	MaxOutput   int
+	// MaxContext [65536]: when a prompt would exceed it, the agent condenses
+	// its history: the next prompt is the turn-0 prompt + CondensedTokens
+	// [2000] of summary + the append (so only the turn-0 prefix is reused).
+	MaxContext      int
+	CondensedTokens int
+	BlockTokens     int // block size of the hashes [24]
+	// Think = gap − (ServiceBase [150 ms] + TokenTime [10 ms] × previous
+	// output tokens), floored at 0: the nominal service time of the
+	// predecessor is taken out of the recorded gap for closed-loop replay.
+	ServiceBase time.Duration
+	TokenTime   time.Duration
+}
+
+// SWEBenchDefaults fills zero fields of c with the defaults.
+func SWEBenchDefaults(c SWEBenchConfig) SWEBenchConfig {
+	di := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	df := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	dd := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	di(&c.Sessions, 52)
+	di(&c.Requests, 4449)
+	dd(&c.Duration, time.Duration(5.44*float64(time.Hour)))
+	dd(&c.GapP50, 2530*time.Millisecond)
+	df(&c.GapSigma, 1.05)
+	df(&c.TurnsSigma, 0.5)
+	di(&c.MinTurns, 5)
+	di(&c.SystemTokens, 3000)
+	di(&c.IssueTokens, 800)
+	di(&c.AppendP50, 160)
+	df(&c.AppendSigma, 1.0)
+	df(&c.LargeAppendProb, 0.02)
+	di(&c.LargeAppendMin, 8193)
+	di(&c.LargeAppendMax, 24576)
+	di(&c.OutputP50, 90)
+	df(&c.OutputSigma, 0.7)
+	di(&c.MaxOutput, 4096)
+	di(&c.MaxContext, 65536)
+	di(&c.CondensedTokens, 2000)
+	di(&c.BlockTokens, 24)
+	dd(&c.ServiceBase, 150*time.Millisecond)
+	dd(&c.TokenTime, 10*time.Millisecond)
+	return c
+}
+
+func (c SWEBenchConfig) validate() error {
+	switch {
+	case c.Sessions < 1 || c.Requests < c.Sessions:
+		return fmt.Errorf("workload: swebench needs 1 <= sessions <= requests (got %d sessions, %d requests)", c.Sessions, c.Requests)
+	case c.BlockTokens < 1 || c.OutputP50 < 1 || c.MaxOutput < 1 || c.AppendP50 < 1 || c.IssueTokens < 1:
+		return fmt.Errorf("workload: swebench block_tokens, output, append and issue sizes must be >= 1")
+	case c.SystemTokens < 0 || c.MinTurns < 1 || c.Concurrency < 0 || c.CondensedTokens < 0:
+		return fmt.Errorf("workload: swebench system tokens, condensed tokens and concurrency must be >= 0 and min turns >= 1")
+	case c.Duration < 0 || c.GapP50 <= 0 || c.ServiceBase < 0 || c.TokenTime < 0:
+		return fmt.Errorf("workload: swebench durations must be >= 0 (gap p50 > 0)")
+	case c.GapSigma < 0 || c.TurnsSigma < 0 || c.AppendSigma < 0 || c.OutputSigma < 0 || c.LargeAppendProb < 0 || c.LargeAppendProb > 1:
+		return fmt.Errorf("workload: swebench σ must be >= 0 and the large-append probability in [0, 1]")
+	case c.LargeAppendMin < 1 || c.LargeAppendMax < c.LargeAppendMin:
+		return fmt.Errorf("workload: swebench large appends need 1 <= min <= max (got %d, %d)", c.LargeAppendMin, c.LargeAppendMax)
+	case c.MaxContext < c.SystemTokens+c.CondensedTokens+c.BlockTokens+2:
+		return fmt.Errorf("workload: swebench max context %d too small for the system prompt (%d) and summary (%d)", c.MaxContext, c.SystemTokens, c.CondensedTokens)
+	}
+	return nil
+}
+
+// SWEBench streams the SWE-Bench-like workload of SWEBenchConfig: each
+// session is an agent that re-sends its whole history every turn (system
+// prompt, issue, then thought/action/observation triples), so prompts grow
+// by output + observation per turn and share their prefix with the
+// previous turn. Requests come out in arrival order; sessions are created
+// when they start and dropped when done, and each draws from its own
+// random stream, so memory is O(active sessions) and a session's content
+// does not depend on the others.
+type SWEBench struct {
+	cfg      SWEBenchConfig
+	seed     uint64
+	turns    []int32
+	sys      []uint64 // shared hashes of the system prompt's full blocks
+	h        swHeap
+	nextSess int
+	nextAt   time.Duration
+	step     time.Duration
+	plan     startPlan
+	startRng *rand.Rand
+	nextID   int64
+}
+
+type swSession struct {
+	idx     int32
+	name    string
+	turn    int
+	turns   int
+	arrival time.Duration
+	rng     *rand.Rand
+	gaps    *rand.Rand
+	salt    uint64
+	epoch   uint64
+	blocks  []uint64 // full blocks of the token stream so far
+	length  int      // tokens in the stream (prompt + output so far)
+	baseIn  int      // turn-0 prompt length
+	prevIn  int
+	prevOut int
+	pending *Request
+}
+
+type swHeap []*swSession
+
+func (h swHeap) Len() int { return len(h) }
+func (h swHeap) Less(i, j int) bool {
+	a, b := h[i].pending, h[j].pending
+	if a.Arrival != b.Arrival {
+		return a.Arrival < b.Arrival
+	}
+	return h[i].idx < h[j].idx
+}
+func (h swHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *swHeap) Push(x any)   { *h = append(*h, x.(*swSession)) }
+func (h *swHeap) Pop() any {
+	old := *h
+	n := len(old)
+	x := old[n-1]
+	old[n-1] = nil
+	*h = old[:n-1]
+	return x
+}
+
+// NewSWEBench returns the seeded SWE-Bench-like generator (see
+// SWEBenchConfig for the model and its defaults).
+func NewSWEBench(cfg SWEBenchConfig, seed uint64) (*SWEBench, error) {
+	cfg = SWEBenchDefaults(cfg)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	g := &SWEBench{cfg: cfg, seed: seed}
+	rng := rand.New(rand.NewPCG(seed, 0x53_57_45_42)) // "SWEB"
+	g.startRng = rand.New(rand.NewPCG(seed, 0x57a27))
+	g.turns = splitTurns(rng, cfg.Sessions, cfg.Requests, cfg.MinTurns, cfg.TurnsSigma)
+	sysKey := mix64(seed ^ 0x5e5)
+	var h uint64
+	g.sys = make([]uint64, cfg.SystemTokens/cfg.BlockTokens)
+	for i := range g.sys {
+		h = chain(h, sysKey+uint64(i))
+		g.sys[i] = h
+	}
+	if cfg.Concurrency > 0 {
+		g.plan = startPlan{conc: cfg.Concurrency}
+	} else {
+		meanGap := float64(cfg.GapP50) * math.Exp(cfg.GapSigma*cfg.GapSigma/2)
+		span := float64(cfg.Requests)/float64(cfg.Sessions) - 1
+		g.step = time.Duration(max(0, (float64(cfg.Duration)-span*meanGap)/float64(cfg.Sessions)))
+	}
+	g.nextAt = g.startOf(0)
+	return g, nil
+}
+
+// splitTurns draws log-normal session weights and splits total requests
+// over n sessions (each >= minTurns where possible) by largest remainder.
+func splitTurns(rng *rand.Rand, n, total, minTurns int, sigma float64) []int32 {
+	minTurns = min(minTurns, total/n)
+	w := make([]float64, n)
+	var sum float64
+	for i := range w {
+		w[i] = math.Exp(sigma * rng.NormFloat64())
+		sum += w[i]
+	}
+	spare := total - n*minTurns
+	out := make([]int32, n)
+	type rem struct {
+		i int
+		f float64
+	}
+	rems := make([]rem, n)
+	given := 0
+	for i := range w {
+		x := float64(spare) * w[i] / sum
+		fl := math.Floor(x)
+		out[i] = int32(minTurns) + int32(fl)
+		given += int(fl)
+		rems[i] = rem{i, x - fl}
+	}
+	// Hand out the remainder to the largest fractions (stable by index).
+	for left := spare - given; left > 0; left-- {
+		best := -1
+		for j := range rems {
+			if rems[j].f >= 0 && (best < 0 || rems[j].f > rems[best].f) {
+				best = j
+			}
+		}
+		out[rems[best].i]++
+		rems[best].f = -1
+	}
+	return out
+}
+
+// startOf returns the start of session k (called in order).
+func (g *SWEBench) startOf(k int) time.Duration {
+	if g.cfg.Concurrency > 0 {
+		return g.plan.next()
+	}
+	if k == 0 {
+		return 0
+	}
+	return time.Duration(k)*g.step + time.Duration(g.startRng.Float64()*float64(g.step))
+}
+
+// Next implements Source.
+func (g *SWEBench) Next() (*Request, error) {
+	for g.nextSess < g.cfg.Sessions && (len(g.h) == 0 || g.nextAt <= g.h[0].pending.Arrival) {
+		g.startSession()
+	}
+	if len(g.h) == 0 {
+		return nil, io.EOF
+	}
+	s := g.h[0]
+	r := s.pending
+	r.ID = g.nextID
+	g.nextID++
+	s.turn++
+	if s.turn >= s.turns {
+		heap.Pop(&g.h)
+	} else {
+		s.pending = g.make(s)
+		heap.Fix(&g.h, 0)
+	}
+	return r, nil
+}
+
+func (g *SWEBench) startSession() {
+	k := g.nextSess
+	g.nextSess++
+	s := &swSession{
+		idx: int32(k), name: fmt.Sprintf("swe%03d", k), turns: int(g.turns[k]),
+		arrival: g.nextAt,
+		rng:     rand.New(rand.NewPCG(g.seed^uint64(k+1)*0x9e3779b97f4a7c15, 0x5e55)),
+		salt:    mix64(g.seed ^ uint64(k+1)*0xbf58476d1ce4e5b9),
+	}
+	gapSeed := g.seed ^ uint64(k+1)*0xd1b54a32d192ed03
+	if g.cfg.Concurrency > 0 {
+		// The open-loop span of the session is needed now for the slots:
+		// draw its gaps once from a copy of the stream it will use.
+		pre := rand.New(rand.NewPCG(gapSeed, 0x6a75))
+		var span time.Duration
+		for t := 1; t < s.turns; t++ {
+			span += g.gap(pre)
+		}
+		g.plan.opened(s.arrival, span)
+	}
+	s.gaps = rand.New(rand.NewPCG(gapSeed, 0x6a75))
+	s.pending = g.make(s)
+	heap.Push(&g.h, s)
+	if g.nextSess < g.cfg.Sessions {
+		g.nextAt = max(g.nextAt, g.startOf(g.nextSess))
+	}
+}
+
+// gap draws an open-loop gap between turns (capped at 30 days).
+func (g *SWEBench) gap(rng *rand.Rand) time.Duration {
+	x := float64(g.cfg.GapP50) * math.Exp(g.cfg.GapSigma*rng.NormFloat64())
+	return time.Duration(min(x, float64(30*24*time.Hour)))
+}
+
+// logNormalInt draws a log-normal integer (capped at maxTokens).
+func logNormalInt(rng *rand.Rand, median int, sigma float64) int {
+	return int(min(math.Round(float64(median)*math.Exp(sigma*rng.NormFloat64())), maxTokens))
+}
+
+// extend appends n tokens to the session's token stream, hashing new full blocks.
+func (g *SWEBench) extend(s *swSession, n int) {
+	bt := g.cfg.BlockTokens
+	s.length += n
+	h := uint64(0)
+	if len(s.blocks) > 0 {
+		h = s.blocks[len(s.blocks)-1]
+	}
+	for i := len(s.blocks); i < s.length/bt; i++ {
+		if i < len(g.sys) {
+			h = g.sys[i]
+		} else {
+			h = chain(h, s.salt^s.epoch<<48^uint64(i))
+		}
+		s.blocks = append(s.blocks, h)
+	}
+}
+
+func (g *SWEBench) make(s *swSession) *Request {
+	c := g.cfg
+	var in, app int
+	var think time.Duration
+	if s.turn == 0 {
+		issue := max(1, logNormalInt(s.rng, c.IssueTokens, 0.6))
+		issue = min(issue, c.MaxContext-c.SystemTokens-c.CondensedTokens-1)
+		g.extend(s, c.SystemTokens+issue)
+		in = s.length
+		app = in
+		s.baseIn = in
+	} else {
+		if s.rng.Float64() < c.LargeAppendProb {
+			app = c.LargeAppendMin + s.rng.IntN(c.LargeAppendMax-c.LargeAppendMin+1)
+		} else {
+			app = max(1, logNormalInt(s.rng, c.AppendP50, c.AppendSigma))
+		}
+		gap := g.gap(s.gaps)
+		s.arrival = satAdd(s.arrival, gap)
+		think = max(0, gap-c.ServiceBase-time.Duration(s.prevOut)*c.TokenTime)
+		g.extend(s, s.prevOut)
+		if s.length+app > c.MaxContext {
+			// Condense: keep the turn-0 prompt, add a summary, then the append.
+			app = min(app, c.MaxContext-s.baseIn-c.CondensedTokens)
+			s.blocks = s.blocks[:s.baseIn/c.BlockTokens]
+			s.length = s.baseIn
+			s.epoch++
+			g.extend(s, c.CondensedTokens+app)
+			in = s.length
+			app = in - s.baseIn
+		} else {
+			g.extend(s, app)
+			in = s.length
+		}
+	}
+	out := min(c.MaxOutput, max(1, logNormalInt(s.rng, c.OutputP50, c.OutputSigma)))
+	r := &Request{
+		Session: s.idx, SessionName: s.name, Turn: s.turn,
+		Arrival: s.arrival, Think: think,
+		InputLen: in, OutputLen: out, AppendLen: app,
+		Blocks: append([]uint64(nil), s.blocks...), BlockTokens: c.BlockTokens,
+	}
+	s.prevIn, s.prevOut = in, out
+	if s.turn+1 >= s.turns {
+		s.blocks = nil // last turn: release the context
+	}
+	return r
+}
