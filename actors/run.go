@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"sync"
@@ -25,8 +26,6 @@ type Options struct {
 	Logger hclog.Logger // default: hclog at Warn to stderr
 	// Source replaces the scenario's workload (tests, benchmarks, --trace).
 	Source workload.Source
-	// SkippedBad is reported in the summary (bad trace records skipped).
-	SkippedBad int
 	// WallTimeout bounds a wall-clock run in real time (default 30 min).
 	WallTimeout time.Duration
 	// Horizon bounds a virtual run in emulated time (default 0 = none).
@@ -92,8 +91,11 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	}
 	src := opts.Source
 	if src == nil {
-		if src, err = Source(spec); err != nil {
+		if src, err = Source(spec, false); err != nil {
 			return nil, err
+		}
+		if c, ok := src.(io.Closer); ok {
+			defer c.Close()
 		}
 	}
 	wl := spec.Workload
@@ -305,7 +307,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	if sessStats != nil {
 		res.Sessions, sum.Router = sessionRows(res.Records, sessStats)
 	}
-	sum.Requests.SkippedBad = opts.SkippedBad
+	if sk, ok := src.(workload.Skipper); ok {
+		sum.Requests.SkippedBad = sk.Skipped()
+	}
 	res.Summary = sum
 
 	// Nothing is lost: every request read from the source ended exactly once.

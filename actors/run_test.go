@@ -153,7 +153,7 @@ func (p *panicSource) Next() (*workload.Request, error) {
 
 func TestActorPanicFailsTheRun(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 4, 4)
-	src, err := Source(spec)
+	src, err := Source(spec, false)
 	require.NoError(t, err)
 	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), Source: &panicSource{inner: src}})
 	require.Error(t, err)
@@ -178,7 +178,7 @@ func (e *errSource) Next() (*workload.Request, error) {
 
 func TestSourceErrorStopsTheRun(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 4, 4)
-	src, err := Source(spec)
+	src, err := Source(spec, false)
 	require.NoError(t, err)
 	_, err = Run(context.Background(), spec, Options{Logger: testLogger(t), Source: &errSource{inner: src}})
 	require.Error(t, err)

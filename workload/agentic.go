@@ -161,6 +161,7 @@ func (g *Agentic) make(s *genSession) *Request {
 		OutputLen:   out,
 		BlockTokens: c.BlockTokens,
 		AppendLen:   app,
+		Last:        s.turn == s.turns-1,
 	}
 	nb := in / c.BlockTokens
 	r.Blocks = make([]uint64, nb)

@@ -152,6 +152,9 @@ func (d *Driver) Ended(r *Request, now time.Duration) ([]Release, error) {
 		}
 		return []Release{{Req: next, At: now + next.Think}}, nil
 	}
+	if r.Last {
+		return nil, nil
+	}
 	// The next turn (if any) was not read yet: read ahead until it shows up.
 	d.waiting[r.Session] = now
 	var out []Release

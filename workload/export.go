@@ -15,7 +15,8 @@ import (
 // to the nanosecond), `input_length`, `output_length`, `hash_ids` (Blocks as
 // unsigned integers; they may exceed 2^53, so read them as 64-bit integers),
 // plus `session_id` (the dense session index), `session_name`, `turn`,
-// `think_ms`, `append_length` and `block_tokens`.
+// `think_ms`, `append_length`, `block_tokens` and, on a session's final
+// turn, `last`.
 // The Mooncake loader honours the extra fields, so the file replays as the
 // same sequence of requests (IDs and session indexes are reassigned densely
 // in the same order).
@@ -80,5 +81,8 @@ func appendJSONL(b []byte, r *Request) []byte {
 	b = strconv.AppendInt(b, int64(r.AppendLen), 10)
 	b = append(b, `,"block_tokens":`...)
 	b = strconv.AppendInt(b, int64(max(r.BlockTokens, 1)), 10)
+	if r.Last {
+		b = append(b, `,"last":true`...)
+	}
 	return append(b, "}\n"...)
 }

@@ -27,7 +27,8 @@ const nominalTokenTime = 20 * time.Millisecond
 // in order of appearance, named by `session_name` if present (turns
 // numbered densely; a `turn` that does not
 // increase within a session is a bad record), `think_ms` gives Think,
-// `append_length` gives AppendLen and `block_tokens` the block size.
+// `append_length` gives AppendLen, `block_tokens` the block size and
+// `last: true` marks a session's final turn.
 // Without think_ms, Think is the arrival gap minus 20 ms per output token
 // of the predecessor; without append_length, AppendLen is derived from the
 // hash prefix shared with the session's previous turn. LoadOptions.
@@ -70,6 +71,7 @@ type mcRecord struct {
 	hasThink  bool
 	appendLen int
 	hasAppend bool
+	last      bool
 }
 
 type mcSession struct {
@@ -95,6 +97,7 @@ type mcJSON struct {
 	ThinkMS      *float64        `json:"think_ms"`
 	AppendLength *float64        `json:"append_length"`
 	BlockTokens  *float64        `json:"block_tokens"`
+	Last         *bool           `json:"last"`
 }
 
 // OpenMooncake opens a Mooncake JSONL trace file.
@@ -252,6 +255,9 @@ func (m *Mooncake) parse(line []byte) (*mcRecord, error) {
 		}
 		rec.hasAppend = true
 	}
+	if j.Last != nil {
+		rec.last = *j.Last
+	}
 	return rec, nil
 }
 
@@ -281,7 +287,7 @@ func (m *Mooncake) build(rec *mcRecord) (*Request, error) {
 	arrival := rec.at - m.base
 	r := &Request{
 		Arrival: arrival, InputLen: rec.in, OutputLen: rec.out,
-		Blocks: rec.blocks, BlockTokens: rec.bt, AppendLen: rec.in,
+		Blocks: rec.blocks, BlockTokens: rec.bt, AppendLen: rec.in, Last: rec.last,
 	}
 	var s *mcSession
 	switch {

@@ -8,10 +8,7 @@
 // naming the file, the line (or record index) and the field.
 package workload
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // Request is one LLM call of a session. It is immutable once emitted.
 type Request struct {
@@ -39,12 +36,12 @@ type Request struct {
 	// the session's previous turn (prompt + output); for turn 0 it is the
 	// whole prompt.
 	AppendLen int
+	// Last marks the session's final turn when the source knows it; the
+	// closed-loop Driver then does not read ahead looking for a next turn.
+	Last bool
 }
 
 // Source yields requests; Next returns io.EOF when done.
 type Source interface {
 	Next() (*Request, error)
 }
-
-// ErrStop is returned by a Source that was capped (MaxRequests).
-var ErrStop = errors.New("workload: stopped")

@@ -385,6 +385,7 @@ func (g *SWEBench) make(s *swSession) *Request {
 		Arrival: s.arrival, Think: think,
 		InputLen: in, OutputLen: out, AppendLen: app,
 		Blocks: append([]uint64(nil), s.blocks...), BlockTokens: c.BlockTokens,
+		Last: s.turn+1 >= s.turns,
 	}
 	s.prevIn, s.prevOut = in, out
 	if s.turn+1 >= s.turns {

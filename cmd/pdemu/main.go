@@ -7,6 +7,8 @@
 //	pdemu validate FILE [--var k=v]...
 //	pdemu models [--gpu NAME] [--mem-fraction F]
 //	pdemu scenarios
+//	pdemu trace stats FILE|DIR [--format F] [--skip-bad]
+//	pdemu trace gen [--kind swebench|agentic] [--seed N] [--out FILE]
 //
 // Exit codes: 0 success, 1 the run failed (a lost request, a panic, an
 // internal error), 2 bad input (HCL, trace, flags).
@@ -30,6 +32,7 @@ import (
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
 )
 
 // exitError carries an exit code.
@@ -70,6 +73,8 @@ const usage = `usage:
   pdemu validate FILE [flags]  check a scenario file, print diagnostics
   pdemu models [flags]         list model presets with derived figures
   pdemu scenarios              list the embedded scenarios
+  pdemu trace stats FILE|DIR   summarise a trace (requests, sessions, reuse)
+  pdemu trace gen              write a synthetic trace as Mooncake-style JSONL
 run 'pdemu COMMAND -h' for the flags of a command
 `
 
@@ -85,6 +90,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdValidate(args[1:], stdout, stderr)
 	case "models":
 		return cmdModels(args[1:], stdout, stderr)
+	case "trace":
+		return cmdTrace(args[1:], stdout, stderr)
 	case "scenarios":
 		for _, n := range scenarios.Names() {
 			fmt.Fprintln(stdout, n)
@@ -210,6 +217,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	scale := fs.Float64("time-scale", 0, "wall clock: emulated time runs this many times faster than real time")
 	logLevel := fs.String("log-level", "warn", "trace | debug | info | warn | error")
 	quiet := fs.Bool("q", false, "do not print the summary table")
+	skipBad := fs.Bool("skip-bad", false, "skip malformed trace records (counted in summary.json) instead of stopping")
 	vars := varFlag{}
 	fs.Var(vars, "var", "set a variable: -var NAME=VALUE (repeatable)")
 	pos, err := parseInterleaved(fs, args)
@@ -257,12 +265,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "pdemu", Level: hclog.LevelFromString(*logLevel), Output: stderr})
 
-	src, err := actors.Source(spec)
+	src, err := actors.Source(spec, *skipBad)
 	if err != nil {
 		return &exitError{2, err}
 	}
+	if c, ok := src.(io.Closer); ok {
+		defer c.Close()
+	}
 	fmt.Fprintf(stdout, "pdemu: scenario %s, policy %s, clock %s, seed %d\n", spec.Source, spec.Router.Policy, clockName(wl.Clock), wl.Seed)
 	res, runErr := actors.Run(ctx, spec, actors.Options{Logger: log, Source: src})
+	var recErr *workload.RecordError
+	if errors.As(runErr, &recErr) {
+		runErr = &exitError{2, runErr}
+	}
 	if res == nil {
 		return runErr
 	}
@@ -332,4 +347,79 @@ func printTable(w io.Writer, res *actors.Result) {
 			r.Migrations, r.MaxSessionMigrations, r.Blacklists, r.Fallbacks, r.Rejections)
 	}
 	fmt.Fprintf(w, "runtime   dead letters %d  panics %d\n", s.Runtime.DeadLetters, s.Runtime.Panics)
+}
+
+func cmdTrace(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageErr("trace needs a subcommand: stats or gen")
+	}
+	switch args[0] {
+	case "stats":
+		fs := flag.NewFlagSet("trace stats", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		format := fs.String("format", "", "trace format ("+strings.Join(workload.Formats(), ", ")+"); default: detect")
+		skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping")
+		infer := fs.Bool("infer-sessions", false, "mooncake: group requests whose prompt extends an earlier one into sessions")
+		pos, err := parseInterleaved(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usageErr("trace stats takes exactly one FILE or DIR")
+		}
+		src, err := workload.Open(pos[0], *format, workload.LoadOptions{SkipBad: *skipBad, InferSessions: *infer})
+		if err != nil {
+			return &exitError{2, err}
+		}
+		if c, ok := src.(io.Closer); ok {
+			defer c.Close()
+		}
+		st, err := workload.ComputeStats(src)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		st.Write(stdout)
+		if sk, ok := src.(workload.Skipper); ok && sk.Skipped() > 0 {
+			fmt.Fprintf(stdout, "skipped bad records: %d\n", sk.Skipped())
+		}
+		return nil
+	case "gen":
+		fs := flag.NewFlagSet("trace gen", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		kind := fs.String("kind", "swebench", "swebench (the KVC paper's SWE-Bench shape) | agentic (pdemu's default generator)")
+		seed := fs.Uint64("seed", 1, "generator seed")
+		out := fs.String("out", "-", "output file (- = stdout)")
+		sessions := fs.Int("sessions", 0, "sessions (0 = the generator's default)")
+		requests := fs.Int("requests", 0, "swebench: total requests (0 = 4449)")
+		concurrency := fs.Int("concurrency", 0, "swebench: staggered starts with this many concurrent sessions (0 = spread over 5.44 h)")
+		if _, err := parseInterleaved(fs, args[1:]); err != nil {
+			return err
+		}
+		var src workload.Source
+		var err error
+		switch *kind {
+		case "swebench":
+			src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: *sessions, Requests: *requests, Concurrency: *concurrency}, *seed)
+		case "agentic":
+			src, err = workload.NewAgentic(workload.AgenticConfig{Sessions: *sessions}, *seed, 0)
+		default:
+			return usageErr("--kind must be swebench or agentic, got %q", *kind)
+		}
+		if err != nil {
+			return &exitError{2, err}
+		}
+		w := stdout
+		if *out != "-" {
+			f, err := os.Create(*out)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			w = f
+		}
+		fmt.Fprintf(stderr, "pdemu: trace gen --kind %s --seed %d\n", *kind, *seed)
+		return workload.WriteJSONL(w, src)
+	default:
+		return usageErr("unknown trace subcommand %q (want stats or gen)", args[0])
+	}
 }
