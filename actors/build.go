@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/pdemu/pdemu/gpu"
@@ -152,11 +151,17 @@ func build(spec *topology.Spec) (*built, error) {
 	return b, nil
 }
 
-// Source builds the scenario's workload source.
-func Source(spec *topology.Spec) (workload.Source, error) {
+// Source builds the scenario's workload source: the trace named by the
+// workload block (format detected when not given), or the agentic
+// generator. skipBad makes trace loaders skip and count malformed records
+// instead of failing on the first one. Close the source when done if it is
+// an io.Closer.
+func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 	w := spec.Workload
 	if w.Trace != "" {
-		return nil, errors.New("trace replay is not wired yet")
+		return workload.Open(w.Trace, w.Format, workload.LoadOptions{
+			SkipBad: skipBad, MaxRequests: w.MaxRequests, Seed: w.Seed,
+		})
 	}
 	g := w.Generator
 	return workload.NewAgentic(workload.AgenticConfig{
