@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/policy"
@@ -28,6 +29,26 @@ type nicSpec struct {
 	bytesTok int64
 }
 
+// PerfFor returns the cost model build uses for worker w: gpu.NewPerf's
+// defaults for its model, GPU and TP, with the worker's HCL overrides
+// (w.Perf) applied on top and validated. Errors name the worker.
+func PerfFor(w topology.Worker) (gpu.Perf, error) { return perfFor(w) }
+
+// NICConfigs returns the configuration of every NIC build creates for spec
+// (one per prefill worker and device, in order of first appearance), with
+// the links' transport overrides; zero fields select transport defaults.
+func NICConfigs(spec *topology.Spec) ([]transfer.Config, error) {
+	nics, err := spec.NICs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]transfer.Config, len(nics))
+	for i, n := range nics {
+		out[i] = nicConfig(n)
+	}
+	return out, nil
+}
+
 func perfFor(w topology.Worker) (gpu.Perf, error) {
 	m, err := gpu.LookupModel(w.Model)
 	if err != nil {
@@ -41,7 +62,71 @@ func perfFor(w topology.Worker) (gpu.Perf, error) {
 	if err != nil {
 		return gpu.Perf{}, fmt.Errorf("worker %s: %w", w.Name, err)
 	}
+	// HCL overrides (mfu, mbu, ...) on top of the defaults; absent ones
+	// keep them.
+	o := w.Perf
+	if o.MFU != nil {
+		p.MFU = *o.MFU
+	}
+	if o.MBU != nil {
+		p.MBU = *o.MBU
+	}
+	if o.CommEfficiency != nil {
+		p.CommEfficiency = *o.CommEfficiency
+	}
+	if o.StepOverhead != nil {
+		p.StepOverhead = *o.StepOverhead
+	}
+	if o.PrefillOverhead != nil {
+		p.PrefillOverhead = *o.PrefillOverhead
+	}
+	if o.AllReduceLatency != nil {
+		p.AllReduceLatency = *o.AllReduceLatency
+	}
+	if o.ReservedMemory != nil {
+		p.ReservedMemory = *o.ReservedMemory
+	}
+	if err := p.Validate(); err != nil {
+		return gpu.Perf{}, fmt.Errorf("worker %s: %w", w.Name, err)
+	}
 	return p, nil
+}
+
+// nicConfig turns a topology NIC into a transfer.Config. An explicit
+// setup of 0 becomes 1 ns: transfer.Config reads 0 as "transport default".
+func nicConfig(n topology.NIC) transfer.Config {
+	cfg := transfer.Config{
+		Name: n.Prefill + "/" + n.Device, Transport: transfer.Transport(n.Transport),
+		LineRate: n.Bandwidth, Latency: n.Latency,
+		Efficiency: n.Efficiency, MaxRate: n.MaxRate,
+	}
+	if n.Setup != nil {
+		cfg.Setup = max(*n.Setup, time.Nanosecond)
+	}
+	return cfg
+}
+
+// scheduleFaults schedules the NIC's faults (already in time order).
+func scheduleFaults(nic *transfer.NIC, n topology.NIC) error {
+	for _, f := range n.Faults {
+		if f.At < 0 {
+			return fmt.Errorf("NIC %s/%s: fault at %v: time must not be negative", n.Prefill, n.Device, f.At)
+		}
+		switch f.Kind {
+		case topology.FaultDegrade:
+			if !(f.Factor > 0 && f.Factor <= 1) {
+				return fmt.Errorf("NIC %s/%s: degrade at %v: factor %g not in (0, 1]", n.Prefill, n.Device, f.At, f.Factor)
+			}
+			nic.Degrade(f.At, f.Factor)
+		case topology.FaultCut:
+			nic.Cut(f.At)
+		case topology.FaultRestore:
+			nic.Restore(f.At)
+		default:
+			return fmt.Errorf("NIC %s/%s: unknown fault kind %q", n.Prefill, n.Device, f.Kind)
+		}
+	}
+	return nil
 }
 
 func budgetOf(w topology.Worker, p gpu.Perf) (int, error) {
@@ -100,33 +185,36 @@ func build(spec *topology.Spec) (*built, error) {
 		b.prefill = append(b.prefill, pw)
 		b.perfP = append(b.perfP, p)
 	}
-	// One NIC per (prefill worker, device), shared by the links naming it.
-	nicIdx := map[string]int{}
-	for _, l := range spec.Links {
-		pi, ok1 := preIdx[l.From]
-		di, ok2 := decIdx[l.To]
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("link %s -> %s: unknown endpoint", l.From, l.To)
-		}
-		key := l.From + "/" + l.Device
-		ni, ok := nicIdx[key]
+	// One NIC per (prefill worker, device), shared by the links naming it;
+	// its faults are scheduled before the run starts.
+	nics, err := spec.NICs()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nics {
+		pi, ok := preIdx[n.Prefill]
 		if !ok {
-			nic, err := transfer.NewNIC(transfer.Config{
-				Name: key, Transport: transfer.Transport(l.Transport),
-				LineRate: l.Bandwidth, Latency: l.Latency,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("link %s -> %s: %w", l.From, l.To, err)
-			}
-			ni = len(b.nics)
-			nicIdx[key] = ni
-			b.nics = append(b.nics, nicSpec{name: key, prefill: pi, nic: nic,
-				rateCap: make([]float64, len(spec.Decode)), bytesTok: b.perfP[pi].KVBytesPerToken()})
-		} else if b.nics[ni].nic.Config().LineRate < l.Bandwidth {
-			// A NIC shared by several links: its own rate is the largest link rate.
-			return nil, fmt.Errorf("links over %s declare different bandwidths; give every link over one device the same bandwidth", key)
+			return nil, fmt.Errorf("NIC %s/%s: unknown prefill worker %s", n.Prefill, n.Device, n.Prefill)
 		}
-		b.nics[ni].rateCap[di] = l.Bandwidth
+		cfg := nicConfig(n)
+		nic, err := transfer.NewNIC(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("links over %s: %w", cfg.Name, err)
+		}
+		if err := scheduleFaults(nic, n); err != nil {
+			return nil, err
+		}
+		ns := nicSpec{name: cfg.Name, prefill: pi, nic: nic,
+			rateCap: make([]float64, len(spec.Decode)), bytesTok: b.perfP[pi].KVBytesPerToken()}
+		for _, li := range n.Links {
+			l := spec.Links[li]
+			di, ok := decIdx[l.To]
+			if !ok {
+				return nil, fmt.Errorf("link %s -> %s: unknown endpoint", l.From, l.To)
+			}
+			ns.rateCap[di] = l.Bandwidth
+		}
+		b.nics = append(b.nics, ns)
 	}
 	np, nd := len(spec.Prefill), len(spec.Decode)
 	switch r.Policy {

@@ -1,21 +1,26 @@
 package scenarios_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/transfer"
 )
 
 func TestNames(t *testing.T) {
 	names := scenarios.Names()
-	assert.Equal(t, []string{"1p3d-mlx5.hcl", "1p3d-tcp.hcl", "vanilla-pd-1p3d.hcl"}, names)
+	assert.Equal(t, []string{"1p3d-mlx5.hcl", "1p3d-tcp.hcl", "reseed-tcp-loopback.hcl", "vanilla-pd-1p3d.hcl"}, names)
 	assert.Contains(t, names, scenarios.Default)
 }
 
@@ -33,14 +38,32 @@ func TestRead(t *testing.T) {
 }
 
 // Every embedded scenario must parse without diagnostics, even with preset
-// checking on (the names below are the presets the scenarios use).
+// checking on (the names below are the presets the scenarios use). All are
+// 1P3D qwen3-coder-30b-a3b clusters with K_d = 92104 and seed 42; the GPU
+// and the workload are per scenario.
 func TestEmbeddedScenariosParse(t *testing.T) {
 	opts := topology.Options{
-		KnownGPU:   func(n string) bool { return n == "H200-SXM" },
+		KnownGPU:   func(n string) bool { return n == "H200-SXM" || n == "H100-SXM" },
 		KnownModel: func(n string) bool { return n == "qwen3-coder-30b-a3b" },
+	}
+	type expect struct {
+		gpu       string
+		generator topology.Generator
+	}
+	reseedGen := topology.DefaultGenerator()
+	reseedGen.Sessions, reseedGen.Turns = 4, 32
+	reseedGen.SystemTokens, reseedGen.FirstTokens = 8000, 4000
+	reseedGen.AppendTokens, reseedGen.OutputTokens = 1000, 300
+	expects := map[string]expect{
+		"1p3d-mlx5.hcl":           {"H200-SXM", topology.DefaultGenerator()},
+		"1p3d-tcp.hcl":            {"H200-SXM", topology.DefaultGenerator()},
+		"vanilla-pd-1p3d.hcl":     {"H200-SXM", topology.DefaultGenerator()},
+		"reseed-tcp-loopback.hcl": {"H100-SXM", reseedGen},
 	}
 	for _, name := range scenarios.Names() {
 		t.Run(name, func(t *testing.T) {
+			want, ok := expects[name]
+			require.True(t, ok, "add expectations for the new scenario %s", name)
 			src, err := scenarios.Read(name)
 			require.NoError(t, err)
 			spec, err := topology.Parse("<embedded>/"+name, src, opts)
@@ -50,15 +73,19 @@ func TestEmbeddedScenariosParse(t *testing.T) {
 			assert.Len(t, spec.Decode, 3)
 			assert.Empty(t, spec.Fused)
 			assert.Len(t, spec.Links, 3)
+			for _, w := range append(append([]topology.Worker(nil), spec.Prefill...), spec.Decode...) {
+				assert.Equal(t, want.gpu, w.GPU, w.Name)
+				assert.Equal(t, "qwen3-coder-30b-a3b", w.Model, w.Name)
+			}
 			for _, d := range spec.Decode {
 				assert.Equal(t, 92104, d.KVBudgetTokens)
-				assert.Equal(t, "H200-SXM", d.GPU)
-				assert.Equal(t, "qwen3-coder-30b-a3b", d.Model)
 			}
 			assert.Equal(t, topology.ClockVirtual, spec.Workload.Clock)
 			assert.Equal(t, uint64(42), spec.Workload.Seed)
 			assert.Empty(t, spec.Workload.Trace)
-			assert.Equal(t, topology.DefaultGenerator(), spec.Workload.Generator)
+			assert.Equal(t, want.generator, spec.Workload.Generator)
+			_, err = spec.NICs()
+			assert.NoError(t, err)
 		})
 	}
 }
@@ -123,3 +150,198 @@ func TestScenarioVarsOverride(t *testing.T) {
 	assert.Equal(t, 52, spec.Workload.Generator.Sessions)
 	assert.Equal(t, uint64(7), spec.Workload.Seed)
 }
+
+func loadReseed(t *testing.T) *topology.Spec {
+	t.Helper()
+	src, err := scenarios.Read("reseed-tcp-loopback.hcl")
+	require.NoError(t, err)
+	spec, err := topology.Parse("<embedded>/reseed-tcp-loopback.hcl", src, topology.Options{})
+	require.NoError(t, err)
+	return spec
+}
+
+func TestReseedTCPLoopbackScenario(t *testing.T) {
+	spec := loadReseed(t)
+	assert.Equal(t, "reseed-tcp-loopback", spec.Name)
+	assert.Equal(t, topology.DefaultRouter("kvc"), spec.Router, "the paper's router parameters are the defaults")
+
+	p := spec.Prefill[0]
+	assert.Equal(t, 0.835, p.MemFractionStatic)
+	assert.Zero(t, p.KVBudgetTokens, "p0's prefix cache is derived from memory")
+	assert.Equal(t, topology.PerfOverrides{MFU: ptr(0.57), ReservedMemory: ptr(1.44 * (1 << 30))}, p.Perf)
+	for _, d := range spec.Decode {
+		assert.True(t, d.Perf.IsZero(), "decode workers use the default cost model")
+	}
+	for _, l := range spec.Links {
+		assert.Equal(t, topology.TransportTCP, l.Transport)
+		assert.Equal(t, "lo", l.Device)
+		assert.Equal(t, 25e9, l.Bandwidth)
+		assert.Equal(t, 1.5e9, l.MaxRate)
+		assert.Equal(t, 50*time.Microsecond, l.Latency)
+		assert.Zero(t, l.Efficiency)
+		assert.Nil(t, l.Setup)
+		assert.Empty(t, l.Faults)
+	}
+	nics, err := spec.NICs()
+	require.NoError(t, err)
+	require.Len(t, nics, 1, "the three links share one loopback NIC")
+	assert.Equal(t, []int{0, 1, 2}, nics[0].Links)
+
+	// The variables reach the overrides.
+	src, err := scenarios.Read("reseed-tcp-loopback.hcl")
+	require.NoError(t, err)
+	spec, err = topology.Parse("<embedded>/reseed-tcp-loopback.hcl", src, topology.Options{
+		Vars: map[string]string{"prefill_mfu": "0.35", "path_rate": "2GB/s", "sessions": "8"},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, ptr(0.35), spec.Prefill[0].Perf.MFU)
+	assert.Equal(t, 2e9, spec.Links[2].MaxRate)
+	assert.Equal(t, 8, spec.Workload.Generator.Sessions)
+}
+
+// TestReseedTCPLoopbackCosts checks the figures quoted in the comments of
+// reseed-tcp-loopback.hcl against the cost models pdemu builds from it.
+func TestReseedTCPLoopbackCosts(t *testing.T) {
+	spec := loadReseed(t)
+	perf, err := actors.PerfFor(spec.Prefill[0])
+	require.NoError(t, err)
+	assert.Equal(t, 0.57, perf.MFU)
+	assert.Equal(t, gpu.DefaultMBU, perf.MBU, "absent overrides keep the defaults")
+	assert.Equal(t, gpu.DefaultPrefillOverhead, perf.PrefillOverhead)
+	assert.Equal(t, 98_304, int(perf.KVBytesPerToken()))
+	assert.Equal(t, 92_107, perf.PoolTokens(spec.Prefill[0].MemFractionStatic), "p0's prefix cache")
+
+	cfgs, err := actors.NICConfigs(spec)
+	require.NoError(t, err)
+	require.Len(t, cfgs, 1)
+	assert.Equal(t, "p0/lo", cfgs[0].Name)
+	assert.Equal(t, 1.5e9, cfgs[0].EffectiveRate(), "max_rate binds, not 0.33 x 200 Gb/s")
+
+	def := perf
+	def.MFU = gpu.DefaultMFU
+	sec := func(d time.Duration) float64 { return d.Seconds() }
+	for _, c := range []struct {
+		tokens                  int
+		prefill, transfer, dflt float64 // seconds, as quoted in the scenario
+	}{
+		{40_000, 1.505, 2.62, 2.45},
+		{50_000, 2.23, 3.28, 3.63},
+		{60_000, 3.09, 3.93, 5.04},
+	} {
+		pre := sec(perf.PrefillTime(c.tokens, 0))
+		xfer := sec(transfer.Estimate(cfgs[0], int64(c.tokens)*perf.KVBytesPerToken()))
+		t.Logf("reseed %d tokens: re-prefill %.3f s (default MFU %.3f s), transfer %.3f s, total %.2f s",
+			c.tokens, pre, sec(def.PrefillTime(c.tokens, 0)), xfer, pre+xfer)
+		assert.InDelta(t, c.prefill, pre, 0.006, "re-prefill of %d tokens", c.tokens)
+		assert.InDelta(t, c.transfer, xfer, 0.006, "transfer of %d tokens", c.tokens)
+		assert.InDelta(t, c.dflt, sec(def.PrefillTime(c.tokens, 0)), 0.006, "default-MFU prefill of %d tokens", c.tokens)
+		// The paper's ranges (60K tokens re-prefill slightly above 3 s).
+		assert.True(t, pre >= 1.5 && pre <= 3.1, "re-prefill %v", pre)
+		assert.True(t, xfer >= 1.5 && xfer <= 4, "transfer %v", xfer)
+		assert.True(t, pre+xfer >= 3 && pre+xfer <= 7.1, "reseed %v", pre+xfer)
+	}
+
+	// "about 78 % of the prefill FLOPs are causal attention (50K tokens:
+	// 9.8e14 of 1.26e15)": the pass without attention pairs is the rest.
+	var full gpu.Pass
+	full.AddPrefill(50_000, 0)
+	noAttn := full
+	noAttn.PrefillPairs = 0
+	total, attn := perf.Estimate(full).FLOPs, perf.Estimate(full).FLOPs-perf.Estimate(noAttn).FLOPs
+	assert.InDelta(t, 1.26e15, total, 0.005e15)
+	assert.InDelta(t, 9.8e14, attn, 0.05e14)
+	assert.InDelta(t, 0.78, attn/total, 0.005)
+
+	// "Equivalent: efficiency = 0.06 without max_rate."
+	eff := spec.Links[0]
+	eff.MaxRate, eff.Efficiency = 0, 0.06
+	alt := *spec
+	alt.Links = []topology.Link{eff, eff, eff}
+	alt.Links[1].To, alt.Links[2].To = "d1", "d2"
+	altCfgs, err := actors.NICConfigs(&alt)
+	require.NoError(t, err)
+	assert.InDelta(t, 1.5e9, altCfgs[0].EffectiveRate(), 1)
+}
+
+func TestReseedTCPLoopbackRuns(t *testing.T) {
+	spec := loadReseed(t)
+	res, err := actors.Run(context.Background(), spec, actors.Options{})
+	require.NoError(t, err)
+	s := res.Summary
+	assert.Equal(t, 4*32, s.Requests.Total)
+	assert.Zero(t, s.Requests.Failed)
+	assert.Positive(t, s.Modes["Reseed"], "the scenario is about reseeds")
+}
+
+// Link faults reach the NIC: a cut from t=0 fails every transfer (every
+// session's first turn needs one), with the link actor's "link: " reason,
+// and the run still accounts for every request.
+func TestLinkCutEndToEnd(t *testing.T) {
+	spec := loadReseed(t)
+	spec.Workload.Generator.Turns = 4
+	// On one link only: it is one NIC, so all three links are cut.
+	spec.Links[1].Faults = []topology.LinkFault{{At: 0, Kind: topology.FaultCut}}
+	res, err := actors.Run(context.Background(), spec, actors.Options{})
+	require.NoError(t, err)
+	s := res.Summary
+	assert.Equal(t, s.Requests.Total, s.Requests.Completed+s.Requests.Failed)
+	assert.GreaterOrEqual(t, s.Requests.Failed, spec.Workload.Generator.Sessions)
+	for _, r := range res.Records {
+		if r.Failed {
+			assert.Equal(t, `link: transfer: NIC "p0/lo" cut`, r.Reason, "request %d", r.ID)
+		}
+		if r.Turn == 0 {
+			assert.True(t, r.Failed, "turn 0 of %s needs a transfer", r.Session)
+		}
+	}
+}
+
+// A degraded NIC slows transfers: the first turn of the first session (a
+// Seed, alone on the link) waits for its transfer at half the rate.
+func TestLinkDegradeEndToEnd(t *testing.T) {
+	ttft0 := func(faults []topology.LinkFault) time.Duration {
+		spec := loadReseed(t)
+		spec.Workload.Generator.Turns = 2
+		spec.Links[0].Faults = faults
+		res, err := actors.Run(context.Background(), spec, actors.Options{})
+		require.NoError(t, err)
+		require.Equal(t, int64(0), res.Records[0].ID)
+		require.False(t, res.Records[0].Failed)
+		return res.Records[0].TTFT
+	}
+	base := ttft0(nil)
+	slow := ttft0([]topology.LinkFault{{At: 0, Kind: topology.FaultDegrade, Factor: 0.5}})
+	restored := ttft0([]topology.LinkFault{{At: 0, Kind: topology.FaultDegrade, Factor: 0.5}, {At: 0, Kind: topology.FaultRestore}})
+	t.Logf("first-turn TTFT: %v healthy, %v at half rate", base, slow)
+	assert.Greater(t, slow-base, 500*time.Millisecond, "12K+ tokens (1.2 GB) at 0.75 instead of 1.5 GB/s")
+	assert.Equal(t, base, restored)
+}
+
+// Cost-model overrides are validated with the model and GPU when the
+// cluster is built; the error names the worker.
+func TestPerfOverrideErrorsNameTheWorker(t *testing.T) {
+	for name, mut := range map[string]func(*topology.Spec){
+		"reserved_memory": func(s *topology.Spec) { s.Prefill[0].Perf.ReservedMemory = ptr(100.0 * (1 << 30)) },
+		"mfu":             func(s *topology.Spec) { s.Decode[2].Perf.MFU = ptr(0.0) },
+		"step_overhead":   func(s *topology.Spec) { s.Decode[1].Perf.StepOverhead = ptr(-time.Millisecond) },
+	} {
+		spec := loadReseed(t)
+		mut(spec)
+		_, err := actors.Run(context.Background(), spec, actors.Options{})
+		if assert.Error(t, err, name) {
+			assert.Contains(t, err.Error(), name)
+			assert.Regexp(t, `^worker (p0|d1|d2): `, err.Error())
+		}
+	}
+	// reserved_memory is parsed without knowing the GPU: 100 GiB passes
+	// the parser and fails when p0 is built.
+	src, err := scenarios.Read("reseed-tcp-loopback.hcl")
+	require.NoError(t, err)
+	src = []byte(strings.Replace(string(src), `reserved_memory     = "1.44GiB"`, `reserved_memory     = "100GiB"`, 1))
+	spec, err := topology.Parse("x.hcl", src, topology.Options{})
+	require.NoError(t, err)
+	_, err = actors.PerfFor(spec.Prefill[0])
+	assert.ErrorContains(t, err, "worker p0: gpu: invalid perf for qwen3-coder-30b-a3b on 1xH100-SXM: reserved_memory")
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -33,6 +33,11 @@ func FuzzParse(f *testing.F) {
 		`router "kvc" { unknown = [1, 2, {a = 3}] }`,
 		`x = "${var.y}"`,
 		`decode "d" { gpu = "g" model = "m" kv_budget_tokens = ceil(-0.5) }`,
+		strings.Replace(minimal, `decode "d0" {`, "decode \"d0\" {\n mfu = 0.5\n mbu = 1\n comm_efficiency = 0.6\n step_overhead = \"1ms\"\n prefill_overhead = \"0\"\n allreduce_latency = \"18us\"\n reserved_memory = \"1.1GiB\"", 1),
+		strings.Replace(minimal, `prefill "p0" {`, "prefill \"p0\" {\n reserved_memory = 1181116006\n mfu = 0", 1),
+		strings.Replace(minimal, `bandwidth = "200Gbps"`, "bandwidth = \"200Gbps\"\n efficiency = 0.06\n max_rate = \"1.5GB/s\"\n setup = \"0\"\n fault {\n at = \"30s\"\n degrade = 0.5\n }\n fault {\n at = \"60s\"\n cut = true\n }\n fault {\n at = \"90s\"\n restore = true\n }", 1),
+		`link "a" "b" { fault { at = "1s" degrade = 2 cut = false restore = true } fault {} fault "x" { at = -1 } }`,
+		p0 + d0 + d1 + l00 + strings.Replace(strings.Replace(l01, `"mlx5_1"`, `"mlx5_0"`, 1), `bandwidth = "200Gbps"`, "bandwidth = \"200Gbps\"\n setup = \"1ms\"\n fault {\n at = \"1s\"\n cut = true\n }", 1) + kvc,
 	} {
 		f.Add(src, "x=1")
 	}

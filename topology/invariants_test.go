@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // checkInvariants verifies the contract of a Spec returned by Parse. Tests
@@ -42,6 +43,9 @@ func checkInvariants(s *Spec) error {
 			case w.MaxRunning < 1:
 				return fmt.Errorf("worker %q: max_running %d", w.Name, w.MaxRunning)
 			}
+			if err := checkPerfOverrides(w.Perf); err != nil {
+				return fmt.Errorf("worker %q: %v", w.Name, err)
+			}
 		}
 	}
 	if n == 0 {
@@ -62,6 +66,47 @@ func checkInvariants(s *Spec) error {
 		if l.Device == "" || !(l.Bandwidth > 0) || math.IsInf(l.Bandwidth, 0) || l.Latency < 0 {
 			return fmt.Errorf("link %s->%s: %+v", l.From, l.To, l)
 		}
+		if !(l.Efficiency >= 0 && l.Efficiency <= 1) || !(l.MaxRate >= 0) || math.IsInf(l.MaxRate, 0) || (l.Setup != nil && *l.Setup < 0) {
+			return fmt.Errorf("link %s->%s: transport overrides %+v", l.From, l.To, l)
+		}
+		for _, f := range l.Faults {
+			ok := f.At >= 0
+			switch f.Kind {
+			case FaultDegrade:
+				ok = ok && f.Factor > 0 && f.Factor <= 1
+			case FaultCut, FaultRestore:
+				ok = ok && f.Factor == 0
+			default:
+				ok = false
+			}
+			if !ok {
+				return fmt.Errorf("link %s->%s: fault %+v", l.From, l.To, f)
+			}
+		}
+	}
+	nics, err := s.NICs()
+	if err != nil {
+		return err
+	}
+	nLinks, nFaults := 0, 0
+	for _, n := range nics {
+		nLinks += len(n.Links)
+		for i, f := range n.Faults {
+			if i > 0 && f.At < n.Faults[i-1].At {
+				return fmt.Errorf("NIC %s/%s: faults out of order", n.Prefill, n.Device)
+			}
+		}
+		nFaults += len(n.Faults)
+	}
+	if nLinks != len(s.Links) {
+		return fmt.Errorf("NICs cover %d of %d links", nLinks, len(s.Links))
+	}
+	allFaults := 0
+	for _, l := range s.Links {
+		allFaults += len(l.Faults)
+	}
+	if nFaults > allFaults {
+		return fmt.Errorf("NICs hold %d faults, links %d", nFaults, allFaults)
 	}
 	pol := lookupPolicy(s.Router.Policy)
 	if pol == nil {
@@ -106,6 +151,23 @@ func checkInvariants(s *Spec) error {
 	if g.Sessions < 1 || g.Turns < 1 || g.SystemTokens < 0 || g.FirstTokens < 1 || g.AppendTokens < 0 ||
 		g.OutputTokens < 1 || g.ThinkTime < 0 || g.SessionStagger < 0 || g.BlockTokens < 1 {
 		return fmt.Errorf("generator %+v", g)
+	}
+	return nil
+}
+
+func checkPerfOverrides(o PerfOverrides) error {
+	for name, v := range map[string]*float64{"mfu": o.MFU, "mbu": o.MBU, "comm_efficiency": o.CommEfficiency} {
+		if v != nil && !(*v > 0 && *v <= 1) {
+			return fmt.Errorf("%s %v", name, *v)
+		}
+	}
+	for name, v := range map[string]*time.Duration{"step_overhead": o.StepOverhead, "prefill_overhead": o.PrefillOverhead, "allreduce_latency": o.AllReduceLatency} {
+		if v != nil && *v < 0 {
+			return fmt.Errorf("%s %v", name, *v)
+		}
+	}
+	if v := o.ReservedMemory; v != nil && !(*v >= 0 && !math.IsInf(*v, 0)) {
+		return fmt.Errorf("reserved_memory %v", *v)
 	}
 	return nil
 }

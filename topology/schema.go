@@ -53,6 +53,24 @@ type prefillHCL struct {
 	MemFractionStaticRange hcl.Range `hcl:"mem_fraction_static,attr_range"`
 	MaxBatchTokens         *int      `hcl:"max_batch_tokens,optional"`
 	MaxBatchTokensRange    hcl.Range `hcl:"max_batch_tokens,attr_range"`
+
+	// Cost-model overrides (see PerfOverrides).
+	MFU                   *float64  `hcl:"mfu,optional"`
+	MFURange              hcl.Range `hcl:"mfu,attr_range"`
+	MBU                   *float64  `hcl:"mbu,optional"`
+	MBURange              hcl.Range `hcl:"mbu,attr_range"`
+	CommEfficiency        *float64  `hcl:"comm_efficiency,optional"`
+	CommEfficiencyRange   hcl.Range `hcl:"comm_efficiency,attr_range"`
+	StepOverhead          *string   `hcl:"step_overhead,optional"`
+	StepOverheadRange     hcl.Range `hcl:"step_overhead,attr_range"`
+	PrefillOverhead       *string   `hcl:"prefill_overhead,optional"`
+	PrefillOverheadRange  hcl.Range `hcl:"prefill_overhead,attr_range"`
+	AllReduceLatency      *string   `hcl:"allreduce_latency,optional"`
+	AllReduceLatencyRange hcl.Range `hcl:"allreduce_latency,attr_range"`
+	// ReservedMemory is a size string ("1.1GiB"); a number converts to a
+	// string of bytes.
+	ReservedMemory      *string   `hcl:"reserved_memory,optional"`
+	ReservedMemoryRange hcl.Range `hcl:"reserved_memory,attr_range"`
 }
 
 // workerHCL is a decode or fused block.
@@ -75,6 +93,24 @@ type workerHCL struct {
 	MaxBatchTokensRange    hcl.Range `hcl:"max_batch_tokens,attr_range"`
 	MaxRunning             *int      `hcl:"max_running,optional"`
 	MaxRunningRange        hcl.Range `hcl:"max_running,attr_range"`
+
+	// Cost-model overrides (see PerfOverrides).
+	MFU                   *float64  `hcl:"mfu,optional"`
+	MFURange              hcl.Range `hcl:"mfu,attr_range"`
+	MBU                   *float64  `hcl:"mbu,optional"`
+	MBURange              hcl.Range `hcl:"mbu,attr_range"`
+	CommEfficiency        *float64  `hcl:"comm_efficiency,optional"`
+	CommEfficiencyRange   hcl.Range `hcl:"comm_efficiency,attr_range"`
+	StepOverhead          *string   `hcl:"step_overhead,optional"`
+	StepOverheadRange     hcl.Range `hcl:"step_overhead,attr_range"`
+	PrefillOverhead       *string   `hcl:"prefill_overhead,optional"`
+	PrefillOverheadRange  hcl.Range `hcl:"prefill_overhead,attr_range"`
+	AllReduceLatency      *string   `hcl:"allreduce_latency,optional"`
+	AllReduceLatencyRange hcl.Range `hcl:"allreduce_latency,attr_range"`
+	// ReservedMemory is a size string ("1.1GiB"); a number converts to a
+	// string of bytes.
+	ReservedMemory      *string   `hcl:"reserved_memory,optional"`
+	ReservedMemoryRange hcl.Range `hcl:"reserved_memory,attr_range"`
 }
 
 func (p prefillHCL) worker() workerHCL {
@@ -86,6 +122,13 @@ func (p prefillHCL) worker() workerHCL {
 		KVBudgetTokens: p.KVBudgetTokens, KVBudgetTokensRange: p.KVBudgetTokensRange,
 		MemFractionStatic: p.MemFractionStatic, MemFractionStaticRange: p.MemFractionStaticRange,
 		MaxBatchTokens: p.MaxBatchTokens, MaxBatchTokensRange: p.MaxBatchTokensRange,
+		MFU: p.MFU, MFURange: p.MFURange,
+		MBU: p.MBU, MBURange: p.MBURange,
+		CommEfficiency: p.CommEfficiency, CommEfficiencyRange: p.CommEfficiencyRange,
+		StepOverhead: p.StepOverhead, StepOverheadRange: p.StepOverheadRange,
+		PrefillOverhead: p.PrefillOverhead, PrefillOverheadRange: p.PrefillOverheadRange,
+		AllReduceLatency: p.AllReduceLatency, AllReduceLatencyRange: p.AllReduceLatencyRange,
+		ReservedMemory: p.ReservedMemory, ReservedMemoryRange: p.ReservedMemoryRange,
 	}
 }
 
@@ -104,6 +147,31 @@ type linkHCL struct {
 	BandwidthRange hcl.Range `hcl:"bandwidth,attr_range"`
 	Latency        *string   `hcl:"latency,optional"`
 	LatencyRange   hcl.Range `hcl:"latency,attr_range"`
+
+	Efficiency      *float64  `hcl:"efficiency,optional"`
+	EfficiencyRange hcl.Range `hcl:"efficiency,attr_range"`
+	MaxRate         *string   `hcl:"max_rate,optional"`
+	MaxRateRange    hcl.Range `hcl:"max_rate,attr_range"`
+	Setup           *string   `hcl:"setup,optional"`
+	SetupRange      hcl.Range `hcl:"setup,attr_range"`
+
+	Faults []faultHCL `hcl:"fault,block"`
+}
+
+// faultHCL is a fault block inside a link: at, and exactly one of degrade,
+// cut and restore.
+type faultHCL struct {
+	DefRange hcl.Range `hcl:",def_range"`
+	Body     hcl.Body  `hcl:",body"` // for its range: see bodyRange
+
+	At           string    `hcl:"at"`
+	AtRange      hcl.Range `hcl:"at,attr_range"`
+	Degrade      *float64  `hcl:"degrade,optional"`
+	DegradeRange hcl.Range `hcl:"degrade,attr_range"`
+	Cut          *bool     `hcl:"cut,optional"`
+	CutRange     hcl.Range `hcl:"cut,attr_range"`
+	Restore      *bool     `hcl:"restore,optional"`
+	RestoreRange hcl.Range `hcl:"restore,attr_range"`
 }
 
 // routerHCL keeps the body undecoded: its schema depends on the policy label

@@ -56,7 +56,31 @@ type Worker struct {
 	MaxBatchTokens int
 	// MaxRunning caps concurrently decoding requests (default 256).
 	MaxRunning int
+
+	// Perf overrides the cost model's default efficiencies for this worker
+	// (HCL: mfu, mbu, comm_efficiency, step_overhead, prefill_overhead,
+	// allreduce_latency, reserved_memory). Unset fields keep the defaults.
+	Perf PerfOverrides
 }
+
+// PerfOverrides are per-worker overrides of the cost model (gpu.Perf). A nil
+// field is absent from the HCL and keeps the cost model's default; a set
+// field replaces it, even when it is 0. The topology package checks the
+// ranges it can check on its own (fractions in (0, 1], durations and sizes
+// >= 0); reserved_memory below the GPU's memory is checked when the cost
+// model is built.
+type PerfOverrides struct {
+	MFU              *float64       // fraction of peak FLOP/s when compute bound, (0, 1]
+	MBU              *float64       // fraction of peak HBM bandwidth when memory bound, (0, 1]
+	CommEfficiency   *float64       // fraction of the GPU interconnect an all-reduce achieves, (0, 1]
+	StepOverhead     *time.Duration // fixed cost of every pass that decodes, >= 0
+	PrefillOverhead  *time.Duration // fixed cost of every prefill-only pass, >= 0
+	AllReduceLatency *time.Duration // fixed cost of one TP all-reduce, >= 0
+	ReservedMemory   *float64       // bytes per GPU lost before the KV pool is sized, >= 0
+}
+
+// IsZero reports whether no override is set.
+func (o PerfOverrides) IsZero() bool { return o == PerfOverrides{} }
 
 // Transport of a KV link.
 type Transport string
@@ -75,6 +99,37 @@ type Link struct {
 	Device    string    // NIC device on the prefill side, e.g. "mlx5_0"; links that name the same device on the same prefill worker share its bandwidth
 	Bandwidth float64   // line rate in bytes per second (> 0); HCL takes "200Gbps", "25GB/s", ...
 	Latency   time.Duration
+
+	// Efficiency is the fraction of Bandwidth the transport achieves, in
+	// (0, 1]; 0 (absent) selects the transport's default.
+	Efficiency float64
+	// MaxRate caps the NIC's effective rate in bytes per second whatever
+	// the line rate (host DMA path, CPU, a software KV path); 0 (absent)
+	// selects the transport's default.
+	MaxRate float64
+	// Setup is the per-transfer setup cost paid after Latency; nil (absent)
+	// selects the transport's default. It may be set to 0.
+	Setup *time.Duration
+
+	// Faults are the link's scheduled faults in file order. They act on
+	// the NIC the link uses (see Spec.NICs), so they hit every link over
+	// the same device.
+	Faults []LinkFault
+}
+
+// Fault kinds (LinkFault.Kind), as written in HCL.
+const (
+	FaultDegrade = "degrade" // multiply the NIC's effective rate by Factor (compounds until a restore)
+	FaultCut     = "cut"     // fail every transfer in flight, and every new one until a restore
+	FaultRestore = "restore" // end a cut and every degradation
+)
+
+// LinkFault is a scheduled change of a NIC's state, at emulated time At
+// from the start of the run.
+type LinkFault struct {
+	At     time.Duration // >= 0
+	Kind   string        // FaultDegrade, FaultCut or FaultRestore
+	Factor float64       // FaultDegrade: in (0, 1]; 0 for the other kinds
 }
 
 // Router is the routing policy and its parameters, with defaults filled in.

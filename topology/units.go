@@ -115,6 +115,67 @@ func bandwidthUnit(unit string) (float64, bool) {
 	return 0, false
 }
 
+// ParseSize parses an amount of memory and returns it in bytes.
+//
+// Accepted forms are a number, optional spaces, and an optional unit made of
+// a prefix and a base:
+//
+//	prefix:  k or K (10^3), M (10^6), G (10^9), T (10^12), P (10^15),
+//	         Ki, Mi, Gi, Ti, Pi (powers of 1024)
+//	base:    B, byte, bytes (bits are not accepted: memory is sized in bytes)
+//
+// so "1.1GiB", "1.1 GiB", "512MiB", "80GB", "4KB" and "1181116006" (a
+// plain number is bytes) all work. The result is finite and not negative
+// (0 is allowed).
+func ParseSize(s string) (float64, error) {
+	str := strings.TrimSpace(s)
+	if strings.HasPrefix(str, "-") {
+		return 0, fmt.Errorf("size %q must not be negative", s)
+	}
+	n := scanNumber(str)
+	if n == 0 {
+		return 0, fmt.Errorf("size %q does not start with a number", s)
+	}
+	v, err := strconv.ParseFloat(str[:n], 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("size %q has an invalid number %q", s, str[:n])
+	}
+	unit := strings.TrimSpace(str[n:])
+	mult, ok := sizeUnit(unit)
+	if !ok {
+		hint := ""
+		if strings.HasSuffix(unit, "b") || strings.HasSuffix(unit, "bit") || strings.HasSuffix(unit, "bits") {
+			hint = " (sizes are in bytes: upper-case B)"
+		}
+		return 0, fmt.Errorf("size %q has an unknown unit %q%s; use a unit like \"GiB\", \"MiB\", \"GB\" or \"B\", or a plain number of bytes", s, unit, hint)
+	}
+	b := v * mult
+	if math.IsInf(b, 0) {
+		return 0, fmt.Errorf("size %q must be finite", s)
+	}
+	return b, nil
+}
+
+// sizeUnit returns the byte multiplier of a memory size unit.
+func sizeUnit(unit string) (float64, bool) {
+	if unit == "" {
+		return 1, true
+	}
+	mult := 1.0
+	if m, ok := decimalPrefix[unit[0]]; ok {
+		if len(unit) > 1 && unit[1] == 'i' {
+			mult, unit = binaryPrefix[unit[0]], unit[2:]
+		} else {
+			mult, unit = m, unit[1:]
+		}
+	}
+	switch unit {
+	case "B", "byte", "bytes":
+		return mult, true
+	}
+	return 0, false
+}
+
 // parseDuration parses Go duration syntax and rejects negative values. A
 // bare "0" is accepted; any other unitless number is not (ambiguous).
 func parseDuration(s string) (time.Duration, error) {

@@ -110,3 +110,66 @@ func TestSuggest(t *testing.T) {
 	assert.Equal(t, 3, editDistance("kitten", "sitting", 10))
 	assert.Equal(t, 2, editDistance("aaaaaaaa", "bbbbbbbb", 2), "stops at the limit")
 }
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64 // bytes
+	}{
+		{"1.1GiB", 1.1 * (1 << 30)},
+		{"1.1 GiB", 1.1 * (1 << 30)},
+		{" 1.44GiB ", 1.44 * (1 << 30)},
+		{"512MiB", 512 << 20},
+		{"4KiB", 4096},
+		{"4kiB", 4096},
+		{"1TiB", 1 << 40},
+		{"1PiB", 1 << 50},
+		{"80GB", 80e9},
+		{"80 GB", 80e9},
+		{"4KB", 4e3},
+		{"4kB", 4e3},
+		{"2MB", 2e6},
+		{"1TB", 1e12},
+		{"1 Gbyte", 1e9},
+		{"3 bytes", 3},
+		{"1 byte", 1},
+		{"1B", 1},
+		{"1181116006", 1181116006},
+		{"1181116006.4", 1181116006.4},
+		{"1.1e9", 1.1e9},
+		{".5GiB", 0.5 * (1 << 30)},
+		{"0", 0},
+		{"0GiB", 0},
+		{"1e-400", 0},
+	} {
+		got, err := ParseSize(tc.in)
+		if assert.NoError(t, err, tc.in) {
+			assert.InDelta(t, tc.want, got, 1e-9*tc.want, tc.in)
+		}
+	}
+}
+
+func TestParseSizeErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "does not start with a number"},
+		{"lots", "does not start with a number"},
+		{"GiB", "does not start with a number"},
+		{"-1GiB", "must not be negative"},
+		{" -5", "must not be negative"},
+		{"1.1Gib", `unknown unit "Gib" (sizes are in bytes: upper-case B)`},
+		{"8 bits", `unknown unit "bits" (sizes are in bytes`},
+		{"1.1 gib", `unknown unit "gib"`},
+		{"1G", `unknown unit "G"`},
+		{"1GiB/s", `unknown unit "GiB/s"`},
+		{"1 GiBs", `unknown unit "GiBs"`},
+		{"1mB", `unknown unit "mB"`}, // m would be milli
+		{"1e", `unknown unit "e"`},
+		{"1e309", "invalid number"},
+		{"1e308 PB", "must be finite"},
+	} {
+		_, err := ParseSize(tc.in)
+		if assert.Error(t, err, tc.in) {
+			assert.Contains(t, err.Error(), tc.want, tc.in)
+		}
+	}
+}

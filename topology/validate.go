@@ -6,9 +6,11 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // Worker defaults.
@@ -166,19 +168,81 @@ func describe(name, help string) string {
 // checkDuration parses an optional duration attribute; min is the smallest
 // accepted value.
 func (c *checker) checkDuration(p *string, rng hcl.Range, def, minimum time.Duration, name, help string) time.Duration {
+	d, _ := c.checkDurationOK(p, rng, def, minimum, name, help)
+	return d
+}
+
+// checkDurationOK is checkDuration that also reports whether the value was
+// valid (or absent).
+func (c *checker) checkDurationOK(p *string, rng hcl.Range, def, minimum time.Duration, name, help string) (time.Duration, bool) {
 	if p == nil {
-		return def
+		return def, !c.bad(rng)
 	}
 	d, err := parseDuration(*p)
 	if err != nil {
 		c.errorf(rng, fmt.Sprintf("Invalid duration for %q", name), "%s: %s.", describe(name, help), err)
-		return def
+		return def, false
 	}
 	if d < minimum {
 		c.errorf(rng, fmt.Sprintf("Invalid duration for %q", name), "%s must be at least %s; got %s.", describe(name, help), minimum, d)
-		return def
+		return def, false
 	}
-	return d
+	return d, true
+}
+
+// optDuration parses an optional duration override (>= 0): nil when absent
+// or invalid.
+func (c *checker) optDuration(p *string, rng hcl.Range, name, help string) *time.Duration {
+	if p == nil {
+		return nil
+	}
+	d, ok := c.checkDurationOK(p, rng, 0, 0, name, help)
+	if !ok {
+		return nil
+	}
+	return &d
+}
+
+// optFraction validates an optional fraction override in (0, 1]: nil when
+// absent or invalid.
+func (c *checker) optFraction(p *float64, rng hcl.Range, name, help string) *float64 {
+	if p == nil {
+		return nil
+	}
+	before := len(c.diags)
+	v := checkNum(c, p, rng, 0, name, help, unitInterval)
+	if len(c.diags) != before || v == 0 {
+		return nil
+	}
+	return &v
+}
+
+// optSize parses an optional memory size override (bytes, >= 0): nil when
+// absent or invalid.
+func (c *checker) optSize(p *string, rng hcl.Range, name, help string) *float64 {
+	if p == nil {
+		return nil
+	}
+	v, err := ParseSize(*p)
+	if err != nil {
+		c.errorf(rng, fmt.Sprintf("Invalid size for %q", name), "%s: %s.", describe(name, help), err)
+		return nil
+	}
+	return &v
+}
+
+// bad reports whether an attribute at rng failed to decode (HCL already
+// reported it, and its value was not stored).
+func (c *checker) bad(rng hcl.Range) bool {
+	if rng == (hcl.Range{}) {
+		return false
+	}
+	for _, f := range c.failed {
+		if overlaps(f, rng) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkEnum validates an optional string against a fixed set.
@@ -308,15 +372,35 @@ func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
 		"max_batch_tokens", "per-iteration token budget", atLeast(1))
 	w.MaxRunning = checkNum(c, wh.MaxRunning, wh.MaxRunningRange, w.MaxRunning,
 		"max_running", "cap on concurrently decoding requests", atLeast(1))
+	w.Perf = PerfOverrides{
+		MFU: c.optFraction(wh.MFU, wh.MFURange, "mfu",
+			"achieved fraction of peak FLOP/s when compute bound"),
+		MBU: c.optFraction(wh.MBU, wh.MBURange, "mbu",
+			"achieved fraction of peak HBM bandwidth when memory bound"),
+		CommEfficiency: c.optFraction(wh.CommEfficiency, wh.CommEfficiencyRange, "comm_efficiency",
+			"achieved fraction of the GPU interconnect bandwidth in TP all-reduces"),
+		StepOverhead: c.optDuration(wh.StepOverhead, wh.StepOverheadRange, "step_overhead",
+			"fixed cost of every forward pass that decodes"),
+		PrefillOverhead: c.optDuration(wh.PrefillOverhead, wh.PrefillOverheadRange, "prefill_overhead",
+			"fixed cost of every prefill-only forward pass"),
+		AllReduceLatency: c.optDuration(wh.AllReduceLatency, wh.AllReduceLatencyRange, "allreduce_latency",
+			"fixed cost of one tensor-parallel all-reduce"),
+		ReservedMemory: c.optSize(wh.ReservedMemory, wh.ReservedMemoryRange, "reserved_memory",
+			"memory per GPU taken before the KV pool is sized, e.g. \"1.1GiB\""),
+	}
 	return w
 }
 
 func (c *checker) links(spec *Spec, lhs []linkHCL, byName map[string]declared, order []string) {
 	type pair struct{ from, to string }
 	seen := map[pair]*linkHCL{}
-	type nic struct{ worker, device string }
-	nics := map[nic]*linkHCL{}
-	nicBW := map[nic]float64{}
+	// first[nic][attr] is the first link over the NIC with a valid attr.
+	type nicAttr struct{ worker, device, attr string }
+	type firstLink struct {
+		lh *linkHCL
+		l  Link
+	}
+	first := map[nicAttr]firstLink{}
 
 	endpoint := func(name string, rng hcl.Range, role string, want Kind) bool {
 		d, ok := byName[name]
@@ -339,31 +423,7 @@ func (c *checker) links(spec *Spec, lhs []linkHCL, byName map[string]declared, o
 		lh := &lhs[i]
 		okFrom := endpoint(lh.From, lh.FromRange, "source", KindPrefill)
 		okTo := endpoint(lh.To, lh.ToRange, "destination", KindDecode)
-
-		l := Link{From: lh.From, To: lh.To, Device: lh.Device, Latency: DefaultLatency}
-		switch lh.Transport {
-		case string(TransportRDMA), string(TransportTCP):
-			l.Transport = Transport(lh.Transport)
-		default:
-			if lh.TransportRange != (hcl.Range{}) {
-				allowed := []string{string(TransportRDMA), string(TransportTCP)}
-				c.errorf(lh.TransportRange, "Invalid transport",
-					"\"transport\" must be %s; got %q.%s", quotedOr(allowed), lh.Transport, didYouMean(lh.Transport, allowed))
-			}
-		}
-		if lh.DeviceRange != (hcl.Range{}) && lh.Device == "" {
-			c.errorf(lh.DeviceRange, "Empty NIC device",
-				"\"device\" names the NIC on the prefill side, e.g. \"mlx5_0\"; links naming the same device on the same prefill worker share its bandwidth.")
-		}
-		if lh.BandwidthRange != (hcl.Range{}) {
-			bw, err := ParseBandwidth(lh.Bandwidth)
-			if err != nil {
-				c.errorf(lh.BandwidthRange, "Invalid bandwidth", "%s.", err)
-			} else {
-				l.Bandwidth = bw
-			}
-		}
-		l.Latency = c.checkDuration(lh.Latency, lh.LatencyRange, DefaultLatency, 0, "latency", "one-way link latency")
+		l, valid := c.link(lh)
 
 		if okFrom && okTo {
 			k := pair{lh.From, lh.To}
@@ -374,18 +434,245 @@ func (c *checker) links(spec *Spec, lhs []linkHCL, byName map[string]declared, o
 			}
 			seen[k] = lh
 		}
-		if okFrom && l.Device != "" && l.Bandwidth > 0 {
-			n := nic{lh.From, l.Device}
-			if prev, ok := nics[n]; ok && nicBW[n] != l.Bandwidth {
-				c.errorf(lh.BandwidthRange, "Inconsistent NIC bandwidth",
-					"Links from %q over device %q share one NIC, but the link at %s gives it a bandwidth of %s (%g bytes/s) and this one %q (%g bytes/s). Use the same bandwidth, or different devices.",
-					lh.From, l.Device, prev.DefRange, prev.Bandwidth, nicBW[n], lh.Bandwidth, l.Bandwidth)
-			} else if !ok {
-				nics[n], nicBW[n] = lh, l.Bandwidth
+		if okFrom && l.Device != "" {
+			// Links over one device share one NIC: they must describe it alike.
+			for _, p := range nicProps {
+				if !valid[p.attr] {
+					continue
+				}
+				k := nicAttr{lh.From, l.Device, p.attr}
+				prev, ok := first[k]
+				if !ok {
+					first[k] = firstLink{lh, l}
+					continue
+				}
+				if p.same(&prev.l, &l) {
+					continue
+				}
+				subject := p.rng(lh)
+				if subject == (hcl.Range{}) {
+					subject = lh.DefRange
+				}
+				c.errorf(subject, "Inconsistent NIC "+p.what,
+					"Links from %q over device %q share one NIC, but the link at %s gives it %s %s and this one %s. Give every link over one device the same %q (set it on all of them or on none), or use different devices.",
+					lh.From, l.Device, prev.lh.DefRange, p.what, p.show(prev.lh, &prev.l), p.show(lh, &l), p.attr)
 			}
 		}
 		spec.Links = append(spec.Links, l)
 	}
+}
+
+// nicProp is a link attribute that describes the NIC rather than the link:
+// every link over one device must agree on it.
+type nicProp struct {
+	attr string // HCL attribute
+	what string // noun for diagnostics
+	same func(a, b *Link) bool
+	show func(lh *linkHCL, l *Link) string // the value as written, for diagnostics
+	rng  func(lh *linkHCL) hcl.Range
+}
+
+var nicProps = []nicProp{
+	{
+		attr: "transport", what: "transport",
+		same: func(a, b *Link) bool { return a.Transport == b.Transport },
+		show: func(_ *linkHCL, l *Link) string { return fmt.Sprintf("%q", l.Transport) },
+		rng:  func(lh *linkHCL) hcl.Range { return lh.TransportRange },
+	},
+	{
+		attr: "bandwidth", what: "bandwidth",
+		same: func(a, b *Link) bool { return a.Bandwidth == b.Bandwidth },
+		show: func(lh *linkHCL, l *Link) string { return fmt.Sprintf("%q (%g bytes/s)", lh.Bandwidth, l.Bandwidth) },
+		rng:  func(lh *linkHCL) hcl.Range { return lh.BandwidthRange },
+	},
+	{
+		attr: "latency", what: "latency",
+		same: func(a, b *Link) bool { return a.Latency == b.Latency },
+		show: func(lh *linkHCL, l *Link) string {
+			if lh.Latency == nil {
+				return fmt.Sprintf("%s (the default)", l.Latency)
+			}
+			return l.Latency.String()
+		},
+		rng: func(lh *linkHCL) hcl.Range { return lh.LatencyRange },
+	},
+	{
+		attr: "efficiency", what: "efficiency",
+		same: func(a, b *Link) bool { return a.Efficiency == b.Efficiency },
+		show: func(lh *linkHCL, l *Link) string {
+			if lh.Efficiency == nil {
+				return "the transport default"
+			}
+			return fmt.Sprintf("%g", l.Efficiency)
+		},
+		rng: func(lh *linkHCL) hcl.Range { return lh.EfficiencyRange },
+	},
+	{
+		attr: "max_rate", what: "rate ceiling",
+		same: func(a, b *Link) bool { return a.MaxRate == b.MaxRate },
+		show: func(lh *linkHCL, l *Link) string {
+			if lh.MaxRate == nil {
+				return "the transport default"
+			}
+			return fmt.Sprintf("%q (%g bytes/s)", *lh.MaxRate, l.MaxRate)
+		},
+		rng: func(lh *linkHCL) hcl.Range { return lh.MaxRateRange },
+	},
+	{
+		attr: "setup", what: "setup cost",
+		same: func(a, b *Link) bool { return sameDuration(a.Setup, b.Setup) },
+		show: func(_ *linkHCL, l *Link) string {
+			if l.Setup == nil {
+				return "the transport default"
+			}
+			return l.Setup.String()
+		},
+		rng: func(lh *linkHCL) hcl.Range { return lh.SetupRange },
+	},
+}
+
+func sameDuration(a, b *time.Duration) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// link checks one link block's own attributes and faults. valid says which
+// NIC properties (nicProps attrs) hold a checked value.
+func (c *checker) link(lh *linkHCL) (Link, map[string]bool) {
+	valid := map[string]bool{}
+	l := Link{From: lh.From, To: lh.To, Device: lh.Device, Latency: DefaultLatency}
+	switch lh.Transport {
+	case string(TransportRDMA), string(TransportTCP):
+		l.Transport = Transport(lh.Transport)
+		valid["transport"] = true
+	default:
+		if lh.TransportRange != (hcl.Range{}) {
+			allowed := []string{string(TransportRDMA), string(TransportTCP)}
+			c.errorf(lh.TransportRange, "Invalid transport",
+				"\"transport\" must be %s; got %q.%s", quotedOr(allowed), lh.Transport, didYouMean(lh.Transport, allowed))
+		}
+	}
+	if lh.DeviceRange != (hcl.Range{}) && lh.Device == "" {
+		c.errorf(lh.DeviceRange, "Empty NIC device",
+			"\"device\" names the NIC on the prefill side, e.g. \"mlx5_0\"; links naming the same device on the same prefill worker share its bandwidth.")
+	}
+	if lh.BandwidthRange != (hcl.Range{}) && !c.bad(lh.BandwidthRange) {
+		bw, err := ParseBandwidth(lh.Bandwidth)
+		if err != nil {
+			c.errorf(lh.BandwidthRange, "Invalid bandwidth", "%s.", err)
+		} else {
+			l.Bandwidth = bw
+			valid["bandwidth"] = true
+		}
+	}
+	l.Latency, valid["latency"] = c.checkDurationOK(lh.Latency, lh.LatencyRange, DefaultLatency, 0, "latency", "one-way link latency")
+
+	if lh.Efficiency != nil {
+		if e := c.optFraction(lh.Efficiency, lh.EfficiencyRange, "efficiency",
+			"fraction of the line rate the transport achieves; absent = the transport default"); e != nil {
+			l.Efficiency = *e
+			valid["efficiency"] = true
+		}
+	} else {
+		valid["efficiency"] = !c.bad(lh.EfficiencyRange)
+	}
+	if lh.MaxRate != nil {
+		r, err := ParseBandwidth(*lh.MaxRate)
+		if err != nil {
+			c.errorf(lh.MaxRateRange, "Invalid bandwidth for \"max_rate\"",
+				"\"max_rate\" (the NIC's rate ceiling whatever the line rate; absent = the transport default): %s.", err)
+		} else {
+			l.MaxRate = r
+			valid["max_rate"] = true
+		}
+	} else {
+		valid["max_rate"] = !c.bad(lh.MaxRateRange)
+	}
+	if lh.Setup != nil {
+		l.Setup = c.optDuration(lh.Setup, lh.SetupRange, "setup", "per-transfer setup cost; absent = the transport default")
+		valid["setup"] = l.Setup != nil
+	} else {
+		valid["setup"] = !c.bad(lh.SetupRange)
+	}
+
+	for i := range lh.Faults {
+		if f, ok := c.fault(&lh.Faults[i]); ok {
+			l.Faults = append(l.Faults, f)
+		}
+	}
+	return l, valid
+}
+
+// fault checks one fault block: at >= 0 and exactly one of degrade (in
+// (0, 1]), cut = true and restore = true.
+func (c *checker) fault(fh *faultHCL) (LinkFault, bool) {
+	const usage = "A fault block takes \"at\" and exactly one of degrade = FACTOR (0 < FACTOR <= 1), cut = true or restore = true, e.g. fault { at = \"30s\"  degrade = 0.5 }."
+	var f LinkFault
+	ok := fh.AtRange != (hcl.Range{}) && !c.bad(fh.AtRange)
+	if ok {
+		f.At, ok = c.checkDurationOK(&fh.At, fh.AtRange, 0, 0, "at", "emulated time of the fault from the start of the run")
+	}
+
+	type kindAttr struct {
+		kind string
+		rng  hcl.Range
+	}
+	var set []kindAttr
+	if fh.Degrade != nil || c.bad(fh.DegradeRange) {
+		set = append(set, kindAttr{FaultDegrade, fh.DegradeRange})
+	}
+	if fh.Cut != nil || c.bad(fh.CutRange) {
+		set = append(set, kindAttr{FaultCut, fh.CutRange})
+	}
+	if fh.Restore != nil || c.bad(fh.RestoreRange) {
+		set = append(set, kindAttr{FaultRestore, fh.RestoreRange})
+	}
+	switch len(set) {
+	case 0:
+		// Unless HCL already complained about the block's content (a
+		// misspelt "degrade", say).
+		if !c.bad(bodyRange(fh.Body)) {
+			c.errorf(fh.DefRange, "Empty fault block", "This fault block does nothing. %s", usage)
+		}
+		return f, false
+	case 1:
+	default:
+		// Point at the second kind in source order.
+		slices.SortFunc(set, func(a, b kindAttr) int { return a.rng.Start.Byte - b.rng.Start.Byte })
+		c.errorf(set[1].rng, "Conflicting fault kinds",
+			"This fault block sets both %q and %q, but a fault block does one thing. Split it into two fault blocks (they may have the same \"at\"). %s",
+			set[0].kind, set[1].kind, usage)
+		return f, false
+	}
+
+	k := set[0]
+	f.Kind = k.kind
+	switch k.kind {
+	case FaultDegrade:
+		if fh.Degrade == nil {
+			return f, false // decoding failed; HCL said why
+		}
+		before := len(c.diags)
+		f.Factor = checkNum(c, fh.Degrade, fh.DegradeRange, 0, "degrade",
+			"factor the NIC's effective rate is multiplied by; degradations compound until a restore", unitInterval)
+		ok = ok && len(c.diags) == before
+	case FaultCut:
+		if fh.Cut == nil {
+			return f, false
+		}
+		if !*fh.Cut {
+			c.errorf(fh.CutRange, "Invalid value for \"cut\"", "\"cut\" must be true: a fault with cut = false does nothing. Remove the block, or use restore = true to end a cut. %s", usage)
+			ok = false
+		}
+	case FaultRestore:
+		if fh.Restore == nil {
+			return f, false
+		}
+		if !*fh.Restore {
+			c.errorf(fh.RestoreRange, "Invalid value for \"restore\"", "\"restore\" must be true: a fault with restore = false does nothing. Remove the block. %s", usage)
+			ok = false
+		}
+	}
+	return f, ok
 }
 
 // policyTopology checks the worker kinds and links a policy needs.
@@ -518,4 +805,13 @@ func (c *checker) generator(gh *generatorHCL) Generator {
 	g.SessionStagger = c.checkDuration(gh.SessionStagger, gh.SessionStaggerRange, g.SessionStagger, 0, "session_stagger", "mean gap between session starts")
 	g.BlockTokens = checkNum(c, gh.BlockTokens, gh.BlockTokensRange, g.BlockTokens, "block_tokens", "block size of the generated hashes", atLeast(1))
 	return g
+}
+
+// bodyRange is the source range of a block body (braces included), or the
+// zero range when it is not known.
+func bodyRange(b hcl.Body) hcl.Range {
+	if sb, ok := b.(*hclsyntax.Body); ok {
+		return sb.SrcRange
+	}
+	return hcl.Range{}
 }
