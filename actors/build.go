@@ -160,7 +160,7 @@ func build(spec *topology.Spec) (*built, error) {
 		}
 		dw, err := gpu.NewDecodeWorker(gpu.DecodeConfig{
 			Name: w.Name, Budget: budget, Rho: r.Rho, TauAppend: r.TauAppend,
-			ReserveOutput: r.ReserveOutput, NetCapacity: r.NetCapacity, MaxRunning: w.MaxRunning,
+			ReserveOutput: r.ReserveOutput, NetCapacity: r.NetCapacity, MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
 		}, p)
 		if err != nil {
 			return nil, err

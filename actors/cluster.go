@@ -263,8 +263,13 @@ func (a *linkActor) handle(msg any) {
 		}
 		a.send(a.decode[j.D], kvReadyMsg{j}, 0)
 	}
-	at, ok := a.nic.NextEvent()
-	a.wake.ensure(&a.node, at, ok)
+	// Wake only while transfers are in flight: a scheduled fault with
+	// nothing on the wire changes nothing until the next Start (which
+	// applies it), and waking for it would stretch the run past its end.
+	if len(a.inflight) > 0 {
+		at, ok := a.nic.NextEvent()
+		a.wake.ensure(&a.node, at, ok)
+	}
 }
 
 // ---------------------------------------------------------------- collector

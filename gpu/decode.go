@@ -21,6 +21,10 @@ type DecodeConfig struct {
 	// prefix, on top of used, which counts it already.
 	NetCapacity bool
 	MaxRunning  int // decode batch cap
+	// ChunkTokens is the chunked-prefill budget: an append-prefill runs in
+	// chunks of at most this many tokens, each in one forward pass together
+	// with one decode step of the running batch (default 16384).
+	ChunkTokens int
 	// IdleEvictAfter: admission may evict a session only after it has been
 	// idle this long (it is probably finished); a younger idle session is
 	// probably thinking and about to come back. Default 10s.
@@ -63,11 +67,14 @@ type residency struct {
 // eviction of idle sessions under pressure, append-prefill for Direct
 // requests and continuous batching of decodes.
 //
-// Timing model: the GPU runs one append-prefill at a time, to completion,
-// pausing decodes meanwhile (no chunk interleaving); between batch changes
-// every running request advances one token per decode step, whose length
-// comes from Cost.DecodeStepTime(batch, total context), so a batch change
-// costs O(batch) work and no per-token events exist.
+// Timing model (continuous batching with chunked prefill): while an
+// append-prefill is pending the GPU runs mixed passes, each prefilling a
+// chunk of at most ChunkTokens tokens of one request and decoding one token
+// for every running request, costed by Cost.StepTime of that pass; without
+// prefill work every running request advances one token per decode step of
+// Cost.DecodeStepTime(batch, total context). Decode-only stretches are
+// modelled analytically between batch changes: a batch change costs
+// O(batch) work and no per-token events exist.
 //
 // Eviction: when admission needs room, sessions idle (no request in flight)
 // for at least IdleEvictAfter, other than the requester, are evicted least
@@ -90,6 +97,8 @@ type DecodeWorker struct {
 	ready    []*Job // first token ready, waiting for memory or a batch slot
 	cur      *Job   // append-prefill in progress
 	curEnd   time.Duration
+	curChunk int           // prefill tokens of the pass in flight
+	curDec   int           // running[:curDec] decode one token in that pass
 	last     time.Duration // decode progress is accounted up to here
 	out      []Event
 }
@@ -101,6 +110,9 @@ func NewDecodeWorker(cfg DecodeConfig, cost Cost) (*DecodeWorker, error) {
 	}
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = 256
+	}
+	if cfg.ChunkTokens <= 0 {
+		cfg.ChunkTokens = 16384
 	}
 	if cfg.IdleEvictAfter == 0 {
 		cfg.IdleEvictAfter = 10 * time.Second
@@ -242,8 +254,28 @@ func (w *DecodeWorker) evictFor(now time.Duration, keep int32, need int, minIdle
 // worker. Seed/Reseed requests were admitted (their KV is reserved);
 // Fallback and Vanilla requests reserve their KV now, waiting for room if
 // needed, and free it when they end.
+//
+// A job whose transfer failed (j.Failed set by the link) ends here as
+// failed: it takes no memory or batch slot, and a Seed/Reseed releases the
+// session's reservation, dropping the residency (its KV never arrived)
+// with an EvEvicted so that the router forgets it too.
 func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 	w.advance(now)
+	if j.Failed != "" {
+		if j.Mode != policy.ModeFallback && j.Mode != policy.ModeVanilla {
+			if s := w.sess[j.Req.Session]; s != nil {
+				s.active--
+				if s.active <= 0 {
+					delete(w.sess, j.Req.Session)
+					w.setUsed(w.used - s.tokens)
+					w.out = append(w.out, Event{Kind: EvEvicted, Session: j.Req.Session, At: now})
+				}
+			}
+		}
+		j.Done = now
+		w.out = append(w.out, Event{Kind: EvFailed, Job: j, At: now})
+		return
+	}
 	if j.Mode == policy.ModeFallback || j.Mode == policy.ModeVanilla {
 		j.footprint = j.Req.InputLen + j.Req.OutputLen
 		if j.footprint > w.cap {
@@ -257,16 +289,29 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 	w.drainReady(now)
 }
 
-// kick starts the next append-prefill if the GPU is not prefilling.
+// kick starts the next mixed pass if prefill work is pending and no pass is
+// in flight: a chunk of the current (or next queued) append-prefill plus
+// one decode step of the running batch.
 func (w *DecodeWorker) kick(now time.Duration) {
-	if w.cur != nil || len(w.prefillQ) == 0 {
+	if w.curChunk > 0 {
 		return
 	}
-	j := w.prefillQ[0]
-	w.prefillQ = w.prefillQ[1:]
-	w.cur = j
-	j.PrefillStart = now
-	w.curEnd = now + w.cost.PrefillTime(j.PrefillTokens, j.CachedTokens)
+	if w.cur == nil {
+		if len(w.prefillQ) == 0 {
+			return
+		}
+		w.cur = w.prefillQ[0]
+		w.prefillQ = w.prefillQ[1:]
+		w.cur.PrefillStart = now
+		w.cur.chunkDone = 0
+	}
+	j := w.cur
+	w.curChunk = max(1, min(w.cfg.ChunkTokens, j.PrefillTokens-j.chunkDone))
+	var pass Pass
+	pass.AddPrefill(w.curChunk, j.CachedTokens+j.chunkDone)
+	pass.AddDecode(len(w.running), w.context())
+	w.curDec = len(w.running)
+	w.curEnd = now + w.cost.StepTime(pass)
 }
 
 // drainReady moves ready jobs into the batch while slots allow. Jobs whose
@@ -330,12 +375,17 @@ func (w *DecodeWorker) finish(now time.Duration, j *Job) {
 	w.out = append(w.out, Event{Kind: EvDone, Job: j, At: now})
 }
 
-func (w *DecodeWorker) stepTime() time.Duration {
+// context is the KV tokens the running batch attends over.
+func (w *DecodeWorker) context() int64 {
 	var ctx int64
 	for _, j := range w.running {
 		ctx += int64(j.Req.InputLen+j.Req.OutputLen) - int64(j.remaining)
 	}
-	return w.cost.DecodeStepTime(len(w.running), ctx)
+	return ctx
+}
+
+func (w *DecodeWorker) stepTime() time.Duration {
+	return w.cost.DecodeStepTime(len(w.running), w.context())
 }
 
 func (w *DecodeWorker) minRemaining() float64 {
@@ -351,16 +401,25 @@ const eps = 1e-9
 // advance runs the worker up to now.
 func (w *DecodeWorker) advance(now time.Duration) {
 	for {
-		if w.cur != nil {
+		if w.curChunk > 0 {
 			if w.curEnd > now {
-				w.last = now // decoding is paused during prefill
+				w.last = now // decodes advance only at the end of the mixed pass
 				return
 			}
 			t, j := w.curEnd, w.cur
-			w.cur = nil
+			// The pass decoded one token for the requests running when it began.
+			for _, r := range w.running[:w.curDec] {
+				r.remaining--
+			}
 			w.last = t
+			w.retire(t)
+			j.chunkDone += w.curChunk
+			w.curChunk = 0
+			if j.chunkDone >= j.PrefillTokens {
+				w.cur = nil
+				w.ready = append(w.ready, j)
+			}
 			w.kick(t)
-			w.ready = append(w.ready, j)
 			w.drainReady(t)
 			continue
 		}
@@ -380,21 +439,26 @@ func (w *DecodeWorker) advance(now time.Duration) {
 		}
 		w.progress(minRem)
 		w.last = tc
-		kept := w.running[:0]
-		var done []*Job
-		for _, j := range w.running {
-			if j.remaining <= eps {
-				done = append(done, j)
-			} else {
-				kept = append(kept, j)
-			}
-		}
-		clear(w.running[len(kept):])
-		w.running = kept
-		for _, j := range done {
-			w.finish(tc, j)
-		}
+		w.retire(tc)
 		w.drainReady(tc)
+	}
+}
+
+// retire finishes the running requests that produced their last token.
+func (w *DecodeWorker) retire(t time.Duration) {
+	kept := w.running[:0]
+	var done []*Job
+	for _, j := range w.running {
+		if j.remaining <= eps {
+			done = append(done, j)
+		} else {
+			kept = append(kept, j)
+		}
+	}
+	clear(w.running[len(kept):])
+	w.running = kept
+	for _, j := range done {
+		w.finish(t, j)
 	}
 }
 
@@ -417,7 +481,7 @@ func (w *DecodeWorker) Events() []Event {
 
 // NextEvent is when Advance must be called next, if anything is pending.
 func (w *DecodeWorker) NextEvent() (time.Duration, bool) {
-	if w.cur != nil {
+	if w.curChunk > 0 {
 		return w.curEnd, true
 	}
 	if len(w.running) == 0 {

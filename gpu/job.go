@@ -42,5 +42,6 @@ type Job struct {
 	remaining float64 // decode steps still to run
 	footprint int     // KV tokens a Fallback/Vanilla job needs on the decode worker
 	reserved  bool    // footprint is held
+	chunkDone int     // append-prefill tokens done (chunked prefill)
 	ctx       int     // KV tokens this request attends to while decoding
 }

@@ -139,7 +139,7 @@ func TestDecodeFallbackWaitsForRoomOrFails(t *testing.T) {
 	assert.Zero(t, w.Used(), "fallback KV is freed at completion")
 }
 
-func TestDecodeAppendPrefillPausesDecode(t *testing.T) {
+func TestDecodeAppendPrefillRunsInMixedPass(t *testing.T) {
 	w := newDecode(t, 10000)
 	a := &Job{Req: req(0, 1, 0, 100, 101)}
 	_, _ = w.Admit(0, a)
@@ -154,9 +154,12 @@ func TestDecodeAppendPrefillPausesDecode(t *testing.T) {
 	mode, _ := w.Admit(10*time.Millisecond, b1)
 	require.Equal(t, policy.ModeDirect, mode)
 	w.Advance(time.Hour)
-	// a decoded 100 steps; the 90 µs append-prefill paused it once.
+	// a needs 100 decode steps: 99 decode-only ones and one inside the
+	// 90 µs mixed pass that also prefilled b1's append (linearCost costs a
+	// pass by its prefill tokens only).
 	step := time.Millisecond + time.Microsecond
-	assert.InDelta(t, float64(100*step+90*time.Microsecond), float64(a.Done), float64(time.Microsecond))
+	assert.InDelta(t, float64(99*step+90*time.Microsecond), float64(a.Done), float64(time.Microsecond))
+	assert.Equal(t, 10*time.Millisecond+90*time.Microsecond, b1.FirstToken)
 }
 
 // TestDecodeNeverExceedsCap: invariant 1 under random admissions, arrivals
@@ -244,4 +247,48 @@ func TestBlockLRUEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.Equal(t, 30, c.Used())
 	c.Insert([]uint64{6}, 40) // larger than the cache: ignored
 	assert.Equal(t, 0, c.Match([]uint64{6}))
+}
+
+func TestDecodeFailedTransferReleasesReservation(t *testing.T) {
+	w := newDecode(t, 1000)
+	j := &Job{Req: req(0, 1, 0, 300, 5)}
+	mode, _ := w.Admit(0, j)
+	require.Equal(t, policy.ModeSeed, mode)
+	require.Equal(t, 305, w.Used())
+	j.Failed = "link: cut"
+	w.Arrive(time.Millisecond, j)
+	assert.Equal(t, []EventKind{EvEvicted, EvFailed}, kinds(w.Events()))
+	assert.Zero(t, w.Used())
+	assert.False(t, w.Resident(1))
+	assert.Zero(t, w.Running())
+
+	f := &Job{Req: req(1, 2, 0, 300, 5), Mode: policy.ModeFallback, Failed: "link: cut"}
+	w.Arrive(time.Millisecond, f)
+	assert.Equal(t, []EventKind{EvFailed}, kinds(w.Events()))
+	assert.Zero(t, w.Used())
+}
+
+// passCost charges 10 µs per forward pass on top of linearCost, so the
+// number of passes shows in the timings.
+type passCost struct{ linearCost }
+
+func (passCost) StepTime(p Pass) time.Duration {
+	return 10*time.Microsecond + time.Duration(p.PrefillTokens)*time.Microsecond
+}
+
+func TestDecodeChunkedPrefill(t *testing.T) {
+	w, err := NewDecodeWorker(DecodeConfig{Name: "d", Budget: 100000, Rho: 1, TauAppend: 10000, ChunkTokens: 100}, passCost{})
+	require.NoError(t, err)
+	j0 := &Job{Req: req(0, 1, 0, 100, 1)}
+	_, _ = w.Admit(0, j0)
+	w.Arrive(0, j0)
+	w.Advance(0)
+	w.Events()
+	j1 := &Job{Req: req(1, 1, 1, 351, 1)} // 250-token append: chunks of 100, 100, 50
+	mode, _ := w.Admit(time.Second, j1)
+	require.Equal(t, policy.ModeDirect, mode)
+	assert.Equal(t, 250, j1.PrefillTokens)
+	w.Advance(time.Hour)
+	// Three passes (100, 100, 50 tokens), each with its 10 µs overhead.
+	assert.Equal(t, time.Second+280*time.Microsecond, j1.FirstToken)
 }

@@ -54,7 +54,7 @@ decode "d0" {
   model            = "qwen3-coder-30b-a3b"
   kv_budget_tokens = 92104
   max_running      = 256   # concurrently decoding requests (default)
-  max_batch_tokens = 16384 # chunk size for Direct append-prefill (default)
+  max_batch_tokens = 16384 # chunked-prefill size for Direct append-prefill (default)
 }
 
 decode "d1" {
