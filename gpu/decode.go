@@ -36,10 +36,11 @@ type EventKind uint8
 
 // Event kinds.
 const (
-	EvFirstToken EventKind = iota + 1 // Job entered the decode batch with its first token
-	EvDone                            // Job produced its last token
-	EvFailed                          // Job failed (Job.Failed says why)
-	EvEvicted                         // Session's KV was evicted (Job is nil)
+	EvFirstToken    EventKind = iota + 1 // Job entered the decode batch with its first token
+	EvDone                               // Job produced its last token
+	EvFailed                             // Job failed (Job.Failed says why)
+	EvEvicted                            // Session's KV was evicted (Job is nil)
+	EvBlocksEvicted                      // prefix-cache blocks were evicted (Blocks; fused workers)
 )
 
 // Event is something a worker did at time At.
@@ -47,6 +48,7 @@ type Event struct {
 	Kind    EventKind
 	Job     *Job
 	Session int32
+	Blocks  []uint64
 	At      time.Duration
 }
 
@@ -101,6 +103,9 @@ type DecodeWorker struct {
 	curDec   int           // running[:curDec] decode one token in that pass
 	last     time.Duration // decode progress is accounted up to here
 	out      []Event
+	// afterFinish, when set, runs after requests finished at t (a fused
+	// worker admits waiting requests into the memory they freed).
+	afterFinish func(t time.Duration)
 }
 
 // NewDecodeWorker validates cfg.
@@ -459,6 +464,9 @@ func (w *DecodeWorker) retire(t time.Duration) {
 	w.running = kept
 	for _, j := range done {
 		w.finish(t, j)
+	}
+	if len(done) > 0 && w.afterFinish != nil {
+		w.afterFinish(t)
 	}
 }
 

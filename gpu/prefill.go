@@ -118,6 +118,9 @@ type BlockLRU struct {
 	m         map[uint64]int32
 	nodes     []lruNode // nodes[0] is the list sentinel: nodes[0].next is most recent
 	free      []int32
+
+	trackEvictions bool
+	evicted        []uint64
 }
 
 type lruNode struct {
@@ -150,6 +153,28 @@ func (c *BlockLRU) Match(blocks []uint64) int {
 		c.touch(c.m[blocks[k]])
 	}
 	return n
+}
+
+// Peek is Match without touching the LRU order.
+func (c *BlockLRU) Peek(blocks []uint64) int {
+	n := 0
+	for _, b := range blocks {
+		if _, ok := c.m[b]; !ok {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// takeEvicted returns and clears the keys evicted since the last call.
+func (c *BlockLRU) takeEvicted() []uint64 {
+	if len(c.evicted) == 0 {
+		return nil
+	}
+	out := c.evicted
+	c.evicted = nil
+	return out
 }
 
 // Insert caches blocks (each of blockTokens tokens), evicting LRU blocks;
@@ -209,6 +234,9 @@ func (c *BlockLRU) evictOldest() {
 		return
 	}
 	c.unlink(i)
+	if c.trackEvictions {
+		c.evicted = append(c.evicted, c.nodes[i].key)
+	}
 	delete(c.m, c.nodes[i].key)
 	c.used -= int(c.nodes[i].tokens)
 	c.free = append(c.free, i)

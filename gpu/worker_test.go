@@ -292,3 +292,51 @@ func TestDecodeChunkedPrefill(t *testing.T) {
 	// Three passes (100, 100, 50 tokens), each with its 10 µs overhead.
 	assert.Equal(t, time.Second+280*time.Microsecond, j1.FirstToken)
 }
+
+func TestFusedWorkerPrefixCacheAndMemoryQueue(t *testing.T) {
+	f, err := NewFusedWorker(FusedConfig{Name: "f", Budget: 2000, Rho: 0.5, ChunkTokens: 1000}, linearCost{})
+	require.NoError(t, err)
+	a := &Job{Req: req(0, 1, 0, 500, 3)}
+	b := &Job{Req: req(1, 2, 0, 450, 3)}
+	c := &Job{Req: req(2, 3, 0, 100, 2)}
+	f.Submit(0, a)
+	f.Submit(0, b) // 503 + 453 fits
+	f.Submit(0, c) // 102 more does not: waits for memory
+	assert.Equal(t, 1, len(f.waitMem))
+	assert.Equal(t, int64(500+450+100), f.QueuedPrefillTokens(), "a prefilling, b queued behind it, c waiting for memory")
+	f.Advance(time.Hour)
+	evs := f.Events()
+	assert.Equal(t, policy.ModeFused, c.Mode)
+	assert.GreaterOrEqual(t, c.PrefillStart, a.Done, "c is admitted when a frees its KV")
+	assert.Zero(t, f.Used())
+	for _, e := range evs {
+		assert.NotEqual(t, EvFailed, e.Kind)
+	}
+	// The next turn of session 1 re-sends a's prompt: only the append is prefilled.
+	a1 := &Job{Req: req(3, 1, 1, 530, 1)}
+	f.Submit(2*time.Hour, a1)
+	assert.Equal(t, 500, a1.CachedTokens)
+	assert.Equal(t, 30, a1.PrefillTokens)
+	// A request larger than the pool fails at once.
+	big := &Job{Req: req(4, 9, 0, 1200, 1)}
+	f.Submit(2*time.Hour, big)
+	assert.Equal(t, ReasonExceedsPool, big.Failed)
+}
+
+func TestFusedWorkerReportsCacheEvictions(t *testing.T) {
+	f, err := NewFusedWorker(FusedConfig{Name: "f", Budget: 300, Rho: 1}, linearCost{})
+	require.NoError(t, err)
+	f.Submit(0, &Job{Req: req(0, 1, 0, 200, 1)})
+	f.Advance(time.Second)
+	f.Events()
+	f.Submit(time.Second, &Job{Req: req(1, 2, 0, 200, 1)})
+	f.Advance(2 * time.Second)
+	var evicted []uint64
+	for _, e := range f.Events() {
+		if e.Kind == EvBlocksEvicted {
+			evicted = append(evicted, e.Blocks...)
+		}
+	}
+	require.NotEmpty(t, evicted)
+	assert.Equal(t, 20-len(evicted), f.CachedPrefix(blocks(1, 20)), "session 1's chain is trimmed from its tail")
+}
