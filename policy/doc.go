@@ -1,16 +1,46 @@
 // Package policy holds pdemu's routing policies as pure, deterministic state
 // machines: the KVC-Router (Algorithms 1–3 of the KVC paper: Route on the
 // router, Admit on the decode worker, Dispatch tying them together with
-// reset-on-success) and the vanilla P/D round-robin baseline.
+// reset-on-success) and the baselines that take it apart.
 //
-// Contract: nothing in this package reads the wall clock, starts a goroutine
-// or imports protoactor. A router actor feeds a policy the events it sees
-// (a new request, an admission reply, a completion, an eviction notice) and
-// carries out the Step the policy returns. Given the same sequence of calls a
-// policy returns the same Steps.
+// Contract: nothing in this package reads the wall clock or imports
+// protoactor, and nothing but SyncKVC (a mutex-guarded front for callers
+// on many goroutines) is safe for concurrent use; no policy starts a
+// goroutine. A router actor feeds a policy the events it sees (a new
+// request, an admission reply, a completion, an eviction notice) and
+// carries out the Step the policy returns. Given the same sequence of calls
+// a policy returns the same Steps.
 //
-// Router state and its updates (the resident-set estimate is the router's
-// belief, the decode worker's bookkeeping is the truth):
+// # Policies
+//
+//	policy        | what it isolates                                  | when to use it
+//	--------------+---------------------------------------------------+----------------------------------------------
+//	Vanilla       | nothing: round-robin P and D, every request       | the naive xPyD P/D baseline (open question 1
+//	              | prefilled on P and its whole KV moved to D         | of the spec); the floor KVC must beat
+//	StickyOnly    | session pinning alone: a session stays on the D   | how much of KVC's gain is plain stickiness;
+//	              | it first went to (round robin for new sessions),  | shows hot spots and overload without
+//	              | no overlap scoring, no admission, no migration    | admission or migration
+//	KVScore       | Algorithm 1's scoring alone: overlap + α·sticky,  | the value of worker-side admission and of
+//	              | no admission RPC; Direct-or-Seed from the         | the reject/blacklist/migration machinery
+//	              | router's own residency belief                     | (v4-style optimistic router-side estimate)
+//	KVC (v2)      | the full KVC-Router: Route + worker Admit +       | the system under study
+//	              | Dispatch with ε tries, blacklist, reset-on-success|
+//	KVC (V1)      | KVC without reset-on-success (Algorithm 3 line 8) | reproducing the v1 thrashing of §3.4
+//	CacheAwareDP  | SGLang-style cache-aware data parallelism over    | the "4-way DP" comparison: prefix locality
+//	              | fused workers: longest-prefix match ≥ threshold,  | and load balance without P/D separation
+//	              | else least loaded; shortest queue when imbalanced |
+//
+// Every policy has Begin(ds *Dispatch) Step. KVC adds Admitted/Rejected
+// (admission replies), and KVC, KVScore and CacheAwareDP take Finished(d)
+// (a request sent to d ended) and Evicted(d, s) (d dropped session s's KV).
+// Admission-free policies return steps with Unadmitted set: ActRun (run on
+// D without asking: Direct on a decode worker, ModeFused on a fused
+// worker) or ActPrefill with Seed/Reseed that no worker reserved.
+//
+// # KVC router state and its updates
+//
+// The resident-set estimate is the router's belief, the decode worker's
+// bookkeeping is the truth:
 //   - on an accepted admission (Direct/Seed/Reseed) the request's prefix
 //     blocks are recorded as resident on the chosen worker for that session
 //     (replacing what the router had recorded for the session there);
@@ -21,4 +51,25 @@
 //
 // Fallback requests are served vanilla P/D style and do not change the
 // resident estimate (the decode worker frees their KV at completion).
+//
+// Readings of the spec where it is ambiguous: overlap counts the request's
+// block positions whose hash is resident (duplicates count each time);
+// Route's degenerate branch is an argmin over the workers not yet tried in
+// this dispatch, and a dispatch whose every worker was tried falls back
+// before ε; reset-on-success resets rejects[s,d*] only for the admitting
+// worker (Algorithm 3 line 8; §3.4's prose says "the blacklist is
+// cleared", the algorithm is followed); ties at every level go to the
+// lowest worker index. §3.3's migration bound holds only under stream
+// assumptions, spelled out at TestInvariant3MigrationBound.
+//
+// # Hot path
+//
+// Route is exact (tests compare it with a literal transcription of
+// Algorithm 1 on arbitrary inputs) and allocation-free. The ResidentIndex
+// is an open-addressing table with a tag array and a counting filter, so a
+// block that is resident nowhere costs one byte load; and when the index
+// is a forest of prefix chains (it tracks whether it is), the part of a
+// request that repeats the session's record on its pinned worker is
+// counted with O(log n) lookups after one memory comparison, so a warm
+// request costs about its new blocks.
 package policy

@@ -1,54 +1,266 @@
 package policy
 
-import "math/bits"
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"unsafe"
+)
 
 // ResidentIndex is the router's estimate of which prefix blocks are resident
-// on which decode worker: an inverted index block hash → bitset of workers,
+// on which decode worker: an inverted index block hash → set of workers,
 // with per-(worker, session) ownership so that evicting a session removes
 // exactly the blocks it contributed (blocks shared by several sessions on
 // one worker, such as a system prompt, stay until the last owner goes).
+//
+// Layout (built for the router hot path, see Overlap and KVC.Route):
+//   - an open-addressing hash table (linear probing, backward-shift
+//     deletion) whose 1-byte tags live in their own array, so a lookup that
+//     misses usually touches one cache line of a small array;
+//   - a block held by one worker stores that worker and its owner count in
+//     its slot; a block held by several workers moves to an "ext" record with
+//     a bitset and dense per-worker owner counts;
+//   - every block remembers the position (depth) and predecessor (parent)
+//     it had in the owner list that created it, and the index counts owner
+//     occurrences that disagree. While that count is zero the index is a
+//     forest of prefix chains: a block's predecessors are resident wherever
+//     the block is, which lets Route count a verified chain with O(log n)
+//     lookups (see chainOverlap). Any disagreement (duplicates, blocks that
+//     are not prefix-chained, reused hashes) disables the shortcut, never
+//     the result.
+//
+// Writes (Set, Remove) need exclusive access; the read methods other than
+// LongestPrefix (which uses a scratch vector) may run concurrently with
+// each other, which SyncKVC relies on.
 type ResidentIndex struct {
 	n     int // workers
-	words int // bitset words per block
-	// blocks maps a block hash to its entry.
-	blocks map[uint64]*blockEntry
-	// owned maps (worker, session) to the blocks recorded for it.
-	owned map[ownerKey][]uint64
+	words int // bitset words per ext record
+
+	tags  []uint8 // 0: empty slot
+	slots []slot
+	shift uint // 64 - log2(len(slots))
+	// filter counts the blocks whose hash falls in each of its buckets
+	// (4 per slot; a count that reaches 255 sticks): a zero count proves a
+	// block absent with one byte load, which is what a cold request's
+	// lookups mostly are.
+	filter []uint8
+	fshift uint
+	mask   int
+	used   int // occupied slots
+
+	extBits []uint64 // words per ext record
+	extCnt  []int32  // n owner counts per ext record
+	extFree []int32
+
+	owned     map[ownerKey][]uint64 // (worker, session) → its recorded blocks
+	perWorker []int                 // distinct blocks per worker
+	bad       int                   // occurrences off their block's canonical (parent, depth)
+
+	alive []uint64   // LongestPrefix scratch
+	spare [][]uint64 // owner lists of removed records, for reuse
 }
+
+const maxSpare = 32
 
 type ownerKey struct {
 	d int32
 	s int32
 }
 
-type blockEntry struct {
-	bits []uint64 // one bit per worker holding the block
-	refs []ref    // per-worker owner counts, only for workers in bits
+type slot struct {
+	key    uint64
+	parent uint64 // canonical predecessor (meaningful when depth > 0)
+	depth  int32  // canonical position in an owner list
+	bad    int32  // occurrences that disagree with (parent, depth)
+	holder int32  // >= 0: the only worker holding the block; < 0: ^ext record
+	cnt    int32  // single holder: its owner count; ext: number of holder workers
 }
 
-type ref struct {
-	d int32
-	n int32
-}
+const (
+	golden        = 0x9E3779B97F4A7C15
+	minShift      = 64 - 4 // 16 slots
+	filterBits    = 2
+	filterPerSlot = 1 << filterBits
+)
 
 // NewResidentIndex returns an empty index over n workers.
 func NewResidentIndex(n int) *ResidentIndex {
-	return &ResidentIndex{
+	x := &ResidentIndex{
 		n: n, words: (n + 63) / 64,
-		blocks: make(map[uint64]*blockEntry),
-		owned:  make(map[ownerKey][]uint64),
+		owned:     make(map[ownerKey][]uint64),
+		perWorker: make([]int, n),
 	}
+	x.alloc(minShift)
+	return x
+}
+
+func (x *ResidentIndex) alloc(shift uint) {
+	size := 1 << (64 - shift)
+	x.tags = make([]uint8, size+8)
+	x.slots = make([]slot, size)
+	x.filter = make([]uint8, size*filterPerSlot)
+	x.shift, x.mask, x.used = shift, size-1, 0
+	x.fshift = shift - filterBits
 }
 
 // Workers is the number of workers the index covers.
 func (x *ResidentIndex) Workers() int { return x.n }
 
 // Blocks is the number of distinct blocks resident somewhere.
-func (x *ResidentIndex) Blocks() int { return len(x.blocks) }
+func (x *ResidentIndex) Blocks() int { return x.used }
+
+// WorkerBlocks is the number of distinct blocks recorded on worker d.
+func (x *ResidentIndex) WorkerBlocks(d int) int { return x.perWorker[d] }
+
+// Owned returns the blocks recorded for session s on worker d (nil if none).
+// The slice belongs to the index: read it, do not keep or modify it.
+func (x *ResidentIndex) Owned(d int, s int32) []uint64 { return x.owned[ownerKey{int32(d), s}] }
+
+// Chained reports whether every recorded block sits at one position after
+// one predecessor in every owner list that holds it (the condition for
+// Route's chain shortcut).
+func (x *ResidentIndex) Chained() bool { return x.bad == 0 }
+
+func (x *ResidentIndex) home(k uint64) (int, uint8) {
+	h := k * golden
+	return int(h >> x.shift), uint8(h>>(x.shift-8)) | 1
+}
+
+// Tag groups: lookups load 8 tags at once and find the first empty slot
+// and the candidate matches with SWAR arithmetic (no per-slot branch).
+// tags has 8 trailing bytes mirroring tags[0:8], so a group that runs off
+// the end reads the wrapped-around tags.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// zeroBytes marks (with 0x80) the zero bytes of w; the lowest mark is
+// exact, higher ones may be false positives.
+func zeroBytes(w uint64) uint64 { return (w - lsb) &^ w & msb }
+
+// find returns the slot of block k, or -1.
+func (x *ResidentIndex) find(k uint64) int {
+	h := k * golden
+	if x.filter[h>>x.fshift] == 0 {
+		return -1
+	}
+	return x.lookup(k, h)
+}
+
+// lookup is find without the filter (for blocks expected to be present);
+// h is k * golden.
+func (x *ResidentIndex) lookup(k, h uint64) int {
+	i, t := int(h>>x.shift), uint64(uint8(h>>(x.shift-8))|1)
+	for {
+		g := binary.LittleEndian.Uint64(x.tags[i:])
+		z := zeroBytes(g)
+		m := zeroBytes(g ^ (t * lsb))
+		if z != 0 {
+			m &= (z & -z) - 1 // matches before the first empty slot
+		}
+		for ; m != 0; m &= m - 1 {
+			j := (i + bits.TrailingZeros64(m)>>3) & x.mask
+			if x.slots[j].key == k {
+				return j
+			}
+		}
+		if z != 0 {
+			return -1
+		}
+		i = (i + 8) & x.mask
+	}
+}
+
+func (x *ResidentIndex) filterAdd(k uint64) {
+	f := &x.filter[(k*golden)>>x.fshift]
+	if *f < 255 {
+		*f++
+	}
+}
+
+func (x *ResidentIndex) filterDel(k uint64) {
+	f := &x.filter[(k*golden)>>x.fshift]
+	if *f < 255 {
+		*f--
+	}
+}
+
+func (x *ResidentIndex) setTag(i int, t uint8) {
+	x.tags[i] = t
+	if i < 8 {
+		x.tags[len(x.slots)+i] = t
+	}
+}
+
+// insert places k (absent) in an empty slot and returns it.
+func (x *ResidentIndex) insert(k uint64) int {
+	if (x.used+1)*4 > len(x.slots)*3 {
+		x.grow()
+	}
+	i, t := x.home(k)
+	for x.tags[i] != 0 {
+		i = (i + 1) & x.mask
+	}
+	x.setTag(i, t)
+	x.slots[i] = slot{key: k}
+	x.used++
+	x.filterAdd(k)
+	return i
+}
+
+func (x *ResidentIndex) grow() {
+	oldTags, oldSlots := x.tags, x.slots
+	x.alloc(x.shift - 1)
+	for j, tg := range oldTags[:len(oldSlots)] {
+		if tg == 0 {
+			continue
+		}
+		i, t := x.home(oldSlots[j].key)
+		for x.tags[i] != 0 {
+			i = (i + 1) & x.mask
+		}
+		x.setTag(i, t)
+		x.slots[i] = oldSlots[j]
+		x.used++
+		x.filterAdd(oldSlots[j].key)
+	}
+}
+
+// del empties slot i with backward-shift deletion (no tombstones).
+func (x *ResidentIndex) del(i int) {
+	x.filterDel(x.slots[i].key)
+	mask := x.mask
+	j := i
+	for {
+		j = (j + 1) & mask
+		if x.tags[j] == 0 {
+			break
+		}
+		h := int((x.slots[j].key * golden) >> x.shift)
+		// The entry at j may fill the hole at i unless its home lies
+		// cyclically in (i, j].
+		var stay bool
+		if i <= j {
+			stay = i < h && h <= j
+		} else {
+			stay = i < h || h <= j
+		}
+		if !stay {
+			x.setTag(i, x.tags[j])
+			x.slots[i] = x.slots[j]
+			i = j
+		}
+	}
+	x.setTag(i, 0)
+	x.slots[i] = slot{}
+	x.used--
+}
 
 // Set records blocks as session s's resident blocks on worker d, replacing
 // whatever was recorded for (d, s). Blocks kept from the previous record are
-// not touched, so a growing prefix costs only its new blocks.
+// not touched, so a growing prefix costs only its new blocks. The index
+// keeps its own copy: callers may reuse their slices.
 func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) {
 	k := ownerKey{int32(d), s}
 	old := x.owned[k]
@@ -56,99 +268,396 @@ func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) {
 	for common < len(old) && common < len(blocks) && old[common] == blocks[common] {
 		common++
 	}
-	for _, b := range old[common:] {
-		x.unref(d, b)
+	for i := common; i < len(old); i++ {
+		x.unref(d, old, i)
 	}
-	for _, b := range blocks[common:] {
-		x.ref(d, b)
+	for i := common; i < len(blocks); i++ {
+		x.ref(d, blocks, i)
 	}
 	if len(blocks) == 0 {
+		x.recycle(old)
 		delete(x.owned, k)
 		return
 	}
-	// Keep our own copy: callers may reuse their slices.
-	if cap(old) >= len(blocks) {
+	switch {
+	case cap(old) >= len(blocks):
 		old = old[:len(blocks)]
-	} else {
+	case old == nil:
+		old = x.buffer(len(blocks))
+	default:
 		old = append(old[:common:common], make([]uint64, len(blocks)-common)...)
 	}
 	copy(old[common:], blocks[common:])
 	x.owned[k] = old
 }
 
+// buffer returns a list of length n, reusing a removed record's if one is
+// large enough.
+func (x *ResidentIndex) buffer(n int) []uint64 {
+	for i, b := range x.spare {
+		if cap(b) >= n {
+			last := len(x.spare) - 1
+			x.spare[i] = x.spare[last]
+			x.spare[last] = nil
+			x.spare = x.spare[:last]
+			return b[:n]
+		}
+	}
+	return make([]uint64, n, n+n/4)
+}
+
+func (x *ResidentIndex) recycle(b []uint64) {
+	if cap(b) == 0 {
+		return
+	}
+	if len(x.spare) < maxSpare {
+		x.spare = append(x.spare, b[:0])
+		return
+	}
+	// Keep the larger buffers.
+	for i, o := range x.spare {
+		if cap(o) < cap(b) {
+			x.spare[i] = b[:0]
+			return
+		}
+	}
+}
+
 // Remove forgets session s's blocks on worker d.
 func (x *ResidentIndex) Remove(d int, s int32) {
 	k := ownerKey{int32(d), s}
-	for _, b := range x.owned[k] {
-		x.unref(d, b)
+	old := x.owned[k]
+	for i := range old {
+		x.unref(d, old, i)
 	}
+	x.recycle(old)
 	delete(x.owned, k)
 }
 
 // Has reports whether block b is recorded resident on worker d.
 func (x *ResidentIndex) Has(d int, b uint64) bool {
-	e := x.blocks[b]
-	return e != nil && e.bits[d>>6]&(1<<(uint(d)&63)) != 0
+	i := x.find(b)
+	return i >= 0 && x.holds(i, d)
 }
 
-func (x *ResidentIndex) ref(d int, b uint64) {
-	e := x.blocks[b]
-	if e == nil {
-		e = &blockEntry{bits: make([]uint64, x.words)}
-		x.blocks[b] = e
+func (x *ResidentIndex) holds(i, d int) bool {
+	h := x.slots[i].holder
+	if h >= 0 {
+		return int(h) == d
 	}
-	w, m := d>>6, uint64(1)<<(uint(d)&63)
-	if e.bits[w]&m == 0 {
-		e.bits[w] |= m
-		e.refs = append(e.refs, ref{int32(d), 1})
+	return x.extBits[int(^h)*x.words+d>>6]&(1<<(uint(d)&63)) != 0
+}
+
+// offChain reports whether occurrence list[i] disagrees with slot s's
+// canonical position.
+func offChain(s *slot, list []uint64, i int) bool {
+	return int(s.depth) != i || (i > 0 && s.parent != list[i-1])
+}
+
+func (x *ResidentIndex) ref(d int, list []uint64, i int) {
+	b := list[i]
+	j := x.find(b)
+	if j < 0 {
+		j = x.insert(b)
+		s := &x.slots[j]
+		s.depth, s.holder, s.cnt = int32(i), int32(d), 1
+		if i > 0 {
+			s.parent = list[i-1]
+		}
+		x.perWorker[d]++
 		return
 	}
-	for i := range e.refs {
-		if e.refs[i].d == int32(d) {
-			e.refs[i].n++
-			return
+	s := &x.slots[j]
+	if offChain(s, list, i) {
+		s.bad++
+		x.bad++
+	}
+	if s.holder == int32(d) {
+		s.cnt++
+		return
+	}
+	if s.holder >= 0 {
+		e := x.newExt()
+		h := int(s.holder)
+		x.extBits[e*x.words+h>>6] |= 1 << (uint(h) & 63)
+		x.extCnt[e*x.n+h] = s.cnt
+		s.holder, s.cnt = ^int32(e), 1
+	}
+	e := int(^s.holder)
+	c := &x.extCnt[e*x.n+d]
+	if *c == 0 {
+		x.extBits[e*x.words+d>>6] |= 1 << (uint(d) & 63)
+		s.cnt++
+		x.perWorker[d]++
+	}
+	*c++
+}
+
+func (x *ResidentIndex) unref(d int, list []uint64, i int) {
+	j := x.lookup(list[i], list[i]*golden)
+	if j < 0 {
+		panic("policy: resident index lost a block")
+	}
+	s := &x.slots[j]
+	if offChain(s, list, i) {
+		s.bad--
+		x.bad--
+	}
+	if s.holder >= 0 {
+		if s.cnt--; s.cnt == 0 {
+			x.perWorker[d]--
+			x.del(j)
+		}
+		return
+	}
+	e := int(^s.holder)
+	c := &x.extCnt[e*x.n+d]
+	if *c--; *c > 0 {
+		return
+	}
+	x.extBits[e*x.words+d>>6] &^= 1 << (uint(d) & 63)
+	x.perWorker[d]--
+	if s.cnt--; s.cnt > 1 {
+		return
+	}
+	// One holder left: back to the inline representation.
+	w := x.extBits[e*x.words : (e+1)*x.words]
+	for k, word := range w {
+		if word != 0 {
+			h := k<<6 + bits.TrailingZeros64(word)
+			s.holder, s.cnt = int32(h), x.extCnt[e*x.n+h]
+			w[k] = 0
+			x.extCnt[e*x.n+h] = 0
+			break
+		}
+	}
+	x.extFree = append(x.extFree, int32(e))
+}
+
+func (x *ResidentIndex) newExt() int {
+	if n := len(x.extFree); n > 0 {
+		e := x.extFree[n-1]
+		x.extFree = x.extFree[:n-1]
+		return int(e)
+	}
+	e := len(x.extBits) / x.words
+	x.extBits = append(x.extBits, make([]uint64, x.words)...)
+	x.extCnt = append(x.extCnt, make([]int32, x.n)...)
+	return e
+}
+
+// add adds v to out[d] for every worker d holding slot i.
+func (x *ResidentIndex) add(i int, v int, out []int) {
+	h := x.slots[i].holder
+	if h >= 0 {
+		out[h] += v
+		return
+	}
+	e := int(^h) * x.words
+	for w, word := range x.extBits[e : e+x.words] {
+		for word != 0 {
+			out[w<<6+bits.TrailingZeros64(word)] += v
+			word &= word - 1
 		}
 	}
 }
 
-func (x *ResidentIndex) unref(d int, b uint64) {
-	e := x.blocks[b]
-	if e == nil {
-		return
+// same reports whether slots i and j are held by the same workers.
+func (x *ResidentIndex) same(i, j int) bool {
+	hi, hj := x.slots[i].holder, x.slots[j].holder
+	if hi >= 0 || hj >= 0 || hi == hj {
+		return hi == hj
 	}
-	for i := range e.refs {
-		if e.refs[i].d != int32(d) {
-			continue
+	a, b := int(^hi)*x.words, int(^hj)*x.words
+	for w := 0; w < x.words; w++ {
+		if x.extBits[a+w] != x.extBits[b+w] {
+			return false
 		}
-		e.refs[i].n--
-		if e.refs[i].n > 0 {
-			return
-		}
-		e.refs[i] = e.refs[len(e.refs)-1]
-		e.refs = e.refs[:len(e.refs)-1]
-		e.bits[d>>6] &^= 1 << (uint(d) & 63)
-		if len(e.refs) == 0 {
-			delete(x.blocks, b)
-		}
-		return
 	}
+	return true
 }
 
-// Overlap adds, for every worker d, |blocks ∩ resident[d]| to out[d]
-// (len(out) must be Workers()). Duplicate hashes in blocks count once each
-// time they appear, like the reference definition over a list.
-func (x *ResidentIndex) Overlap(blocks []uint64, out []int) {
-	for _, b := range blocks {
-		e := x.blocks[b]
-		if e == nil {
-			continue
+// addDiff adds v to out[d] for every worker d holding slot i but not slot j.
+func (x *ResidentIndex) addDiff(i, j int, v int, out []int) {
+	hi := x.slots[i].holder
+	if hi >= 0 {
+		if !x.holds(j, int(hi)) {
+			out[hi] += v
 		}
-		for w, word := range e.bits {
-			for word != 0 {
-				t := bits.TrailingZeros64(word)
-				out[w<<6+t]++
-				word &= word - 1
+		return
+	}
+	a := int(^hi) * x.words
+	hj := x.slots[j].holder
+	for w := 0; w < x.words; w++ {
+		word := x.extBits[a+w]
+		if hj >= 0 {
+			if int(hj)>>6 == w {
+				word &^= 1 << (uint(hj) & 63)
 			}
+		} else {
+			word &^= x.extBits[int(^hj)*x.words+w]
+		}
+		for word != 0 {
+			out[w<<6+bits.TrailingZeros64(word)] += v
+			word &= word - 1
+		}
+	}
+}
+
+// Overlap adds, for every worker d, |{i : blocks[i] ∈ resident[d]}| to
+// out[d] (len(out) must be Workers()). Duplicate hashes in blocks count
+// once each time they appear (the list reading of |prefix_hashes ∩
+// resident[d]|). It looks every block up; consecutive hits on blocks held by
+// the same workers are added in one go.
+func (x *ResidentIndex) Overlap(blocks []uint64, out []int) {
+	prev, run := -1, 0
+	slots, filter, fshift := x.slots, x.filter, x.fshift
+	for _, b := range blocks {
+		h := b * golden
+		if filter[h>>fshift] == 0 {
+			continue
+		}
+		i := x.lookup(b, h)
+		if i < 0 {
+			continue
+		}
+		if prev >= 0 && (slots[i].holder == slots[prev].holder || x.same(i, prev)) {
+			run++
+			continue
+		}
+		if prev >= 0 {
+			x.add(prev, run, out)
+		}
+		prev, run = i, 1
+	}
+	if prev >= 0 {
+		x.add(prev, run, out)
+	}
+}
+
+// chainMin is the shortest verified chain worth the divide-and-conquer
+// (shorter ones are simply scanned). A variable so tests can set it to 1.
+var chainMin = 8
+
+// OverlapOwned is Overlap using session s's record on worker d as a hint
+// (typically the session's pinned worker). If the index is Chained and
+// blocks shares a prefix of c ≥ chainMin blocks with that record, the
+// prefix is counted by chainOverlap in O(k·log c) lookups (k = distinct
+// worker sets along the chain) plus one memory comparison, and only the
+// rest is looked up block by block. The result is always Overlap's. It
+// returns c (0 when the shortcut was not taken).
+func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int) int {
+	if d < 0 || x.bad != 0 || len(blocks) < chainMin {
+		x.Overlap(blocks, out)
+		return 0
+	}
+	hint := x.owned[ownerKey{int32(d), s}]
+	c := 0
+	if len(hint) >= chainMin {
+		c = commonPrefix(blocks, hint)
+	}
+	if c < chainMin {
+		x.Overlap(blocks, out)
+		return 0
+	}
+	x.chainOverlap(blocks[:c], out)
+	x.Overlap(blocks[c:], out)
+	return c
+}
+
+// chainOverlap counts a chain: chain must equal a prefix of an owner's
+// list and the index must be Chained. Then every chain[i]
+// is recorded at position i after chain[i-1] wherever it is recorded, so
+// the set of workers holding chain[i] shrinks as i grows, and worker d
+// holds exactly chain[0..p_d] for some p_d. Divide and conquer finds the
+// positions where the set changes.
+func (x *ResidentIndex) chainOverlap(chain []uint64, out []int) {
+	n := len(chain)
+	lo, hi := x.lookup(chain[0], chain[0]*golden), x.lookup(chain[n-1], chain[n-1]*golden)
+	if lo < 0 || hi < 0 {
+		panic("policy: chain hint is not recorded in the resident index")
+	}
+	x.add(hi, n, out)
+	x.dc(chain, 0, n-1, lo, hi, out)
+}
+
+// dc handles workers that hold chain[lo] (slot sl) but not chain[hi] (slot
+// sh): each gets its last position + 1.
+func (x *ResidentIndex) dc(chain []uint64, lo, hi, sl, sh int, out []int) {
+	for {
+		if x.same(sl, sh) {
+			return
+		}
+		if hi == lo+1 {
+			x.addDiff(sl, sh, lo+1, out)
+			return
+		}
+		mid := int(uint(lo+hi) >> 1)
+		sm := x.lookup(chain[mid], chain[mid]*golden)
+		if sm < 0 {
+			panic("policy: chain hint is not recorded in the resident index")
+		}
+		x.dc(chain, lo, mid, sl, sm, out)
+		lo, sl = mid, sm
+	}
+}
+
+func u64bytes(s []uint64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*8)
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b []uint64) int {
+	n := min(len(a), len(b))
+	if n == 0 {
+		return 0
+	}
+	if bytes.Equal(u64bytes(a[:n]), u64bytes(b[:n])) {
+		return n
+	}
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// LongestPrefix sets out[d] to the length of the longest prefix of blocks
+// recorded on worker d (len(out) must be Workers()). It walks the prefix
+// until no worker matches any more.
+func (x *ResidentIndex) LongestPrefix(blocks []uint64, out []int) {
+	clear(out)
+	if cap(x.alive) < x.words {
+		x.alive = make([]uint64, x.words)
+	}
+	alive := x.alive[:x.words]
+	for i, b := range blocks {
+		j := x.find(b)
+		if j < 0 {
+			return
+		}
+		live := uint64(0)
+		h := x.slots[j].holder
+		for w := range alive {
+			var m uint64
+			switch {
+			case h < 0:
+				m = x.extBits[int(^h)*x.words+w]
+			case int(h)>>6 == w:
+				m = 1 << (uint(h) & 63)
+			}
+			if i == 0 {
+				alive[w] = m
+			} else {
+				alive[w] &= m
+			}
+			live |= alive[w]
+			for word := alive[w]; word != 0; word &= word - 1 {
+				out[w<<6+bits.TrailingZeros64(word)] = i + 1
+			}
+		}
+		if live == 0 {
+			return
 		}
 	}
 }

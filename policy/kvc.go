@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/pdemu/pdemu/workload"
 )
@@ -11,12 +12,20 @@ type Action uint8
 
 // Actions.
 const (
-	// ActNone: nothing more to do (Direct: the decode worker runs it).
+	// ActNone: nothing more to do (Direct: the decode worker that admitted
+	// the request runs it).
 	ActNone Action = iota
 	// ActAdmit: ask decode worker D for admission (Algorithm 2 RPC).
 	ActAdmit
 	// ActPrefill: prefill on P, move the KV to D, decode on D, in Mode.
 	ActPrefill
+	// ActRun: send the request to worker D, which runs it without an
+	// admission check: a decode worker serves it Direct (append-prefill
+	// over whatever KV of the session it holds, the whole prompt if none),
+	// a fused worker (Mode == ModeFused) runs prefill and decode itself.
+	// Only the admission-free baselines (StickyOnly, KVScore, CacheAwareDP)
+	// return it.
+	ActRun
 )
 
 // Step is a policy's instruction to the router actor.
@@ -24,6 +33,10 @@ type Step struct {
 	Action Action
 	P, D   int
 	Mode   Mode
+	// Unadmitted is set when no worker admitted the request (Fallback,
+	// Vanilla and the admission-free baselines): the worker must reserve
+	// its KV when the request (or its KV) arrives, waiting for room.
+	Unadmitted bool
 }
 
 // Dispatch is the per-request state of Algorithm 3 (retries, tried set).
@@ -62,9 +75,10 @@ type KVCConfig struct {
 // SessionStats are per-session counters reported in the outputs.
 type SessionStats struct {
 	Migrations int // pin moved from one decode worker to another
-	Blacklists int // (s, d) pairs that reached τ_reject
+	Blacklists int // times rejects[s,d] reached τ_reject (counted when it gets there)
 	Fallbacks  int // requests that fell back to vanilla P/D
 	Rejections int // admission rejections
+	Degenerate int // Route calls that took the degenerate branch (every untried worker blacklisted)
 }
 
 type sessState struct {
@@ -74,14 +88,24 @@ type sessState struct {
 }
 
 // KVC is the KVC-Router (Algorithms 1 and 3; Algorithm 2 is Admit).
+//
+// State follows §2.3 of the spec: resident[d] (the ResidentIndex), pin[s],
+// inflight[d], assigned[d] and rejects[s,d]. inflight[d] is incremented on
+// every successful admission and on every Fallback sent to d, and
+// decremented by Finished; assigned[d] counts the same events but is never
+// decremented.
 type KVC struct {
-	cfg      KVCConfig
-	sess     map[int32]*sessState
-	inflight []int
-	assigned []int64
-	index    *ResidentIndex
-	rrP, rrD int
-	overlap  []int // scratch
+	cfg       KVCConfig
+	sess      map[int32]*sessState
+	inflight  []int
+	assigned  []int64
+	index     *ResidentIndex
+	rrP, rrD  int
+	overlap   []int   // scratch
+	noRejects []int32 // all zero: the rejects of a session never seen
+
+	// Route counters (see RouteStats).
+	routes, chained int64
 }
 
 // NewKVC validates cfg and returns a router with empty state.
@@ -89,24 +113,31 @@ func NewKVC(cfg KVCConfig) (*KVC, error) {
 	if cfg.Decode < 1 || cfg.Prefill < 1 {
 		return nil, fmt.Errorf("policy: kvc needs at least one prefill and one decode worker (got %d, %d)", cfg.Prefill, cfg.Decode)
 	}
-	if cfg.TauReject < 1 || cfg.Epsilon < 1 || cfg.Alpha < 0 {
-		return nil, fmt.Errorf("policy: kvc needs tau_reject >= 1, epsilon >= 1, alpha >= 0 (got %d, %d, %g)", cfg.TauReject, cfg.Epsilon, cfg.Alpha)
+	if cfg.TauReject < 1 || cfg.Epsilon < 1 || !(cfg.Alpha >= 0) || math.IsInf(cfg.Alpha, 1) {
+		return nil, fmt.Errorf("policy: kvc needs tau_reject >= 1, epsilon >= 1, finite alpha >= 0 (got %d, %d, %g)", cfg.TauReject, cfg.Epsilon, cfg.Alpha)
 	}
 	return &KVC{
-		cfg:      cfg,
-		sess:     make(map[int32]*sessState),
-		inflight: make([]int, cfg.Decode),
-		assigned: make([]int64, cfg.Decode),
-		index:    NewResidentIndex(cfg.Decode),
-		overlap:  make([]int, cfg.Decode),
+		cfg:       cfg,
+		sess:      make(map[int32]*sessState),
+		inflight:  make([]int, cfg.Decode),
+		assigned:  make([]int64, cfg.Decode),
+		index:     NewResidentIndex(cfg.Decode),
+		overlap:   make([]int, cfg.Decode),
+		noRejects: make([]int32, cfg.Decode),
 	}, nil
 }
+
+// Config returns the router's configuration.
+func (k *KVC) Config() KVCConfig { return k.cfg }
 
 // Index exposes the resident estimate (read-only use).
 func (k *KVC) Index() *ResidentIndex { return k.index }
 
 // Inflight returns the router's inflight count for d.
 func (k *KVC) Inflight(d int) int { return k.inflight[d] }
+
+// Assigned returns the router's assigned count for d.
+func (k *KVC) Assigned(d int) int64 { return k.assigned[d] }
 
 // Pin returns the decode worker session s is pinned to, or -1.
 func (k *KVC) Pin(s int32) int {
@@ -139,6 +170,10 @@ func (k *KVC) Sessions(f func(s int32, st SessionStats)) {
 	}
 }
 
+// RouteStats reports how many Route calls computed overlaps and how many
+// of them used the chain shortcut (a profiling aid).
+func (k *KVC) RouteStats() (routes, chained int64) { return k.routes, k.chained }
+
 func (k *KVC) state(s int32) *sessState {
 	st := k.sess[s]
 	if st == nil {
@@ -150,84 +185,133 @@ func (k *KVC) state(s int32) *sessState {
 
 // Route is Algorithm 1 over the decode workers not in ds's tried set. It
 // returns -1 when every worker was tried.
+//
+// Reading of the spec's lines: line 1 blacklists d when rejects[s,d] ≥
+// τ_reject; line 4's degenerate branch (no untried worker left outside the
+// blacklist) returns the untried worker with the fewest rejects; line 6's
+// overlap counts the request's blocks (each position once, duplicates
+// included) recorded on d; line 11's lexicographic argmax breaks full ties
+// by the lowest worker index. Route does not change the router's state.
 func (k *KVC) Route(ds *Dispatch) int {
-	r := ds.Req
-	st := k.state(r.Session)
-	// Lines 1–4: blacklist; degenerate branch returns the least-rejected.
-	candidates := 0
-	for d := 0; d < k.cfg.Decode; d++ {
-		if !ds.wasTried(d) && int(st.rejects[d]) < k.cfg.TauReject {
-			candidates++
+	d, _, how := k.route(ds, k.sess[ds.Req.Session], k.overlap)
+	if how != routeNoOverlap {
+		k.routes++
+		if how == routeChained {
+			k.chained++
 		}
 	}
-	if candidates == 0 {
-		best := -1
-		for d := 0; d < k.cfg.Decode; d++ {
+	return d
+}
+
+type routeHow uint8
+
+const (
+	routeNoOverlap routeHow = iota // no candidate or degenerate branch
+	routeScanned                   // every block looked up
+	routeChained                   // chain shortcut
+)
+
+// route is Route without side effects: st may be nil (a session never
+// seen) and ov is the caller's scratch (len ≥ Decode). It also reports
+// whether the degenerate branch was taken.
+func (k *KVC) route(ds *Dispatch, st *sessState, ov []int) (best int, degenerate bool, how routeHow) {
+	nd, tau := k.cfg.Decode, int32(k.cfg.TauReject)
+	pin, rej := -1, k.noRejects
+	if st != nil {
+		pin, rej = int(st.pin), st.rejects
+	}
+	rej = rej[:nd]
+	tried := ds.tried
+	// Lines 1–4: blacklist; degenerate branch returns the least-rejected
+	// untried worker.
+	found := false
+	for d := 0; d < nd && !found; d++ {
+		w := d >> 6
+		found = rej[d] < tau && (w >= len(tried) || tried[w]&(1<<(uint(d)&63)) == 0)
+	}
+	if !found {
+		best = -1
+		for d := 0; d < nd; d++ {
 			if ds.wasTried(d) {
 				continue
 			}
-			if best < 0 || st.rejects[d] < st.rejects[best] {
+			if best < 0 || rej[d] < rej[best] {
 				best = d
 			}
 		}
-		return best
+		return best, best >= 0, routeNoOverlap
 	}
-	// Lines 5–11: lexicographic max of (overlap+α·sticky, sticky, −inflight, −assigned).
-	ov := k.overlap
+	// Line 6.
+	ov = ov[:nd]
 	clear(ov)
-	k.index.Overlap(r.Blocks, ov)
-	best := -1
-	var bestMain float64
-	var bestSticky int
-	for d := 0; d < k.cfg.Decode; d++ {
-		if ds.wasTried(d) || int(st.rejects[d]) >= k.cfg.TauReject {
+	how = routeScanned
+	if k.index.OverlapOwned(ds.Req.Blocks, pin, ds.Req.Session, ov) > 0 {
+		how = routeChained
+	}
+	// Lines 5–11: lexicographic max of (overlap+α·sticky, sticky, −inflight,
+	// −assigned). Only the pinned worker has sticky = 1; for every other
+	// candidate the main term is exactly its overlap (α is finite), so they
+	// are ranked by integers, and the pinned worker is compared last: with
+	// sticky as tie-1 it wins any tie on the main term.
+	inflight, assigned := k.inflight[:nd], k.assigned[:nd]
+	best = -1
+	var bo, bi int
+	var ba int64
+	pinOK := false
+	for d := 0; d < nd; d++ {
+		if rej[d] >= tau {
 			continue
 		}
-		sticky := 0
-		if int(st.pin) == d {
-			sticky = 1
+		if w := d >> 6; w < len(tried) && tried[w]&(1<<(uint(d)&63)) != 0 {
+			continue
 		}
-		main := float64(ov[d]) + k.cfg.Alpha*float64(sticky)
-		if best < 0 || better(main, sticky, k.inflight[d], k.assigned[d], bestMain, bestSticky, k.inflight[best], k.assigned[best]) {
-			best, bestMain, bestSticky = d, main, sticky
+		if d == pin {
+			pinOK = true
+			continue
+		}
+		o, i, a := ov[d], inflight[d], assigned[d]
+		if best < 0 || o > bo || (o == bo && (i < bi || (i == bi && a < ba))) {
+			best, bo, bi, ba = d, o, i, a
 		}
 	}
-	return best
-}
-
-// better compares two score tuples lexicographically; ties keep the lower
-// worker index (the earlier one), which makes Route deterministic.
-func better(m1 float64, s1, i1 int, a1 int64, m2 float64, s2, i2 int, a2 int64) bool {
-	if m1 != m2 {
-		return m1 > m2
+	if pinOK && (best < 0 || float64(ov[pin])+k.cfg.Alpha >= float64(bo)) {
+		best = pin
 	}
-	if s1 != s2 {
-		return s1 > s2
-	}
-	if i1 != i2 {
-		return i1 < i2
-	}
-	return a1 < a2
+	return best, false, how
 }
 
 // Begin starts Algorithm 3 for a new request.
 func (k *KVC) Begin(ds *Dispatch) Step { return k.next(ds) }
 
 func (k *KVC) next(ds *Dispatch) Step {
+	st := k.state(ds.Req.Session)
 	if ds.Tries < k.cfg.Epsilon {
-		if d := k.Route(ds); d >= 0 {
+		d, degenerate, how := k.route(ds, st, k.overlap)
+		if how != routeNoOverlap {
+			k.routes++
+			if how == routeChained {
+				k.chained++
+			}
+		}
+		if degenerate {
+			st.stats.Degenerate++
+		}
+		if d >= 0 {
 			return Step{Action: ActAdmit, D: d}
 		}
 	}
-	// Lines 25–29: Fallback through round-robin P and D.
-	st := k.state(ds.Req.Session)
+	return k.fallback(st)
+}
+
+// fallback is lines 25–29: vanilla P/D through round-robin P and D.
+func (k *KVC) fallback(st *sessState) Step {
 	st.stats.Fallbacks++
 	p, d := k.rrP, k.rrD
 	k.rrP = (k.rrP + 1) % k.cfg.Prefill
 	k.rrD = (k.rrD + 1) % k.cfg.Decode
 	k.inflight[d]++
 	k.assigned[d]++
-	return Step{Action: ActPrefill, P: p, D: d, Mode: ModeFallback}
+	return Step{Action: ActPrefill, P: p, D: d, Mode: ModeFallback, Unadmitted: true}
 }
 
 // Admitted handles a positive admission reply from d (lines 7–19).
@@ -275,26 +359,3 @@ func (k *KVC) Finished(d int) {
 
 // Evicted records a decode worker's eviction notice for session s.
 func (k *KVC) Evicted(d int, s int32) { k.index.Remove(d, s) }
-
-// Vanilla is the plain P/D baseline: round-robin P and D, every request
-// prefilled on P (with P's prefix cache) and its full KV moved to D.
-type Vanilla struct {
-	np, nd   int
-	rrP, rrD int
-}
-
-// NewVanilla returns a round-robin router over np prefill and nd decode workers.
-func NewVanilla(np, nd int) (*Vanilla, error) {
-	if np < 1 || nd < 1 {
-		return nil, fmt.Errorf("policy: vanilla needs at least one prefill and one decode worker (got %d, %d)", np, nd)
-	}
-	return &Vanilla{np: np, nd: nd}, nil
-}
-
-// Begin picks the next P and D round robin.
-func (v *Vanilla) Begin(ds *Dispatch) Step {
-	p, d := v.rrP, v.rrD
-	v.rrP = (v.rrP + 1) % v.np
-	v.rrD = (v.rrD + 1) % v.nd
-	return Step{Action: ActPrefill, P: p, D: d, Mode: ModeVanilla}
-}

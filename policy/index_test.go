@@ -1,0 +1,165 @@
+package policy
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestIndexOwnership(t *testing.T) {
+	x := NewResidentIndex(130)
+	require.Equal(t, 130, x.Workers())
+	sys := chainBlocks(99, 3)
+	a := append(slices.Clone(sys), chainBlocks(1, 4)[3:]...)
+	b := append(slices.Clone(sys), chainBlocks(2, 5)[3:]...)
+	x.Set(0, 1, a)
+	x.Set(0, 2, b)
+	x.Set(129, 2, b)
+	x.Set(64, 3, sys)
+	require.Equal(t, 3+1+2, x.Blocks())
+	require.Equal(t, 3+1+2, x.WorkerBlocks(0))
+	require.Equal(t, 5, x.WorkerBlocks(129))
+	require.True(t, x.Has(64, sys[2]))
+	require.False(t, x.Has(63, sys[2]))
+	require.True(t, x.Chained())
+
+	ov := make([]int, 130)
+	x.Overlap(b, ov)
+	require.Equal(t, 5, ov[0])
+	require.Equal(t, 5, ov[129])
+	require.Equal(t, 3, ov[64])
+
+	// The system prompt stays on worker 0 until its last owner there goes.
+	x.Remove(0, 1)
+	require.True(t, x.Has(0, sys[0]))
+	x.Remove(0, 2)
+	require.False(t, x.Has(0, sys[0]))
+	require.True(t, x.Has(129, sys[0]))
+	require.True(t, x.Has(64, sys[0]))
+	x.Remove(64, 3)
+	// Back to a single holder: stored inline again, ext record recycled.
+	j := x.find(sys[0])
+	require.GreaterOrEqual(t, x.slots[j].holder, int32(0))
+	require.Len(t, x.extFree, len(x.extBits)/x.words)
+	x.Remove(129, 2)
+	require.Zero(t, x.Blocks())
+	for d := 0; d < 130; d++ {
+		require.Zero(t, x.WorkerBlocks(d))
+	}
+	x.Remove(5, 5) // nothing recorded: no-op
+}
+
+func TestIndexSetKeepsCommonPrefix(t *testing.T) {
+	x := NewResidentIndex(2)
+	full := chainBlocks(0, 10)
+	x.Set(1, 0, full[:4])
+	x.Set(1, 0, full)
+	require.Equal(t, full, x.Owned(1, 0))
+	x.Set(1, 0, full[:6]) // shrink
+	require.Equal(t, 6, x.Blocks())
+	other := append(slices.Clone(full[:3]), 777, 778)
+	x.Set(1, 0, other) // diverge
+	require.Equal(t, other, x.Owned(1, 0))
+	require.False(t, x.Has(1, full[3]))
+	other[0] = 5 // the index kept its own copy
+	require.True(t, x.Has(1, full[0]))
+	x.Set(1, 0, nil)
+	require.Nil(t, x.Owned(1, 0))
+	require.Zero(t, x.Blocks())
+	require.True(t, x.Chained())
+}
+
+// inverseGolden returns g⁻¹ mod 2⁶⁴, to build keys with chosen hashes.
+func inverseGolden() uint64 {
+	inv := uint64(golden)
+	for i := 0; i < 6; i++ {
+		inv *= 2 - golden*inv
+	}
+	return inv
+}
+
+// TestIndexCollisions builds a long probe cluster that wraps around the
+// end of the table and saturates a filter bucket, then removes it in an
+// order that exercises backward-shift deletion.
+func TestIndexCollisions(t *testing.T) {
+	inv := inverseGolden()
+	require.Equal(t, uint64(1), inv*golden)
+	x := NewResidentIndex(3)
+	var keys []uint64
+	for i := uint64(0); i < 400; i++ {
+		keys = append(keys, (^uint64(0)-i)*inv) // hashes at the very top: home = last slot
+	}
+	for i := 0; i < 40; i++ {
+		keys = append(keys, uint64(i)*inv) // home = slot 0
+	}
+	for i, k := range keys {
+		x.Set(i%3, int32(i), []uint64{k})
+	}
+	require.Equal(t, len(keys), x.Blocks())
+	for i, k := range keys {
+		require.True(t, x.Has(i%3, k), "key %d", i)
+	}
+	require.Equal(t, uint8(255), x.filter[(keys[0]*golden)>>x.fshift], "saturated bucket")
+	// Remove every other key, then check the rest, then remove the rest.
+	for i := 0; i < len(keys); i += 2 {
+		x.Remove(i%3, int32(i))
+	}
+	for i, k := range keys {
+		require.Equal(t, i%2 == 1, x.Has(i%3, k), "key %d", i)
+	}
+	ov := make([]int, 3)
+	x.Overlap(keys, ov)
+	require.Equal(t, len(keys)/2, ov[0]+ov[1]+ov[2])
+	for i := 1; i < len(keys); i += 2 {
+		x.Remove(i%3, int32(i))
+	}
+	require.Zero(t, x.Blocks())
+	for i, k := range keys {
+		require.False(t, x.Has(i%3, k))
+	}
+	require.Equal(t, uint8(255), x.filter[(keys[0]*golden)>>x.fshift], "a saturated count sticks")
+}
+
+func TestIndexOffChainCounting(t *testing.T) {
+	x := NewResidentIndex(2)
+	x.Set(0, 0, []uint64{1, 2, 3})
+	require.True(t, x.Chained())
+	x.Set(1, 1, []uint64{2, 3}) // 2 at depth 0: off its chain
+	require.False(t, x.Chained())
+	x.Set(1, 1, []uint64{1, 2, 3, 1}) // 1 again at depth 3
+	require.False(t, x.Chained())
+	x.Set(1, 1, []uint64{1, 2, 3, 4})
+	require.True(t, x.Chained())
+	x.Set(1, 2, []uint64{9, 3}) // 3 after 9
+	require.False(t, x.Chained())
+	x.Remove(1, 2)
+	require.True(t, x.Chained())
+	// The first owner leaves; the canonical position stays with the block.
+	x.Remove(0, 0)
+	x.Set(0, 0, []uint64{1, 2, 3})
+	require.True(t, x.Chained())
+}
+
+func TestIndexHelpers(t *testing.T) {
+	x := NewResidentIndex(70)
+	x.Set(3, 0, []uint64{10})
+	x.Set(3, 1, []uint64{11})
+	x.Set(5, 1, []uint64{11})
+	x.Set(69, 2, []uint64{11})
+	a, b := x.find(10), x.find(11)
+	out := make([]int, 70)
+	x.addDiff(a, b, 7, out) // {3} \ {3,5,69} = ∅
+	require.Zero(t, out[3])
+	x.addDiff(b, a, 7, out) // {3,5,69} \ {3}
+	require.Equal(t, []int{0, 7, 7}, []int{out[3], out[5], out[69]})
+	x.Set(4, 3, []uint64{12})
+	x.addDiff(x.find(10), x.find(12), 2, out) // {3} \ {4}
+	require.Equal(t, 2, out[3])
+	require.False(t, x.same(a, b))
+	require.True(t, x.same(b, b))
+
+	require.Zero(t, commonPrefix(nil, []uint64{1}))
+	require.Equal(t, 2, commonPrefix([]uint64{1, 2, 3}, []uint64{1, 2, 4, 5}))
+	require.Equal(t, 3, commonPrefix([]uint64{1, 2, 3}, []uint64{1, 2, 3, 5}))
+}

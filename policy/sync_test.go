@@ -1,0 +1,105 @@
+package policy
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// TestSyncKVCMatchesKVC: driven from one goroutine, the front returns the
+// same Steps as KVC for the same calls.
+func TestSyncKVCMatchesKVC(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := KVCConfig{Alpha: 1, TauReject: rapid.IntRange(1, 3).Draw(t, "tau"),
+			Epsilon: rapid.IntRange(1, 3).Draw(t, "eps"), Prefill: 2, Decode: rapid.IntRange(1, 5).Draw(t, "decode")}
+		k, _ := NewKVC(cfg)
+		f, err := NewSyncKVC(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn := map[int32]int{}
+		for i := rapid.IntRange(1, 60).Draw(t, "steps"); i > 0; i-- {
+			s := int32(rapid.IntRange(0, 3).Draw(t, "s"))
+			switch rapid.IntRange(0, 4).Draw(t, "event") {
+			case 0:
+				d := rapid.IntRange(0, cfg.Decode-1).Draw(t, "d")
+				k.Finished(d)
+				f.Finished(d)
+			case 1:
+				d := rapid.IntRange(0, cfg.Decode-1).Draw(t, "d")
+				k.Evicted(d, s)
+				f.Evicted(d, s)
+			default:
+				r := req(s, turn[s], chainBlocks(s, 3*turn[s]+1))
+				turn[s]++
+				a, b := NewDispatch(r), NewDispatch(r)
+				if k.Route(a) != f.Route(b) {
+					t.Fatal("Route differs")
+				}
+				sa, sb := k.Begin(a), f.Begin(b)
+				for {
+					if sa != sb {
+						t.Fatalf("KVC %+v, SyncKVC %+v", sa, sb)
+					}
+					if sa.Action != ActAdmit {
+						break
+					}
+					if rapid.Bool().Draw(t, "accept") {
+						sa, sb = k.Admitted(a, sa.D, ModeReseed), f.Admitted(b, sb.D, ModeReseed)
+					} else {
+						sa, sb = k.Rejected(a, sa.D, ReasonNoCapacity), f.Rejected(b, sb.D, ReasonNoCapacity)
+					}
+				}
+			}
+			if k.Stats(s) != f.Stats(s) || k.Pin(s) != f.Pin(s) || k.Rejects(s, 0) != f.Rejects(s, 0) {
+				t.Fatal("state differs")
+			}
+		}
+	})
+}
+
+// TestSyncKVCConcurrent drives the front from several goroutines (run it
+// with -race) and checks the bookkeeping adds up.
+func TestSyncKVCConcurrent(t *testing.T) {
+	const goroutines, perG, decode = 4, 300, 4
+	f, err := NewSyncKVC(KVCConfig{Alpha: 1, TauReject: 2, Epsilon: 2, Prefill: 2, Decode: decode})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < perG; i++ {
+				s := int32(g*10 + i%3)
+				r := req(s, i/3, chainBlocks(s, 1+i/3))
+				ds := NewDispatch(r)
+				f.Route(ds)
+				st := f.Begin(ds)
+				for st.Action == ActAdmit {
+					if (i+g)%4 == 0 {
+						st = f.Rejected(ds, st.D, ReasonNoCapacity)
+						continue
+					}
+					d := st.D
+					st = f.Admitted(ds, d, ModeDirect)
+					st.D = d
+				}
+				f.Finished(st.D)
+				if i%50 == 49 {
+					f.Evicted(st.D, s)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	total := 0
+	f.Sessions(func(s int32, st SessionStats) { total += st.Fallbacks })
+	require.Positive(t, total)
+	for d := 0; d < decode; d++ {
+		require.Zero(t, f.k.Inflight(d), "every dispatch was finished")
+	}
+	_ = f.Pin(0) + f.Rejects(0, 0)
+	_ = f.Stats(0)
+}
