@@ -57,6 +57,3 @@ func (h *hclogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 func (h *hclogHandler) WithGroup(name string) slog.Handler {
 	return &hclogHandler{l: h.l.Named(name), attrs: h.attrs}
 }
-
-// slogFor returns a slog.Logger writing to l.
-func slogFor(l hclog.Logger) *slog.Logger { return slog.New(&hclogHandler{l: l}) }

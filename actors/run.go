@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -100,9 +99,22 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	}
 	wl := spec.Workload
 
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slogFor(log.Named("protoactor"))
-	}))
+	// Every prefill worker needs a link to every decode worker (topology
+	// validates this; a hand-built Spec may not).
+	for pi := range b.prefill {
+		for d := range b.decode {
+			linked := false
+			for _, n := range b.nics {
+				linked = linked || (n.prefill == pi && n.rateCap[d] > 0)
+			}
+			if !linked {
+				return nil, fmt.Errorf("no link from %s to %s", spec.Prefill[pi].Name, spec.Decode[d].Name)
+			}
+		}
+	}
+
+	ps := borrowSystem(log)
+	sys := ps.sys
 	var deadLetters atomic.Int64
 	sub := sys.EventStream.Subscribe(func(m any) {
 		if dl, ok := m.(*actor.DeadLetterEvent); ok {
@@ -110,7 +122,6 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 			log.Warn("dead letter", "pid", dl.PID.String(), "message", fmt.Sprintf("%T", dl.Message))
 		}
 	})
-	defer sys.EventStream.Unsubscribe(sub)
 
 	rs := &runState{done: make(chan struct{})}
 	var clk Clock
@@ -213,13 +224,6 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	for _, d := range decs {
 		d.router, d.collector = rtrPID, colPID
 	}
-	for _, p := range pres {
-		for d, l := range p.links {
-			if l == nil {
-				return nil, fmt.Errorf("no link from %s to %s", spec.Prefill[0].Name, spec.Decode[d].Name)
-			}
-		}
-	}
 
 	start := time.Now()
 	var runErr error
@@ -272,10 +276,18 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		// Ask the router for its per-session counters (read in its own goroutine).
 		sessStats, _ = ask(rtrPID).(map[int32]policy.SessionStats)
 	}
+	stopped := true
 	for _, pid := range pids {
-		_ = sys.Root.StopFuture(pid).Wait()
+		if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+			stopped = false
+		}
 	}
-	sys.Shutdown()
+	sys.EventStream.Unsubscribe(sub)
+	if stopped && rs.panics.Load() == 0 {
+		ps.release() // every actor of this run is gone: the system is idle
+	} else {
+		sys.Shutdown()
+	}
 
 	if collected == nil {
 		return nil, errors.Join(runErr, rs.error(), errors.New("could not read the collector"))

@@ -41,6 +41,7 @@ type genSession struct {
 	arrival time.Duration
 	pending *Request
 	salt    uint64
+	blocks  []uint64 // the session's prompt blocks so far (shared backing array)
 }
 
 type sessHeap []*genSession
@@ -163,17 +164,23 @@ func (g *Agentic) make(s *genSession) *Request {
 		AppendLen:   app,
 		Last:        s.turn == s.turns-1,
 	}
+	// A session's prompt only grows, so every turn's Blocks is a prefix of
+	// the next one's: they share one append-only backing array (appending
+	// never rewrites an element an earlier request can see).
 	nb := in / c.BlockTokens
-	r.Blocks = make([]uint64, nb)
 	shared := c.SystemTokens / c.BlockTokens
-	for i := range r.Blocks {
+	for i := len(s.blocks); i < nb; i++ {
 		if i < shared {
-			r.Blocks[i] = mix64(g.seed ^ uint64(i+1)*0x94d049bb133111eb)
+			s.blocks = append(s.blocks, mix64(g.seed^uint64(i+1)*0x94d049bb133111eb))
 		} else {
-			r.Blocks[i] = mix64(s.salt ^ uint64(i+1)*0x94d049bb133111eb)
+			s.blocks = append(s.blocks, mix64(s.salt^uint64(i+1)*0x94d049bb133111eb))
 		}
 	}
+	r.Blocks = s.blocks[:nb:nb]
 	s.prevIn, s.prevOut = in, out
+	if r.Last {
+		s.blocks = nil
+	}
 	return r
 }
 

@@ -1,0 +1,75 @@
+package actors
+
+import (
+	"io"
+	"log"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Creating a protoactor ActorSystem costs ~3 ms and ~70k allocations (its
+// process registry pre-allocates 1024 concurrent maps), more than a whole
+// default-scenario replay's own work. Runs therefore borrow systems from a
+// pool: a run has its system to itself, stops every actor it spawned before
+// giving it back, and points the system's log bridge at its own logger.
+type pooledSystem struct {
+	sys *actor.ActorSystem
+	log atomic.Pointer[hclog.Logger] // the borrowing run's logger
+}
+
+var systems sync.Pool
+
+// borrowSystem returns an idle actor system whose protoactor logs go to log.
+func borrowSystem(log hclog.Logger) *pooledSystem {
+	named := log.Named("protoactor")
+	ps, _ := systems.Get().(*pooledSystem)
+	if ps == nil {
+		ps = &pooledSystem{}
+		ps.log.Store(&named) // NewActorSystem logs while it starts
+		ps.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			return slog.New(&hclogHandler{l: swappable{ps}})
+		}))
+	}
+	ps.log.Store(&named)
+	return ps
+}
+
+// release gives a system whose actors were all stopped back to the pool.
+func (ps *pooledSystem) release() { systems.Put(ps) }
+
+// swappable is an hclog.Logger that forwards to the pooled system's
+// current borrower.
+type swappable struct{ ps *pooledSystem }
+
+func (s swappable) cur() hclog.Logger { return *s.ps.log.Load() }
+
+func (s swappable) Log(level hclog.Level, msg string, args ...interface{}) {
+	s.cur().Log(level, msg, args...)
+}
+func (s swappable) Trace(msg string, args ...interface{}) { s.cur().Trace(msg, args...) }
+func (s swappable) Debug(msg string, args ...interface{}) { s.cur().Debug(msg, args...) }
+func (s swappable) Info(msg string, args ...interface{})  { s.cur().Info(msg, args...) }
+func (s swappable) Warn(msg string, args ...interface{})  { s.cur().Warn(msg, args...) }
+func (s swappable) Error(msg string, args ...interface{}) { s.cur().Error(msg, args...) }
+func (s swappable) IsTrace() bool                         { return s.cur().IsTrace() }
+func (s swappable) IsDebug() bool                         { return s.cur().IsDebug() }
+func (s swappable) IsInfo() bool                          { return s.cur().IsInfo() }
+func (s swappable) IsWarn() bool                          { return s.cur().IsWarn() }
+func (s swappable) IsError() bool                         { return s.cur().IsError() }
+func (s swappable) ImpliedArgs() []interface{}            { return s.cur().ImpliedArgs() }
+func (s swappable) With(args ...interface{}) hclog.Logger { return s.cur().With(args...) }
+func (s swappable) Name() string                          { return s.cur().Name() }
+func (s swappable) Named(name string) hclog.Logger        { return s.cur().Named(name) }
+func (s swappable) ResetNamed(name string) hclog.Logger   { return s.cur().ResetNamed(name) }
+func (s swappable) SetLevel(level hclog.Level)            { s.cur().SetLevel(level) }
+func (s swappable) GetLevel() hclog.Level                 { return s.cur().GetLevel() }
+func (s swappable) StandardLogger(o *hclog.StandardLoggerOptions) *log.Logger {
+	return s.cur().StandardLogger(o)
+}
+func (s swappable) StandardWriter(o *hclog.StandardLoggerOptions) io.Writer {
+	return s.cur().StandardWriter(o)
+}
