@@ -97,6 +97,7 @@ type DecodeWorker struct {
 	running  []*Job
 	prefillQ []*Job // Direct requests waiting for their append-prefill
 	ready    []*Job // first token ready, waiting for memory or a batch slot
+	waitRoom []*Job // unadmitted session requests waiting for KV room (FIFO)
 	cur      *Job   // append-prefill in progress
 	curEnd   time.Duration
 	curChunk int           // prefill tokens of the pass in flight
@@ -106,6 +107,8 @@ type DecodeWorker struct {
 	// afterFinish, when set, runs after requests finished at t (a fused
 	// worker admits waiting requests into the memory they freed).
 	afterFinish func(t time.Duration)
+	freed       bool // a request finished at freedAt: waiting ones may fit
+	freedAt     time.Duration
 }
 
 // NewDecodeWorker validates cfg.
@@ -135,7 +138,7 @@ func (w *DecodeWorker) Cap() int     { return w.cap }
 func (w *DecodeWorker) MaxUsed() int { return w.maxUsed }
 
 // Queued is the number of requests waiting (append-prefill or a slot).
-func (w *DecodeWorker) Queued() int { return len(w.prefillQ) + len(w.ready) }
+func (w *DecodeWorker) Queued() int { return len(w.prefillQ) + len(w.ready) + len(w.waitRoom) }
 
 // Running is the number of requests on the GPU (decoding or prefilling).
 func (w *DecodeWorker) Running() int {
@@ -281,6 +284,13 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 		w.out = append(w.out, Event{Kind: EvFailed, Job: j, At: now})
 		return
 	}
+	if j.Unadmitted && (j.Mode == policy.ModeSeed || j.Mode == policy.ModeReseed) {
+		// Nobody admitted it: its KV becomes the session's residency once
+		// there is room for it.
+		w.waitRoom = append(w.waitRoom, j)
+		w.admitRoom(now)
+		return
+	}
 	if j.Mode == policy.ModeFallback || j.Mode == policy.ModeVanilla {
 		j.footprint = j.Req.InputLen + j.Req.OutputLen
 		if j.footprint > w.cap {
@@ -292,6 +302,70 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 	}
 	w.ready = append(w.ready, j)
 	w.drainReady(now)
+}
+
+// Run serves j Direct without an admission check (admission-free
+// policies): the append-prefill covers whatever of the prompt the session's
+// resident KV does not (the whole prompt if the session is not resident),
+// and the request waits FIFO until its KV fits, evicting idle sessions.
+func (w *DecodeWorker) Run(now time.Duration, j *Job) {
+	w.advance(now)
+	j.Mode = policy.ModeDirect
+	app := realAppend(j, w.sess[j.Req.Session])
+	j.PrefillTokens, j.CachedTokens = app, j.Req.InputLen-app
+	w.waitRoom = append(w.waitRoom, j)
+	w.admitRoom(now)
+}
+
+// admitRoom gives waiting unadmitted requests their KV (as session
+// residency) in FIFO order while it fits; one that can never fit fails.
+func (w *DecodeWorker) admitRoom(now time.Duration) {
+	for len(w.waitRoom) > 0 {
+		j := w.waitRoom[0]
+		r := j.Req
+		s := w.sess[r.Session]
+		footprint := r.InputLen + r.OutputLen
+		need := footprint
+		if s != nil {
+			need = max(0, footprint-s.tokens)
+		}
+		if footprint > w.cap {
+			w.waitRoom = w.waitRoom[1:]
+			j.Failed, j.Done = ReasonExceedsPool, now
+			w.out = append(w.out, Event{Kind: EvFailed, Job: j, At: now})
+			continue
+		}
+		if w.used+need > w.cap {
+			w.evictFor(now, r.Session, need, 0)
+			if w.used+need > w.cap {
+				return
+			}
+		}
+		w.waitRoom = w.waitRoom[1:]
+		if j.Mode == policy.ModeDirect {
+			// What the session holds now (it may have been evicted while
+			// this request waited).
+			app := realAppend(j, s)
+			j.PrefillTokens, j.CachedTokens = app, r.InputLen-app
+		}
+		if s == nil {
+			s = &residency{}
+			w.sess[r.Session] = s
+		}
+		w.setUsed(w.used + need)
+		s.tokens += need
+		s.blocks = r.Blocks
+		s.active++
+		s.lastUse = now
+		j.Admitted = now
+		if j.Mode == policy.ModeDirect {
+			w.prefillQ = append(w.prefillQ, j)
+			w.kick(now)
+		} else {
+			w.ready = append(w.ready, j)
+			w.drainReady(now)
+		}
+	}
 }
 
 // kick starts the next mixed pass if prefill work is pending and no pass is
@@ -350,6 +424,20 @@ func (w *DecodeWorker) drainReady(now time.Duration) {
 	}
 	clear(w.ready[len(kept):])
 	w.ready = kept
+	w.afterFree()
+}
+
+// afterFree lets requests waiting for memory in when a request finished.
+// It runs after the loops that finish requests, never inside them.
+func (w *DecodeWorker) afterFree() {
+	for w.freed {
+		w.freed = false
+		t := w.freedAt
+		w.admitRoom(t)
+		if w.afterFinish != nil {
+			w.afterFinish(t)
+		}
+	}
 }
 
 func (w *DecodeWorker) join(now time.Duration, j *Job) {
@@ -365,6 +453,7 @@ func (w *DecodeWorker) join(now time.Duration, j *Job) {
 
 func (w *DecodeWorker) finish(now time.Duration, j *Job) {
 	j.Done = now
+	w.freed, w.freedAt = true, now
 	if j.footprint > 0 {
 		w.setUsed(w.used - j.footprint)
 		j.footprint, j.reserved = 0, false
@@ -465,9 +554,7 @@ func (w *DecodeWorker) retire(t time.Duration) {
 	for _, j := range done {
 		w.finish(t, j)
 	}
-	if len(done) > 0 && w.afterFinish != nil {
-		w.afterFinish(t)
-	}
+	w.afterFree()
 }
 
 func (w *DecodeWorker) progress(steps float64) {

@@ -37,6 +37,10 @@ type Job struct {
 	Tries         int   // admission attempts
 	Reasons       []string
 	Failed        string // non-empty: the request failed for this reason
+	// Unadmitted: no worker admitted the request (admission-free
+	// policies); the decode worker reserves its KV on arrival, waiting for
+	// room.
+	Unadmitted bool
 
 	// decode-side state
 	remaining float64 // decode steps still to run

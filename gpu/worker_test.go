@@ -175,7 +175,18 @@ func TestDecodeNeverExceedsCap(t *testing.T) {
 		var pending []*Job
 		for i := 0; i < 200; i++ {
 			now += time.Duration(rapid.IntRange(0, 5000).Draw(t, "dt")) * time.Microsecond
-			switch rapid.IntRange(0, 3).Draw(t, "op") {
+			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			case 4: // admission-free Direct
+				s := int32(rapid.IntRange(0, 6).Draw(t, "s"))
+				in := ctx[s] + rapid.IntRange(1, 400).Draw(t, "app")
+				r := req(int64(i), s, turns[s], in, rapid.IntRange(1, 50).Draw(t, "out"))
+				turns[s]++
+				ctx[s] = in + r.OutputLen
+				w.Run(now, &Job{Req: r})
+			case 5: // admission-free Seed whose KV arrives
+				s := int32(rapid.IntRange(7, 12).Draw(t, "s"))
+				r := req(int64(i), s, 0, rapid.IntRange(1, 900).Draw(t, "in"), rapid.IntRange(1, 50).Draw(t, "out"))
+				w.Arrive(now, &Job{Req: r, Mode: policy.ModeSeed, Unadmitted: true})
 			case 0, 1:
 				s := int32(rapid.IntRange(0, 6).Draw(t, "s"))
 				in := ctx[s] + rapid.IntRange(1, 400).Draw(t, "app")
@@ -339,4 +350,34 @@ func TestFusedWorkerReportsCacheEvictions(t *testing.T) {
 	}
 	require.NotEmpty(t, evicted)
 	assert.Equal(t, 20-len(evicted), f.CachedPrefix(blocks(1, 20)), "session 1's chain is trimmed from its tail")
+}
+
+func TestDecodeUnadmittedRunAndSeed(t *testing.T) {
+	w := newDecode(t, 1000)
+	// An unadmitted Seed reserves its KV on arrival and stays resident.
+	s0 := &Job{Req: req(0, 1, 0, 400, 1), Mode: policy.ModeSeed, Unadmitted: true}
+	w.Arrive(0, s0)
+	w.Advance(0)
+	w.Events()
+	assert.True(t, w.Resident(1))
+	assert.Equal(t, 401, w.Used())
+	// Direct without admission over the resident prefix: only the append.
+	d1 := &Job{Req: req(1, 1, 1, 450, 1)}
+	w.Run(time.Second, d1)
+	assert.Equal(t, 49, d1.PrefillTokens)
+	// Direct for a session the worker never saw: the whole prompt.
+	d2 := &Job{Req: req(2, 2, 3, 300, 1)}
+	w.Run(time.Second, d2)
+	assert.Equal(t, 300, d2.PrefillTokens)
+	// One that does not fit waits for room, evicting idle sessions when
+	// they become idle.
+	d3 := &Job{Req: req(3, 3, 0, 500, 1)}
+	w.Run(time.Second, d3)
+	assert.Equal(t, 1, len(w.waitRoom))
+	w.Advance(time.Hour)
+	for _, e := range w.Events() {
+		assert.NotEqual(t, EvFailed, e.Kind)
+	}
+	assert.Positive(t, d3.Done)
+	assert.LessOrEqual(t, w.MaxUsed(), w.Cap())
 }
