@@ -18,7 +18,6 @@ type built struct {
 	perfP   []gpu.Perf
 	nics    []nicSpec
 	pol     routerPolicy
-	kvc     *policy.KVC
 }
 
 type nicSpec struct {
@@ -226,7 +225,19 @@ func build(spec *topology.Spec) (*built, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.pol, b.kvc = k, k
+		b.pol = k
+	case "sticky_only":
+		v, err := policy.NewStickyOnly(np, nd)
+		if err != nil {
+			return nil, err
+		}
+		b.pol = v
+	case "kv_score":
+		v, err := policy.NewKVScore(policy.KVScoreConfig{Alpha: r.Alpha, Prefill: np, Decode: nd})
+		if err != nil {
+			return nil, err
+		}
+		b.pol = v
 	case "vanilla":
 		v, err := policy.NewVanilla(np, nd)
 		if err != nil {

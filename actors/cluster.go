@@ -35,6 +35,7 @@ type (
 	prefillMsg  struct{ job *gpu.Job }
 	transferMsg struct{ job *gpu.Job }
 	kvReadyMsg  struct{ job *gpu.Job }
+	runMsg      struct{ job *gpu.Job }
 	jobEndedMsg struct{ job *gpu.Job }
 	driverDone  struct{ total int }
 )
@@ -89,14 +90,24 @@ type routerPolicy interface {
 type admissionPolicy interface {
 	Admitted(ds *policy.Dispatch, d int, mode policy.Mode) policy.Step
 	Rejected(ds *policy.Dispatch, d int, reason string) policy.Step
+}
+
+// feedbackPolicy is implemented by policies that track load and residency.
+type feedbackPolicy interface {
 	Finished(d int)
 	Evicted(d int, s int32)
+}
+
+// sessionPolicy is implemented by policies with per-session counters.
+type sessionPolicy interface {
+	Sessions(f func(s int32, st policy.SessionStats))
 }
 
 type routerActor struct {
 	node
 	pol       routerPolicy
 	adm       admissionPolicy // nil for policies without admission
+	fb        feedbackPolicy  // nil for policies that need no feedback
 	prefill   []*actor.PID
 	decode    []*actor.PID
 	decisions int64
@@ -112,11 +123,16 @@ func (a *routerActor) apply(job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
 		// kept a reservation; Fallback/Vanilla: no decode worker saw it yet).
 		job.Mode, job.P, job.D = st.Mode, st.P, st.D
 		job.Reasons = ds.Reasons
-		if st.Mode == policy.ModeFallback || st.Mode == policy.ModeVanilla {
+		job.Unadmitted = st.Unadmitted
+		if st.Unadmitted {
 			job.Tries = ds.Tries
 			job.Admitted = a.now()
 		}
 		a.send(a.prefill[st.P], prefillMsg{job}, 0)
+	case policy.ActRun:
+		// Admission-free policies: the decode worker runs it Direct.
+		job.Mode, job.P, job.D, job.Unadmitted = st.Mode, -1, st.D, true
+		a.send(a.decode[st.D], runMsg{job}, 0)
 	case policy.ActNone:
 		// Direct: the decode worker owns and runs the job; do not touch it.
 	}
@@ -134,12 +150,12 @@ func (a *routerActor) handle(msg any) {
 			a.apply(m.job, m.ds, a.adm.Rejected(m.ds, m.d, m.reason))
 		}
 	case finishedMsg:
-		if a.adm != nil {
-			a.adm.Finished(m.d)
+		if a.fb != nil {
+			a.fb.Finished(m.d)
 		}
 	case evictedMsg:
-		if a.adm != nil {
-			a.adm.Evicted(m.d, m.session)
+		if a.fb != nil {
+			a.fb.Evicted(m.d, m.session)
 		}
 	}
 }
@@ -169,6 +185,9 @@ func (a *decodeActor) handle(msg any) {
 		a.send(a.router, admitReply{job: m.job, ds: m.ds, d: a.idx, mode: mode, reason: reason}, 0)
 	case kvReadyMsg:
 		a.w.Arrive(now, m.job)
+	case runMsg:
+		m.job.D = a.idx
+		a.w.Run(now, m.job)
 	case wakeMsg:
 		a.wake.fired(m)
 		a.w.Advance(now)
@@ -303,7 +322,7 @@ func (a *collectorActor) query(any) any { return a.col }
 
 func (a *routerActor) query(any) any {
 	out := map[int32]policy.SessionStats{}
-	if k, ok := a.pol.(*policy.KVC); ok {
+	if k, ok := a.pol.(sessionPolicy); ok {
 		k.Sessions(func(s int32, st policy.SessionStats) { out[s] = st })
 	}
 	return out

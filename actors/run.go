@@ -161,6 +161,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	if a, ok := b.pol.(admissionPolicy); ok {
 		rtr.adm = a
 	}
+	if f, ok := b.pol.(feedbackPolicy); ok {
+		rtr.fb = f
+	}
 	coll := &collectorActor{node: mk("collector"), col: col, run: rs}
 	var decs []*decodeActor
 	var series []*metrics.Series
@@ -272,7 +275,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		workers = append(workers, metrics.WorkerSummary{Name: spec.Prefill[i].Name, Kind: "prefill", MaxKV: mx})
 	}
 	var sessStats map[int32]policy.SessionStats
-	if b.kvc != nil {
+	if _, ok := b.pol.(sessionPolicy); ok {
 		// Ask the router for its per-session counters (read in its own goroutine).
 		sessStats, _ = ask(rtrPID).(map[int32]policy.SessionStats)
 	}

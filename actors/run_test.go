@@ -194,3 +194,24 @@ func TestOpenLoopEndsEveryRequest(t *testing.T) {
 }
 
 var _ io.Writer = tWriter{}
+
+func TestAdmissionFreeBaselinesEndEveryRequest(t *testing.T) {
+	for _, pol := range []string{"sticky_only", "kv_score"} {
+		t.Run(pol, func(t *testing.T) {
+			spec := small(loadScenario(t, scenarios.Default), 10, 10)
+			spec.Router.Policy = pol
+			res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+			require.NoError(t, err)
+			s := res.Summary
+			assert.Equal(t, 100, s.Requests.Total)
+			assert.Equal(t, s.Requests.Total, s.Requests.Completed+s.Requests.Failed)
+			assert.Positive(t, s.Modes["Direct"])
+			assert.Zero(t, s.Modes["Fallback"], "admission-free policies never fall back")
+			for _, w := range s.Workers {
+				if w.Kind == "decode" {
+					assert.LessOrEqual(t, w.MaxKV, w.CapKV, w.Name)
+				}
+			}
+		})
+	}
+}
