@@ -83,8 +83,9 @@ type residency struct {
 // recently used first (ties by session index) until the request fits; if it
 // still does not fit the request is rejected (Algorithm 2). A Fallback or
 // Vanilla request whose KV has arrived may evict any idle session, so it
-// never waits on memory that nothing would free. Each eviction is reported
-// as an EvEvicted event.
+// never waits on memory that nothing would free. When a session's final
+// turn (Request.Last) ends, its KV is freed at once (the client closes the
+// session). Each eviction is reported as an EvEvicted event.
 type DecodeWorker struct {
 	cfg  DecodeConfig
 	cost Cost
@@ -464,6 +465,13 @@ func (w *DecodeWorker) finish(now time.Duration, j *Job) {
 			// Output KV that was not reserved at admission.
 			w.setUsed(w.used + grown - s.tokens)
 			s.tokens = grown
+		}
+		if j.Req.Last && s.active == 0 {
+			// The session's final turn: the client closes the session and
+			// its KV is freed at once (reported like an eviction).
+			delete(w.sess, j.Req.Session)
+			w.setUsed(w.used - s.tokens)
+			w.out = append(w.out, Event{Kind: EvEvicted, Session: j.Req.Session, At: now})
 		}
 	}
 	w.out = append(w.out, Event{Kind: EvDone, Job: j, At: now})
