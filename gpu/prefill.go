@@ -62,7 +62,9 @@ func (w *PrefillWorker) start(now time.Duration) {
 	for n < len(w.queue) {
 		j := w.queue[n]
 		r := j.Req
-		cached := min(w.cache.Match(r.Blocks)*r.BlockTokens, r.InputLen-1)
+		// Peek, not Match: the batch's Insert at its end refreshes these blocks
+		// (nothing else touches this cache in between).
+		cached := min(w.cache.Peek(r.Blocks)*r.BlockTokens, r.InputLen-1)
 		cached = max(cached, 0)
 		fresh := r.InputLen - cached
 		if n > 0 && total+fresh > w.cfg.MaxBatchTokens {
