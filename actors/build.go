@@ -259,7 +259,9 @@ func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 	w := spec.Workload
 	if w.Trace != "" {
 		return workload.Open(w.Trace, w.Format, workload.LoadOptions{
-			SkipBad: skipBad, MaxRequests: w.MaxRequests, Seed: w.Seed,
+			SkipBad: skipBad || w.Replay.SkipBad, MaxRequests: w.MaxRequests, Seed: w.Seed,
+			SessionRate: w.Replay.SessionRate, MaxConcurrent: w.Replay.MaxConcurrent, TraceTime: w.Replay.TraceTime,
+			ShareSystemPrefix: w.Replay.SharePrefix, InferSessions: w.Replay.InferSessions,
 		})
 	}
 	g := w.Generator

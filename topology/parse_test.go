@@ -194,6 +194,10 @@ func TestDiagnostics(t *testing.T) {
 		{"negative max_requests", minimal + "workload {\n  max_requests = -1 #!\n}\n", Options{}, []string{`Invalid value for "max_requests"`}},
 		{"bad sample_interval", minimal + "workload {\n  sample_interval = \"often\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`}},
 		{"zero sample_interval", minimal + "workload {\n  sample_interval = \"0s\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`, "at least 1µs"}},
+		{"trace option without trace", minimal + "workload {\n  share_prefix = true #!\n}\n", Options{}, []string{"Trace option without trace", `"share_prefix"`}},
+		{"session_rate zero", minimal + "workload {\n  trace = \"x\"\n  session_rate = 0 #!\n}\n", Options{}, []string{`Invalid value for "session_rate"`}},
+		{"max_concurrent zero", minimal + "workload {\n  trace = \"x\"\n  max_concurrent = 0 #!\n}\n", Options{}, []string{`Invalid value for "max_concurrent"`}},
+		{"two session start rules", minimal + "workload {\n  trace = \"x\"\n  session_rate = 1\n  max_concurrent = 32 #!\n}\n", Options{}, []string{"Conflicting session starts"}},
 		{"trace and generator", minimal + "workload {\n  trace = \"x.jsonl\"\n  generator \"agentic\" { #!\n  }\n}\n", Options{}, []string{"Conflicting workload sources", "mutually exclusive"}},
 		{"format without trace", minimal + "workload {\n  format = \"mooncake\" #!\n}\n", Options{}, []string{"Format without trace"}},
 		{"unknown format", minimal + "workload {\n  trace = \"x\"\n  format = \"mooncak\" #!\n}\n", Options{KnownFormat: func(s string) bool { return s == "mooncake" }, FormatNames: []string{"mooncake", "weka"}}, []string{"Unknown trace format", `Did you mean "mooncake"?`}},
@@ -592,4 +596,10 @@ func TestHugeNumbersAreCheap(t *testing.T) {
 	start := time.Now()
 	_ = parseErr(t, minimal, Options{Vars: map[string]string{"x": "1e9999999"}})
 	assert.Less(t, time.Since(start), time.Second)
+}
+
+func TestTraceReplayOptions(t *testing.T) {
+	spec, err := Parse("dir/test.hcl", []byte(minimal+"workload {\n  trace = \"t\"\n  skip_bad = true\n  max_concurrent = 32\n  share_prefix = true\n  infer_sessions = true\n}\n"), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, TraceReplay{SkipBad: true, MaxConcurrent: 32, SharePrefix: true, InferSessions: true}, spec.Workload.Replay)
 }

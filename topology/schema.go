@@ -203,6 +203,20 @@ type workloadHCL struct {
 	Format              *string   `hcl:"format,optional"`
 	FormatRange         hcl.Range `hcl:"format,attr_range"`
 
+	// Trace replay options (only with trace).
+	SkipBad            *bool     `hcl:"skip_bad,optional"`
+	SkipBadRange       hcl.Range `hcl:"skip_bad,attr_range"`
+	SessionRate        *float64  `hcl:"session_rate,optional"`
+	SessionRateRange   hcl.Range `hcl:"session_rate,attr_range"`
+	MaxConcurrent      *int      `hcl:"max_concurrent,optional"`
+	MaxConcurrentRange hcl.Range `hcl:"max_concurrent,attr_range"`
+	SharePrefix        *bool     `hcl:"share_prefix,optional"`
+	SharePrefixRange   hcl.Range `hcl:"share_prefix,attr_range"`
+	InferSessions      *bool     `hcl:"infer_sessions,optional"`
+	InferSessionsRange hcl.Range `hcl:"infer_sessions,attr_range"`
+	TraceTime          *bool     `hcl:"trace_time,optional"`
+	TraceTimeRange     hcl.Range `hcl:"trace_time,attr_range"`
+
 	Generators []generatorHCL `hcl:"generator,block"`
 }
 

@@ -169,7 +169,8 @@ type Workload struct {
 	// Trace is a trace file or directory (resolved, absolute or relative to
 	// the working directory). Empty means "use Generator".
 	Trace  string
-	Format string // trace format name, "" = detect
+	Format string      // trace format name, "" = detect
+	Replay TraceReplay // trace options (only with Trace)
 
 	Generator Generator // used when Trace is empty
 
@@ -179,6 +180,18 @@ type Workload struct {
 	MaxRequests    int           // 0 = all
 	Loop           string        // "open" | "closed" (default closed)
 	SampleInterval time.Duration // instances.csv sampling interval (default 1s)
+}
+
+// TraceReplay holds the trace loader options of the workload block.
+type TraceReplay struct {
+	SkipBad bool // skip and count malformed records instead of failing
+	// Session starts for per-session traces (claude-code, tracelab); at
+	// most one of SessionRate, MaxConcurrent and TraceTime is set.
+	SessionRate   float64 // Poisson session starts, sessions per second
+	MaxConcurrent int     // staggered starts with at most this many overlapping sessions
+	TraceTime     bool    // tracelab: keep the recorded session start times
+	SharePrefix   bool    // share the tools+system prefix blocks across sessions
+	InferSessions bool    // mooncake: requests extending an earlier prompt continue its session
 }
 
 // Generator configures the seeded synthetic agentic workload.

@@ -773,6 +773,7 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 		}
 	}
 
+	c.replay(wh, &w)
 	for i := range wh.Generators {
 		gh := &wh.Generators[i]
 		if i > 0 {
@@ -791,6 +792,61 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 		w.Generator = c.generator(gh)
 	}
 	return w
+}
+
+// replay checks the trace replay options of a workload block.
+func (c *checker) replay(wh *workloadHCL, w *Workload) {
+	type opt struct {
+		set  bool
+		rng  hcl.Range
+		name string
+	}
+	opts := []opt{
+		{wh.SkipBad != nil, wh.SkipBadRange, "skip_bad"},
+		{wh.SessionRate != nil, wh.SessionRateRange, "session_rate"},
+		{wh.MaxConcurrent != nil, wh.MaxConcurrentRange, "max_concurrent"},
+		{wh.SharePrefix != nil, wh.SharePrefixRange, "share_prefix"},
+		{wh.InferSessions != nil, wh.InferSessionsRange, "infer_sessions"},
+		{wh.TraceTime != nil, wh.TraceTimeRange, "trace_time"},
+	}
+	if wh.Trace == nil {
+		for _, o := range opts {
+			if o.set {
+				c.errorf(o.rng, "Trace option without trace",
+					"%q is a trace replay option; it only applies together with \"trace\".", o.name)
+			}
+		}
+		return
+	}
+	r := &w.Replay
+	if wh.SkipBad != nil {
+		r.SkipBad = *wh.SkipBad
+	}
+	if wh.SharePrefix != nil {
+		r.SharePrefix = *wh.SharePrefix
+	}
+	if wh.InferSessions != nil {
+		r.InferSessions = *wh.InferSessions
+	}
+	if wh.TraceTime != nil {
+		r.TraceTime = *wh.TraceTime
+	}
+	r.SessionRate = checkNum(c, wh.SessionRate, wh.SessionRateRange, 0, "session_rate",
+		"Poisson session starts in sessions per second", positive[float64])
+	r.MaxConcurrent = checkNum(c, wh.MaxConcurrent, wh.MaxConcurrentRange, 0, "max_concurrent",
+		"at most this many sessions overlap", atLeast(1))
+	starts := 0
+	var last hcl.Range
+	for _, o := range []opt{opts[1], opts[2], {r.TraceTime, wh.TraceTimeRange, "trace_time"}} {
+		if o.set {
+			starts++
+			last = o.rng
+		}
+	}
+	if starts > 1 {
+		c.errorf(last, "Conflicting session starts",
+			"Set at most one of session_rate, max_concurrent and trace_time: each decides when sessions start.")
+	}
 }
 
 func (c *checker) generator(gh *generatorHCL) Generator {
