@@ -20,7 +20,7 @@ import (
 
 func TestNames(t *testing.T) {
 	names := scenarios.Names()
-	assert.Equal(t, []string{"1p3d-mlx5.hcl", "1p3d-tcp.hcl", "reseed-tcp-loopback.hcl", "vanilla-pd-1p3d.hcl"}, names)
+	assert.Equal(t, []string{"1p3d-mlx5.hcl", "1p3d-tcp.hcl", "claude-code.hcl", "mooncake.hcl", "reseed-tcp-loopback.hcl", "vanilla-pd-1p3d.hcl"}, names)
 	assert.Contains(t, names, scenarios.Default)
 }
 
@@ -60,7 +60,12 @@ func TestEmbeddedScenariosParse(t *testing.T) {
 		"vanilla-pd-1p3d.hcl":     {"H200-SXM", topology.DefaultGenerator()},
 		"reseed-tcp-loopback.hcl": {"H100-SXM", reseedGen},
 	}
+	// Trace scenarios are checked by TestTraceScenarios.
+	traces := map[string]bool{"claude-code.hcl": true, "mooncake.hcl": true}
 	for _, name := range scenarios.Names() {
+		if traces[name] {
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			want, ok := expects[name]
 			require.True(t, ok, "add expectations for the new scenario %s", name)
@@ -345,3 +350,32 @@ func TestPerfOverrideErrorsNameTheWorker(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestTraceScenarios: the trace scenarios name a shipped trace relative to
+// the scenarios directory (../../shared/traces from scenarios/), with the
+// format spelled out, and replay it with the real presets.
+func TestTraceScenarios(t *testing.T) {
+	cases := map[string]struct {
+		trace, format, loop string
+		prefill, decode     int
+	}{
+		"claude-code.hcl": {"weka-claude-code", "claude-code", topology.LoopClosed, 1, 3},
+		"mooncake.hcl":    {"mooncake/synthetic_trace.jsonl", "mooncake", topology.LoopOpen, 4, 4},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			src, err := scenarios.Read(name)
+			require.NoError(t, err)
+			spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: "/repo/scenarios"})
+			require.NoError(t, err)
+			assert.Equal(t, "/shared/traces/"+want.trace, spec.Workload.Trace)
+			assert.Equal(t, want.format, spec.Workload.Format)
+			assert.Equal(t, want.loop, spec.Workload.Loop)
+			assert.Len(t, spec.Prefill, want.prefill)
+			assert.Len(t, spec.Decode, want.decode)
+			assert.True(t, spec.Router.NetCapacity)
+			_, err = spec.NICs()
+			assert.NoError(t, err)
+		})
+	}
+}

@@ -162,8 +162,11 @@ func loadSpec(file string, vars varFlag) (*topology.Spec, error) {
 	if _, err := os.Stat(file); err != nil {
 		if src, rerr := scenarios.Read(file); rerr == nil {
 			name := "<embedded>/" + strings.TrimSuffix(file, ".hcl") + ".hcl"
+			// Relative trace paths in an embedded scenario resolve as if the
+			// file were read from ./scenarios (running from the repository
+			// root, embedded and on-disk copies behave the same).
 			wd, _ := os.Getwd()
-			opts.BaseDir = wd
+			opts.BaseDir = filepath.Join(wd, "scenarios")
 			return topology.Parse(name, src, opts)
 		}
 		return nil, usageErr("%s: no such file (and no embedded scenario of that name; try 'pdemu scenarios')", file)

@@ -118,3 +118,73 @@ func TestModels(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, stdout, "qwen3-coder-30b-a3b")
 }
+
+// tracesDir finds ../shared/traces from the repository (or PDEMU_TRACES).
+func tracesDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("PDEMU_TRACES"); d != "" {
+		return d
+	}
+	d, err := filepath.Abs("../../../shared/traces")
+	require.NoError(t, err)
+	if _, err := os.Stat(d); err != nil {
+		t.Skipf("shipped traces not found at %s (set PDEMU_TRACES): %v", d, err)
+	}
+	return d
+}
+
+// TestReplayShippedTraces runs every loader on its shipped trace end to
+// end through pdemu run (capped, to stay fast) and checks nothing is lost.
+func TestReplayShippedTraces(t *testing.T) {
+	dir := tracesDir(t)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"mooncake scenario", []string{"mooncake.hcl", "--trace", filepath.Join(dir, "mooncake/synthetic_trace.jsonl")}, "total 300  completed 300  failed 0"},
+		{"claude-code scenario", []string{"claude-code.hcl", "--trace", filepath.Join(dir, "weka-claude-code")}, "total 300  completed 300  failed 0"},
+		{"azure on the default cluster", []string{"--trace", filepath.Join(dir, "azure-2023/AzureLLMInferenceTrace_code.csv")}, "total 300  completed 300  failed 0"},
+		{"tracelab on the default cluster", []string{"--trace", filepath.Join(dir, "tracelab/round_trace.sanitized.jsonl")}, "total 19  completed 19  failed 0"},
+		// Prompts above the default K_d fail, counted with their reason.
+		{"claude-code on the default cluster", []string{"--trace", filepath.Join(dir, "weka-claude-code")}, "total 300"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			args := append([]string{"run"}, c.args...)
+			stdout, _, err := runCLI(t, append(args, "--max-requests", "300", "--out", out)...)
+			require.NoError(t, err)
+			assert.Contains(t, stdout, c.want)
+			b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+			require.NoError(t, err)
+			assert.Contains(t, string(b), `"dead_letters": 0`)
+		})
+	}
+}
+
+func TestTraceStatsAndGen(t *testing.T) {
+	dir := t.TempDir()
+	gen := filepath.Join(dir, "swe.jsonl")
+	_, _, err := runCLI(t, "trace", "gen", "--kind", "swebench", "--seed", "3", "--out", gen)
+	require.NoError(t, err)
+	stdout, _, err := runCLI(t, "trace", "stats", gen)
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "requests        4449")
+	assert.Contains(t, stdout, "sessions        52")
+
+	bad := filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte("{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n{\"timestamp\": 1, \"input_length\": \"x\"}\n"), 0o644))
+	_, _, err = runCLI(t, "trace", "stats", bad)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "bad.jsonl:2")
+	_, _, err = runCLI(t, "run", "--trace", bad, "--out", filepath.Join(dir, "o"), "-q")
+	assert.Equal(t, 2, exitCode(err), "%v", err)
+	assert.Contains(t, err.Error(), "bad.jsonl:2")
+	stdout, _, err = runCLI(t, "run", "--trace", bad, "--skip-bad", "--out", filepath.Join(dir, "o2"))
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "total 1  completed 1")
+	b, err := os.ReadFile(filepath.Join(dir, "o2", "summary.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"skipped_bad_records": 1`)
+}

@@ -1,0 +1,71 @@
+# claude-code.hcl -- replay the real Claude Code agent sessions
+# (../shared/traces/weka-claude-code: 40 sessions plus their subagents,
+# ~2,800 requests, mean prompt ~128K tokens, 64-token prefix blocks) on a
+# 1P3D cluster routed by KVC-Router.
+#
+# The trace path is relative to this file's directory (scenarios/); run
+# from the repository root with ../shared/traces beside it, or pass
+# --trace DIR. Sessions are replayed closed loop: a session's next request
+# is released its recorded think time after the previous answer.
+#
+# The prompts are far larger than the KVC paper's K_d = 92,104 tokens, so
+# the decode pools here are derived from memory (H200, ~718K tokens each;
+# `pdemu models` shows the figure).
+
+name = "claude-code"
+
+variable "max_concurrent" {
+  description = "At most this many sessions overlap (staggered starts)."
+  default     = 16
+}
+
+prefill "p0" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+decode "d0" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+decode "d1" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+decode "d2" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+link "p0" "d0" {
+  transport = "rdma"
+  device    = "mlx5_0"
+  bandwidth = "200Gbps"
+}
+
+link "p0" "d1" {
+  transport = "rdma"
+  device    = "mlx5_1"
+  bandwidth = "200Gbps"
+}
+
+link "p0" "d2" {
+  transport = "rdma"
+  device    = "mlx5_2"
+  bandwidth = "200Gbps"
+}
+
+router "kvc" {
+  net_capacity = true # count a resident session's KV once (see 1p3d-mlx5.hcl)
+}
+
+workload {
+  trace          = "../../shared/traces/weka-claude-code"
+  format         = "claude-code"
+  loop           = "closed"
+  max_concurrent = var.max_concurrent # staggered session starts
+  share_prefix   = true               # sessions share the tools+system prompt blocks
+  seed           = 1
+}
