@@ -6,6 +6,7 @@ import (
 
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/policy/bucket"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/transfer"
 	"github.com/pdemu/pdemu/workload"
@@ -270,4 +271,75 @@ func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 		AppendTokens: g.AppendTokens, OutputTokens: g.OutputTokens, ThinkTime: g.ThinkTime,
 		SessionStagger: g.SessionStagger, BlockTokens: g.BlockTokens,
 	}, w.Seed, w.MaxRequests)
+}
+
+// poolBuilt is a fused deployment's cores and routers.
+type poolBuilt struct {
+	global  bucket.Global
+	configs []bucket.BucketConfig
+	buckets []poolBucket
+}
+
+type poolBucket struct {
+	cfg    bucket.BucketConfig
+	local  bucket.Local
+	cores  []*gpu.FusedWorker
+	global []int     // instance → index in spec.Fused
+	rates  []float64 // prefill tokens/s of a cold 8K prompt, for estimated_ttft
+}
+
+func buildPool(spec *topology.Spec) (*poolBuilt, error) {
+	idx := map[string]int{}
+	for i, w := range spec.Fused {
+		idx[w.Name] = i
+	}
+	pb := &poolBuilt{}
+	for _, bs := range spec.Buckets {
+		cfg := bucket.BucketConfig{Name: bs.Name, Range: bucket.Range{Min: bs.Min, Max: bs.Max}, Instances: len(bs.Instances)}
+		pb.configs = append(pb.configs, cfg)
+		lr := spec.LocalRouter
+		local, err := bucket.NewLocal(bucket.LocalConfig{
+			Policy: lr.Policy, MetaStoreTTL: lr.MetaStoreTTL, ProbeLatency: lr.ProbeLatency, ProbeTopK: lr.ProbeTopK,
+			LoadAlpha: lr.LoadAlpha, ScoreAlpha: lr.ScoreAlpha, ScoreBeta: lr.ScoreBeta, PrefixK: lr.PrefixK, FanOut: lr.FanOut,
+			OverloadFactor: lr.OverloadFactor, KVC: bucket.KVCConfig{Alpha: lr.Alpha},
+			// Each bucket draws its own random sequence.
+			Seed: spec.Workload.Seed ^ (uint64(len(pb.configs)) * 0x9e3779b97f4a7c15),
+		}, len(bs.Instances))
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", bs.Name, err)
+		}
+		pbk := poolBucket{cfg: cfg, local: local}
+		for _, name := range bs.Instances {
+			gi, ok := idx[name]
+			if !ok {
+				return nil, fmt.Errorf("bucket %s: instance %q is not a fused worker", bs.Name, name)
+			}
+			w := spec.Fused[gi]
+			p, err := perfFor(w)
+			if err != nil {
+				return nil, err
+			}
+			budget, err := budgetOf(w, p)
+			if err != nil {
+				return nil, err
+			}
+			core, err := gpu.NewFusedWorker(gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
+				MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens}, p)
+			if err != nil {
+				return nil, err
+			}
+			pbk.cores = append(pbk.cores, core)
+			pbk.global = append(pbk.global, gi)
+			pbk.rates = append(pbk.rates, p.PrefillThroughput(8192))
+		}
+		pb.buckets = append(pb.buckets, pbk)
+	}
+	gr := spec.GlobalRouter
+	g, err := bucket.NewGlobal(bucket.GlobalConfig{Policy: gr.Policy, LengthPenaltyWeight: gr.LengthPenaltyWeight,
+		LoadWeight: gr.LoadWeight, CacheWeight: gr.CacheWeight}, pb.configs)
+	if err != nil {
+		return nil, err
+	}
+	pb.global = g
+	return pb, nil
 }

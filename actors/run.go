@@ -13,7 +13,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/policy"
 	"github.com/pdemu/pdemu/topology"
@@ -84,9 +83,21 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	if log == nil {
 		log = hclog.New(&hclog.LoggerOptions{Name: "pdemu", Level: hclog.Warn})
 	}
-	b, err := build(spec)
+	var b *built
+	var pb *poolBuilt
+	var err error
+	if len(spec.Buckets) > 0 {
+		pb, err = buildPool(spec)
+	} else {
+		b, err = build(spec)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if b != nil {
+		if err := b.checkLinks(spec); err != nil {
+			return nil, err
+		}
 	}
 	src := opts.Source
 	if src == nil {
@@ -98,20 +109,6 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		}
 	}
 	wl := spec.Workload
-
-	// Every prefill worker needs a link to every decode worker (topology
-	// validates this; a hand-built Spec may not).
-	for pi := range b.prefill {
-		for d := range b.decode {
-			linked := false
-			for _, n := range b.nics {
-				linked = linked || (n.prefill == pi && n.rateCap[d] > 0)
-			}
-			if !linked {
-				return nil, fmt.Errorf("no link from %s to %s", spec.Prefill[pi].Name, spec.Decode[d].Name)
-			}
-		}
-	}
 
 	ps := borrowSystem(log)
 	sys := ps.sys
@@ -148,41 +145,8 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		nextID++
 		return node{id: nextID, name: name, clk: clk}
 	}
-	names := func(ws []topology.Worker) []string {
-		out := make([]string, len(ws))
-		for i, w := range ws {
-			out[i] = w.Name
-		}
-		return out
-	}
-	col := metrics.NewCollector(names(spec.Prefill), names(spec.Decode))
 	drv := &driverActor{node: mk("driver"), drv: workload.NewDriver(src, wl.Loop != topology.LoopOpen), run: rs}
-	rtr := &routerActor{node: mk("router"), pol: b.pol}
-	if a, ok := b.pol.(admissionPolicy); ok {
-		rtr.adm = a
-	}
-	if f, ok := b.pol.(feedbackPolicy); ok {
-		rtr.fb = f
-	}
-	coll := &collectorActor{node: mk("collector"), col: col, run: rs}
-	var decs []*decodeActor
-	var series []*metrics.Series
-	for i, w := range b.decode {
-		s := metrics.NewSeries(spec.Decode[i].Name, "decode")
-		series = append(series, s)
-		decs = append(decs, &decodeActor{node: mk(spec.Decode[i].Name), idx: i, w: w, series: s})
-	}
-	var pres []*prefillActor
-	for i, w := range b.prefill {
-		s := metrics.NewSeries(spec.Prefill[i].Name, "prefill")
-		series = append(series, s)
-		pres = append(pres, &prefillActor{node: mk(spec.Prefill[i].Name), w: w, series: s, links: make([]*actor.PID, len(b.decode))})
-	}
-	var links []*linkActor
-	for _, n := range b.nics {
-		links = append(links, &linkActor{node: mk("link:" + n.name), nic: n.nic, bytesPerToken: n.bytesTok,
-			rateCap: n.rateCap, inflight: map[uint64]*gpu.Job{}})
-	}
+	coll := &collectorActor{node: mk("collector"), run: rs}
 
 	var pids []*actor.PID
 	var propsOpts []actor.PropsOption
@@ -201,32 +165,19 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		return pid
 	}
 	drvPID := spawn(&drv.node, drv)
-	rtrPID := spawn(&rtr.node, rtr)
 	colPID := spawn(&coll.node, coll)
-	var decPIDs, prePIDs []*actor.PID
-	for _, d := range decs {
-		decPIDs = append(decPIDs, spawn(&d.node, d))
-	}
-	for _, p := range pres {
-		prePIDs = append(prePIDs, spawn(&p.node, p))
-	}
-	for i, l := range links {
-		pid := spawn(&l.node, l)
-		l.decode = decPIDs
-		n := b.nics[i]
-		for d, c := range n.rateCap {
-			if c > 0 {
-				pres[n.prefill].links[d] = pid
-			}
-		}
+	var cl *spawned
+	if pb != nil {
+		coll.col = metrics.NewCollector(nil, names(spec.Fused))
+		cl = spawnPool(spec, pb, mk, spawn, colPID)
+	} else {
+		coll.col = metrics.NewCollector(names(spec.Prefill), names(spec.Decode))
+		cl = spawnPD(spec, b, mk, spawn, colPID)
 	}
 	// Wire everything before the first message.
-	drv.router, drv.collector = rtrPID, colPID
-	rtr.prefill, rtr.decode = prePIDs, decPIDs
+	drv.router, drv.collector = cl.router, colPID
 	coll.driver = drvPID
-	for _, d := range decs {
-		d.router, d.collector = rtrPID, colPID
-	}
+	series := cl.series
 
 	start := time.Now()
 	var runErr error
@@ -261,24 +212,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	}
 	collected, _ := ask(colPID).(*metrics.Collector)
 	res := &Result{Series: series, SampleInterval: wl.SampleInterval, End: end, Wall: wall}
-	var workers []metrics.WorkerSummary
-	for i, pid := range decPIDs {
-		rep, _ := ask(pid).(workerReport)
-		workers = append(workers, metrics.WorkerSummary{Name: spec.Decode[i].Name, Kind: "decode", MaxKV: rep.maxUsed, CapKV: rep.cap})
-	}
-	for i, pid := range prePIDs {
-		rep, _ := ask(pid).(workerReport)
-		mx := 0
-		if rep.series != nil {
-			mx = rep.series.Max()
-		}
-		workers = append(workers, metrics.WorkerSummary{Name: spec.Prefill[i].Name, Kind: "prefill", MaxKV: mx})
-	}
-	var sessStats map[int32]policy.SessionStats
-	if _, ok := b.pol.(sessionPolicy); ok {
-		// Ask the router for its per-session counters (read in its own goroutine).
-		sessStats, _ = ask(rtrPID).(map[int32]policy.SessionStats)
-	}
+	workers, sessStats := cl.report(ask)
 	stopped := true
 	for _, pid := range pids {
 		if err := sys.Root.StopFuture(pid).Wait(); err != nil {
@@ -319,6 +253,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		}
 	}
 	sum.Workers = workers
+	sum.PerBucket = metrics.SummarizeBuckets(res.Records)
 	if sessStats != nil {
 		res.Sessions, sum.Router = sessionRows(res.Records, sessStats)
 	}

@@ -37,6 +37,13 @@ type Job struct {
 	Tries         int   // admission attempts
 	Reasons       []string
 	Failed        string // non-empty: the request failed for this reason
+	// Bucketed (fused) deployments: the routing decision.
+	Bucket                string // bucket name ("" outside bucketed runs)
+	BucketPolicy          string // global router policy
+	LengthBucketMatch     bool   // the chosen bucket is the one whose range holds the input length
+	BucketPredictedPrefix int    // blocks predicted cached in the chosen bucket
+	RouteLog              []byte // one routing_log.jsonl line (JSON, no newline)
+
 	// Unadmitted: no worker admitted the request (admission-free
 	// policies); the decode worker reserves its KV on arrival, waiting for
 	// room.

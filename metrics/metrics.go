@@ -37,6 +37,13 @@ type Record struct {
 	CachedTokens  int
 	TransferBytes int64
 	Tries         int
+
+	// Bucketed deployments ("" / false / 0 otherwise).
+	Bucket                string
+	BucketPolicy          string
+	LengthBucketMatch     bool
+	BucketPredictedPrefix int
+	RouteLog              []byte // routing_log.jsonl line
 }
 
 // Collector accumulates finished jobs.
@@ -73,6 +80,8 @@ func (c *Collector) Add(j *gpu.Job) error {
 		InputTokens: r.InputLen, OutputTokens: r.OutputLen,
 		AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
 		TransferBytes: j.TransferBytes, Tries: j.Tries,
+		Bucket: j.Bucket, BucketPolicy: j.BucketPolicy, LengthBucketMatch: j.LengthBucketMatch,
+		BucketPredictedPrefix: j.BucketPredictedPrefix, RouteLog: j.RouteLog,
 	}
 	if !j.Mode.UsesPrefill() {
 		rec.P = ""
@@ -119,6 +128,7 @@ type Sample struct {
 type Series struct {
 	Worker string
 	Kind   string
+	Bucket string // bucketed deployments: the worker's bucket
 	pts    []Sample
 }
 

@@ -88,11 +88,11 @@ func TestWritePerRequestAndInstances(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 2)
 	assert.Equal(t, strings.Join(PerRequestHeader, ","), lines[0])
-	assert.Equal(t, "0,s1,0,1000.000,100.000,1000.000,Direct,no-d-capacity,,,100,10,0,0,0,0,false", lines[1])
+	assert.Equal(t, "0,s1,0,1000.000,100.000,1000.000,Direct,no-d-capacity,,,100,10,0,0,0,0,false,,,,", lines[1])
 
 	s := NewSeries("d0", "decode")
 	s.Observe(500*time.Millisecond, 7, 1, 2)
 	b.Reset()
 	require.NoError(t, WriteInstances(&b, []*Series{s}, time.Second, 1500*time.Millisecond))
-	assert.Equal(t, "t_ms,worker,kind,kv_tokens,queue,running\n0.000,d0,decode,0,0,0\n1000.000,d0,decode,7,1,2\n2000.000,d0,decode,7,1,2\n", b.String())
+	assert.Equal(t, "t_ms,worker,kind,bucket,kv_tokens,queue,running\n0.000,d0,decode,,0,0,0\n1000.000,d0,decode,,7,1,2\n2000.000,d0,decode,,7,1,2\n", b.String())
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -13,6 +14,7 @@ var PerRequestHeader = []string{
 	"id", "session", "turn", "arrival_ms", "ttft_ms", "e2e_ms", "mode", "reason",
 	"p_worker", "d_worker", "input_tokens", "output_tokens", "append_tokens",
 	"cached_tokens", "transfer_bytes", "tries", "failed",
+	"bucket", "bucket_policy", "length_bucket_match", "bucket_predicted_prefix",
 }
 
 func fms(d time.Duration) string {
@@ -35,6 +37,7 @@ func WritePerRequest(w io.Writer, recs []Record) error {
 			strconv.Itoa(r.InputTokens), strconv.Itoa(r.OutputTokens), strconv.Itoa(r.AppendTokens),
 			strconv.Itoa(r.CachedTokens), strconv.FormatInt(r.TransferBytes, 10), strconv.Itoa(r.Tries),
 			strconv.FormatBool(r.Failed),
+			r.Bucket, r.BucketPolicy, boolIf(r.Bucket != "", r.LengthBucketMatch), intIf(r.Bucket != "", r.BucketPredictedPrefix),
 		}
 		if err := cw.Write(row); err != nil {
 			return err
@@ -44,11 +47,42 @@ func WritePerRequest(w io.Writer, recs []Record) error {
 	return cw.Error()
 }
 
+func boolIf(ok, v bool) string {
+	if !ok {
+		return ""
+	}
+	return strconv.FormatBool(v)
+}
+
+func intIf(ok bool, v int) string {
+	if !ok {
+		return ""
+	}
+	return strconv.Itoa(v)
+}
+
+// WriteRoutingLog writes routing_log.jsonl: the routing decision of every
+// request of a bucketed run, in request id order.
+func WriteRoutingLog(w io.Writer, recs []Record) error {
+	for _, r := range recs {
+		if len(r.RouteLog) == 0 {
+			continue
+		}
+		if _, err := w.Write(r.RouteLog); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // WriteInstances writes instances.csv: every series resampled every
 // interval from 0 to end inclusive, rows ordered by time then worker.
 func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"t_ms", "worker", "kind", "kv_tokens", "queue", "running"}); err != nil {
+	if err := cw.Write([]string{"t_ms", "worker", "kind", "bucket", "kv_tokens", "queue", "running"}); err != nil {
 		return err
 	}
 	if interval <= 0 {
@@ -57,7 +91,7 @@ func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration) 
 	for t := time.Duration(0); t <= end+interval-1; t += interval {
 		for _, s := range series {
 			p := s.At(t)
-			if err := cw.Write([]string{fms(t), s.Worker, s.Kind, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running)}); err != nil {
+			if err := cw.Write([]string{fms(t), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running)}); err != nil {
 				return err
 			}
 		}
@@ -84,6 +118,18 @@ type Summary struct {
 	Workers         []WorkerSummary `json:"workers"`
 	// Router holds KVC-Router totals (absent for other policies).
 	Router *RouterTotals `json:"router,omitempty"`
+	// PerBucket breaks a bucketed run down by bucket (sorted by name).
+	PerBucket []BucketSummary `json:"per_bucket,omitempty"`
+}
+
+// BucketSummary is one bucket's share of a bucketed run.
+type BucketSummary struct {
+	Bucket            string    `json:"bucket"`
+	Requests          Counts    `json:"requests"`
+	TTFT              Quantiles `json:"ttft_ms"`
+	E2E               Quantiles `json:"e2e_ms"`
+	LengthBucketMatch float64   `json:"length_bucket_match"` // fraction of its requests whose length is in its range
+	CachedTokenShare  float64   `json:"cached_token_share"`  // cached prompt tokens / prompt tokens
 }
 
 // RouterTotals sums the per-session KVC counters of sessions.csv.
@@ -131,6 +177,7 @@ type Runtime struct {
 type WorkerSummary struct {
 	Name     string `json:"name"`
 	Kind     string `json:"kind"`
+	Bucket   string `json:"bucket,omitempty"`
 	MaxKV    int    `json:"max_kv_tokens"`
 	CapKV    int    `json:"cap_kv_tokens,omitempty"`
 	Requests int    `json:"requests"`
@@ -166,6 +213,45 @@ func Summarize(recs []Record) Summary {
 	}
 	s.EmulatedSeconds = round3(end.Seconds())
 	return s
+}
+
+// SummarizeBuckets breaks records down by bucket; nil when no record has
+// one. Requests that failed before a bucket was chosen are under "".
+func SummarizeBuckets(recs []Record) []BucketSummary {
+	by := map[string][]Record{}
+	any := false
+	for _, r := range recs {
+		any = any || r.Bucket != "" || r.BucketPolicy != ""
+		by[r.Bucket] = append(by[r.Bucket], r)
+	}
+	if !any {
+		return nil
+	}
+	names := make([]string, 0, len(by))
+	for n := range by {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]BucketSummary, 0, len(names))
+	for _, n := range names {
+		rs := by[n]
+		s := Summarize(rs)
+		b := BucketSummary{Bucket: n, Requests: s.Requests, TTFT: s.TTFT, E2E: s.E2E}
+		match, cached, prompt := 0, 0, 0
+		for _, r := range rs {
+			if r.LengthBucketMatch {
+				match++
+			}
+			cached += r.CachedTokens
+			prompt += r.InputTokens
+		}
+		b.LengthBucketMatch = round3(float64(match) / float64(len(rs)))
+		if prompt > 0 {
+			b.CachedTokenShare = round3(float64(cached) / float64(prompt))
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // LatenessOf summarises lateness samples (sorted ascending).

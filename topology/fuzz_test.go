@@ -37,6 +37,14 @@ func FuzzParse(f *testing.F) {
 		strings.Replace(minimal, `prefill "p0" {`, "prefill \"p0\" {\n reserved_memory = 1181116006\n mfu = 0", 1),
 		strings.Replace(minimal, `bandwidth = "200Gbps"`, "bandwidth = \"200Gbps\"\n efficiency = 0.06\n max_rate = \"1.5GB/s\"\n setup = \"0\"\n fault {\n at = \"30s\"\n degrade = 0.5\n }\n fault {\n at = \"60s\"\n cut = true\n }\n fault {\n at = \"90s\"\n restore = true\n }", 1),
 		`link "a" "b" { fault { at = "1s" degrade = 2 cut = false restore = true } fault {} fault "x" { at = -1 } }`,
+		bucketed,
+		twoBuckets,
+		twoBuckets + "global_router \"bucket_score\" { load_weight = 2 }\n",
+		strings.Replace(twoBuckets, "[100, 199]", "[150, 99]", 1),
+		strings.Replace(twoBuckets, `["f1"]`, `["f1", "f0", "p0"]`, 1) + p0,
+		fusedBlocks("w0", "w1") + "router \"cache_affinity\" {\n fan_out = 2\n meta_store_ttl = \"5s\"\n}\n",
+		fusedBlocks("w0") + "router \"kvc\" {}\n",
+		`bucket "a" { input_tokens = [0, null] instances = null }`,
 		p0 + d0 + d1 + l00 + strings.Replace(strings.Replace(l01, `"mlx5_1"`, `"mlx5_0"`, 1), `bandwidth = "200Gbps"`, "bandwidth = \"200Gbps\"\n setup = \"1ms\"\n fault {\n at = \"1s\"\n cut = true\n }", 1) + kvc,
 	} {
 		f.Add(src, "x=1")

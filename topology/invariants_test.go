@@ -1,8 +1,10 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -108,9 +110,21 @@ func checkInvariants(s *Spec) error {
 	if nFaults > allFaults {
 		return fmt.Errorf("NICs hold %d faults, links %d", nFaults, allFaults)
 	}
+	if s.Router.Policy == PolicyBuckets || len(s.Buckets) > 0 {
+		if err := checkBuckets(s); err != nil {
+			return err
+		}
+	}
+	if s.Router.Policy == PolicyBuckets {
+		return checkRest(s)
+	}
 	pol := lookupPolicy(s.Router.Policy)
 	if pol == nil {
 		return fmt.Errorf("unknown policy %q", s.Router.Policy)
+	}
+	if pol.local != (len(s.Buckets) == 1) || (pol.local && (s.Buckets[0].Name != ImplicitBucket ||
+		s.Buckets[0].Max != math.MaxInt || s.GlobalRouter.Policy != GlobalStrictInputLength || s.LocalRouter.Policy != pol.name)) {
+		return fmt.Errorf("policy %q with buckets %+v, global %+v, local %+v", pol.name, s.Buckets, s.GlobalRouter, s.LocalRouter)
 	}
 	for _, k := range pol.kinds {
 		count := map[Kind]int{KindPrefill: len(s.Prefill), KindDecode: len(s.Decode), KindFused: len(s.Fused)}[k]
@@ -127,6 +141,11 @@ func checkInvariants(s *Spec) error {
 			}
 		}
 	}
+	return checkRest(s)
+}
+
+// checkRest checks the router parameters and the workload.
+func checkRest(s *Spec) error {
 	r := s.Router
 	switch {
 	case !(r.Alpha >= 0) || math.IsInf(r.Alpha, 0):
@@ -151,6 +170,73 @@ func checkInvariants(s *Spec) error {
 	if g.Sessions < 1 || g.Turns < 1 || g.SystemTokens < 0 || g.FirstTokens < 1 || g.AppendTokens < 0 ||
 		g.OutputTokens < 1 || g.ThinkTime < 0 || g.SessionStagger < 0 || g.BlockTokens < 1 {
 		return fmt.Errorf("generator %+v", g)
+	}
+	return nil
+}
+
+// checkBuckets checks the bucket routing fields.
+func checkBuckets(s *Spec) error {
+	if len(s.Buckets) == 0 {
+		return fmt.Errorf("bucket routing without buckets")
+	}
+	if len(s.Prefill)+len(s.Decode) > 0 {
+		return fmt.Errorf("bucket routing with prefill or decode workers")
+	}
+	fused := map[string]bool{}
+	for _, w := range s.Fused {
+		fused[w.Name] = true
+	}
+	names := map[string]bool{}
+	owner := map[string]string{}
+	for _, b := range s.Buckets {
+		if b.Name == "" || names[b.Name] {
+			return fmt.Errorf("bucket name %q empty or duplicate", b.Name)
+		}
+		names[b.Name] = true
+		if b.Min < 0 || b.Min > b.Max || len(b.Instances) == 0 {
+			return fmt.Errorf("bucket %+v", b)
+		}
+		for _, i := range b.Instances {
+			if !fused[i] {
+				return fmt.Errorf("bucket %q: instance %q is not a fused worker", b.Name, i)
+			}
+			if o, dup := owner[i]; dup {
+				return fmt.Errorf("worker %q in buckets %q and %q", i, o, b.Name)
+			}
+			owner[i] = b.Name
+		}
+	}
+	if len(owner) != len(fused) {
+		return fmt.Errorf("%d of %d fused workers in buckets", len(owner), len(fused))
+	}
+	sorted := slices.Clone(s.Buckets)
+	slices.SortFunc(sorted, func(a, b Bucket) int { return cmp.Compare(a.Min, b.Min) })
+	for k := 1; k < len(sorted); k++ {
+		if sorted[k].Min != sorted[k-1].Max+1 {
+			return fmt.Errorf("buckets %q and %q overlap or leave a gap", sorted[k-1].Name, sorted[k].Name)
+		}
+	}
+	g := s.GlobalRouter
+	if lookupGlobal(g.Policy) == nil {
+		return fmt.Errorf("global policy %q", g.Policy)
+	}
+	for _, w := range []float64{g.LengthPenaltyWeight, g.LoadWeight, g.CacheWeight} {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			return fmt.Errorf("global router %+v", g)
+		}
+	}
+	l := s.LocalRouter
+	if lookupLocal(l.Policy) == nil {
+		return fmt.Errorf("local policy %q", l.Policy)
+	}
+	for _, w := range []float64{l.LoadAlpha, l.ScoreAlpha, l.ScoreBeta, l.Alpha} {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			return fmt.Errorf("local router %+v", l)
+		}
+	}
+	if l.MetaStoreTTL < 0 || l.ProbeLatency < 0 || l.ProbeTopK < 0 || l.PrefixK < 1 || l.FanOut < 0 ||
+		!(l.OverloadFactor >= 1) || math.IsInf(l.OverloadFactor, 0) {
+		return fmt.Errorf("local router %+v", l)
 	}
 	return nil
 }

@@ -168,11 +168,11 @@ func TestDiagnostics(t *testing.T) {
 		{"no decode workers", p0 + "router \"kvc\" {} #!\n", Options{}, []string{"No decode workers", `"kvc" policy`}},
 		{"no prefill workers", d0 + "router \"vanilla\" {} #!\n", Options{}, []string{"No prefill workers", `"vanilla" policy`}},
 		{"fused under kvc", minimal + "fused \"w0\" { #!\n  gpu = \"H200-SXM\"\n  model = \"m\"\n}\n", Options{}, []string{"Worker not used by the router policy", `fused worker "w0"`}},
-		{"unknown policy", replace(minimal, `router "kvc" {}`, `router "kcv" {} #!`), Options{}, []string{"Unknown router policy", `Did you mean "kvc"?`, `"kvc" and "vanilla"`}},
+		{"unknown policy", replace(minimal, `router "kvc" {}`, `router "kcv" {} #!`), Options{}, []string{"Unknown router policy", `Did you mean "kvc"?`, `"kvc", "least_loaded"`, `"ttl_aware" and "vanilla"`}},
 		{"misspelt router parameter", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  tau_rejct = 2 #!\n}"), Options{}, []string{"Unsupported argument", `Did you mean "tau_reject"?`}},
 		{"vanilla takes no kvc parameters", replace(minimal, `router "kvc" {}`, "router \"vanilla\" {\n  alpha = 2 #!\n}"), Options{}, []string{"Unsupported argument", `"alpha" is not expected here`}},
 		{"router block in router", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  x { #!\n  }\n}"), Options{}, []string{"Unsupported block type"}},
-		{"missing router", "#!\n" + p0 + d0 + l00, Options{}, []string{"Missing router block", `"kvc" and "vanilla"`}},
+		{"missing router", "#!\n" + p0 + d0 + l00, Options{}, []string{"Missing router block", `"kvc", "least_loaded"`, `"ttl_aware" and "vanilla"`, "bucket, global_router and local_router blocks"}},
 		{"duplicate router", minimal + "router \"vanilla\" {} #!\n", Options{}, []string{"Duplicate router block"}},
 		{"rho zero", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  rho = 0 #!\n}"), Options{}, []string{`Invalid value for "rho"`, "(0, 1]"}},
 		{"rho above one", replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  rho = 1.01 #!\n}"), Options{}, []string{`Invalid value for "rho"`, "got 1.01"}},
@@ -545,7 +545,10 @@ func TestLoad(t *testing.T) {
 }
 
 func TestPolicyTable(t *testing.T) {
-	assert.Equal(t, []string{"kvc", "vanilla"}, Policies())
+	assert.Equal(t, []string{
+		"cache_affinity", "cache_load", "cache_score", "estimated_ttft", "kvc", "least_loaded", "least_tokens",
+		"precise", "prefix_affinity", "random", "round_robin", "ttl_aware", "vanilla",
+	}, Policies())
 	for _, p := range policies {
 		seen := map[string]bool{}
 		for _, prm := range p.params {

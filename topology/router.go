@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"fmt"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -49,34 +51,65 @@ type policy struct {
 	// params are the attributes the router block accepts, in the order
 	// they are decoded. Anything else is HCL's "Unsupported argument".
 	params []routerParam
+	// local marks a bucket local policy used as a single-pool router: the
+	// Spec gets one implicit bucket holding every fused worker (see
+	// ImplicitBucket).
+	local bool
 }
 
-// routerParam is one router block attribute: its name, a short description
-// for diagnostics, and how to decode, validate and store it.
+// routerParam is one attribute of a router, global_router or local_router
+// block: its name, a short description for diagnostics, and how to
+// decode, validate and store it.
 type routerParam struct {
 	name  string
 	help  string
-	apply func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, r *Router)
+	apply func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, out *routerOut)
+}
+
+// routerOut is what routing blocks decode into: the router block's
+// Router, and the bucket routers (a router block with a local policy fills
+// Local; global_router and local_router blocks fill Global and Local).
+type routerOut struct {
+	Router Router
+	Local  LocalRouter
+	Global GlobalRouter
 }
 
 // numParam declares a numeric parameter stored in *field(r) and validated by
 // check (which returns "" when the value is fine, else what is wrong).
 func numParam[T int | float64](name, help string, field func(*Router) *T, check func(T) string) routerParam {
-	return routerParam{name: name, help: help, apply: func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, r *Router) {
+	return numField(name, help, func(o *routerOut) *T { return field(&o.Router) }, check)
+}
+
+// numField is numParam for any field of routerOut.
+func numField[T int | float64](name, help string, field func(*routerOut) *T, check func(T) string) routerParam {
+	return routerParam{name: name, help: help, apply: func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, o *routerOut) {
 		var v T
 		if !c.decoded(gohcl.DecodeExpression(attr.Expr, ctx, &v)) {
 			return
 		}
-		*field(r) = checkNum(c, &v, attr.Range, *field(r), name, help, check)
+		*field(o) = checkNum(c, &v, attr.Range, *field(o), name, help, check)
+	}}
+}
+
+// durationField declares a duration parameter (a string such as "10us")
+// of at least minimum, stored in *field(o).
+func durationField(name, help string, minimum time.Duration, field func(*routerOut) *time.Duration) routerParam {
+	return routerParam{name: name, help: help, apply: func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, o *routerOut) {
+		var v string
+		if !c.decoded(gohcl.DecodeExpression(attr.Expr, ctx, &v)) {
+			return
+		}
+		*field(o) = c.checkDuration(&v, attr.Range, *field(o), minimum, name, help)
 	}}
 }
 
 // boolParam declares a boolean parameter stored in *field(r).
 func boolParam(name, help string, field func(*Router) *bool) routerParam {
-	return routerParam{name: name, help: help, apply: func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, r *Router) {
+	return routerParam{name: name, help: help, apply: func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, o *routerOut) {
 		var v bool
 		if c.decoded(gohcl.DecodeExpression(attr.Expr, ctx, &v)) {
-			*field(r) = v
+			*field(&o.Router) = v
 		}
 	}}
 }
@@ -105,8 +138,10 @@ var (
 
 var disaggregated = []Kind{KindPrefill, KindDecode}
 
-// policies is the router policy table, keyed by the router block label.
-var policies = []policy{
+// policies is the router policy table, keyed by the router block label:
+// the disaggregated policies, then every bucket local policy but kvc (the
+// label is the disaggregated KVC-Router's) over one pool of fused workers.
+var policies = append([]policy{
 	{
 		name:     "kvc",
 		doc:      "KVC-Router: session-aware routing over disaggregated prefill and decode workers",
@@ -124,7 +159,7 @@ var policies = []policy{
 		fullMesh: true,
 		params:   []routerParam{paramBlockTokens},
 	},
-}
+}, singlePoolPolicies()...)
 
 // Policies returns the router policy names the HCL format accepts, sorted.
 func Policies() []string {
@@ -145,37 +180,44 @@ func lookupPolicy(name string) *policy {
 	return nil
 }
 
-// schema is the body schema of a router block for this policy.
-func (p *policy) schema() *hcl.BodySchema {
-	s := &hcl.BodySchema{}
-	for _, prm := range p.params {
-		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: prm.name})
-	}
-	return s
-}
-
 // decodeRouter decodes a router block with the schema of its policy. It
 // returns nil when the policy is unknown.
-func decodeRouter(c *checker, rh *routerHCL, ctx *hcl.EvalContext) (*policy, Router) {
+func decodeRouter(c *checker, rh *routerHCL, ctx *hcl.EvalContext) (*policy, routerOut) {
 	pol := lookupPolicy(rh.Policy)
 	if pol == nil {
+		hint := ""
+		if lookupGlobal(rh.Policy) != nil {
+			hint = fmt.Sprintf(" %q is a global_router policy: bucket routing takes bucket, global_router and local_router blocks instead of a router block.", rh.Policy)
+		}
 		c.errorf(rh.PolicyRange, "Unknown router policy",
-			"There is no router policy named %q.%s The known policies are %s.",
-			rh.Policy, didYouMean(rh.Policy, Policies()), quotedList(Policies()))
-		return nil, DefaultRouter(rh.Policy)
+			"There is no router policy named %q.%s%s The known policies are %s.",
+			rh.Policy, didYouMean(rh.Policy, Policies()), hint, quotedList(Policies()))
+		return nil, routerOut{Router: DefaultRouter(rh.Policy)}
 	}
-	r := DefaultRouter(pol.name)
-	content, diags := rh.Body.Content(pol.schema())
+	out := routerOut{Router: DefaultRouter(pol.name)}
+	if pol.local {
+		out.Local = DefaultLocalRouter(pol.name)
+	}
+	decodeParams(c, rh.Body, pol.params, ctx, &out)
+	return pol, out
+}
+
+// decodeParams decodes body with exactly params as its attributes.
+func decodeParams(c *checker, body hcl.Body, params []routerParam, ctx *hcl.EvalContext, out *routerOut) {
+	s := &hcl.BodySchema{}
+	for _, prm := range params {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: prm.name})
+	}
+	content, diags := body.Content(s)
 	c.decoded(diags)
 	if content == nil {
-		return pol, r
+		return
 	}
-	for _, prm := range pol.params {
+	for _, prm := range params {
 		if attr := content.Attributes[prm.name]; attr != nil {
-			prm.apply(c, attr, ctx, &r)
+			prm.apply(c, attr, ctx, out)
 		}
 	}
-	return pol, r
 }
 
 func kindList(kinds []Kind) string {

@@ -33,6 +33,27 @@ type fileHCL struct {
 	Links     []linkHCL     `hcl:"link,block"`
 	Routers   []routerHCL   `hcl:"router,block"`
 	Workloads []workloadHCL `hcl:"workload,block"`
+
+	// Bucket routing (see Spec.Buckets).
+	Buckets       []bucketHCL `hcl:"bucket,block"`
+	GlobalRouters []routerHCL `hcl:"global_router,block"`
+	LocalRouters  []routerHCL `hcl:"local_router,block"`
+}
+
+// bucketHCL is a bucket block. Its attributes are kept as expressions so
+// that diagnostics can point at one element of a list.
+type bucketHCL struct {
+	Name      string    `hcl:"name,label"`
+	NameRange hcl.Range `hcl:"name,label_range"`
+	DefRange  hcl.Range `hcl:",def_range"`
+	Body      hcl.Body  `hcl:",body"` // for MissingItemRange
+
+	// Both are required; gohcl treats hcl.Expression fields as optional
+	// (a null expression when absent), so absence is checked by hand.
+	InputTokens      hcl.Expression `hcl:"input_tokens"`
+	InputTokensRange hcl.Range      `hcl:"input_tokens,attr_range"`
+	Instances        hcl.Expression `hcl:"instances"`
+	InstancesRange   hcl.Range      `hcl:"instances,attr_range"`
 }
 
 // prefillHCL is a prefill block: a worker without max_running.
@@ -175,7 +196,8 @@ type faultHCL struct {
 }
 
 // routerHCL keeps the body undecoded: its schema depends on the policy label
-// (see policies in router.go).
+// (see policies in router.go; global_router and local_router blocks too,
+// see buckets.go).
 type routerHCL struct {
 	Policy      string    `hcl:"policy,label"`
 	PolicyRange hcl.Range `hcl:"policy,label_range"`

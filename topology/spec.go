@@ -35,6 +35,62 @@ type Spec struct {
 	Links    []Link   // in file order; every From is a prefill worker, every To a decode worker
 	Router   Router
 	Workload Workload
+
+	// Bucket routing (two-level: a global router picks an input-length
+	// bucket, the bucket's local router an instance). Buckets is empty
+	// unless routing is bucketed, which happens in two forms:
+	//   - bucket form: bucket, global_router and local_router blocks over
+	//     fused workers; Router.Policy is PolicyBuckets;
+	//   - single pool: a router block whose label is a local policy (e.g.
+	//     router "cache_affinity" {}) over fused workers; Router.Policy is
+	//     that label, Buckets holds one implicit bucket ImplicitBucket
+	//     covering [0, math.MaxInt] with every fused worker, and
+	//     GlobalRouter is strict_input_length.
+	// So len(Buckets) > 0 is the one test for the bucket runtime. Then
+	// every fused worker is in exactly one bucket, there are no prefill or
+	// decode workers, and the ranges tile [min of all, max of all] without
+	// gaps or overlaps (lengths outside it are a run-time matter).
+	Buckets      []Bucket // in file order; a bucket's id is its index
+	GlobalRouter GlobalRouter
+	LocalRouter  LocalRouter
+}
+
+// Bucket is an input-length bucket: the input lengths it serves (inclusive)
+// and its instances, fused workers that belong to no other bucket.
+type Bucket struct {
+	Name      string
+	Min, Max  int      // input tokens, 0 <= Min <= Max
+	Instances []string // fused worker names, in the order written
+}
+
+// GlobalRouter is the bucket-choosing router and its parameters, with
+// defaults filled in (see policy/bucket for the formulas).
+type GlobalRouter struct {
+	Policy string // "strict_input_length" | "bucket_score"
+	// bucket_score weights (>= 0; default 1 each): score =
+	// LengthPenaltyWeight·length_penalty + LoadWeight·load + CacheWeight·miss.
+	LengthPenaltyWeight, LoadWeight, CacheWeight float64
+}
+
+// LocalRouter is the instance-choosing router shared by every bucket, and
+// its parameters with defaults filled in. Every local policy takes every
+// parameter (as in the source design, one router configuration for all
+// buckets; a policy ignores those it does not use), so switching the
+// policy label needs no other edit.
+type LocalRouter struct {
+	Policy       string        // a policy/bucket local policy name
+	MetaStoreTTL time.Duration // meta-store entry lifetime after its last record; 0 = forever (1000s)
+	ProbeLatency time.Duration // precise: cost of one probe of an instance's cache (10µs)
+	ProbeTopK    int           // precise: instances probed; 0 = all (4)
+	LoadAlpha    float64       // cache_load: weight of the load (0.1)
+	ScoreAlpha   float64       // cache_score: weight of the predicted prefix (1)
+	ScoreBeta    float64       // cache_score: weight of the load (0.1)
+	PrefixK      int           // prefix_affinity, cache_affinity: blocks hashed for the home instance (8)
+	FanOut       int           // prefix_affinity, cache_affinity: spread over the top FanOut by load; 0 or 1 = home only (0)
+	Alpha        float64       // kvc: sticky bonus α (1)
+	// OverloadFactor (cache_affinity): an instance is overloaded above
+	// OverloadFactor × max(mean load, 1) (2).
+	OverloadFactor float64
 }
 
 // Worker is one GPU worker (possibly tensor-parallel).
@@ -134,7 +190,10 @@ type LinkFault struct {
 
 // Router is the routing policy and its parameters, with defaults filled in.
 type Router struct {
-	Policy string // "kvc" | "vanilla" (more policies are added by other issues)
+	// Policy is the router block's label ("kvc", "vanilla", or a bucket
+	// local policy over one pool of fused workers), or PolicyBuckets when
+	// routing is described by Spec.Buckets, GlobalRouter and LocalRouter.
+	Policy string
 
 	// KVC-Router hyperparameters (spec defaults in parentheses).
 	Alpha         float64 // sticky bonus α (1)

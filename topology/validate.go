@@ -329,22 +329,11 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 
 	c.links(spec, fh.Links, byName, order)
 
-	// Router: exactly one.
-	var pol *policy
-	switch len(fh.Routers) {
-	case 0:
-		c.errorf(fileStart, "Missing router block",
-			"A scenario needs exactly one router block; its label is the policy, one of %s. For example: router \"kvc\" { }.", quotedList(Policies()))
-	default:
-		for _, extra := range fh.Routers[1:] {
-			c.errorf(extra.DefRange, "Duplicate router block",
-				"Only one router block is allowed; another was declared at %s.", fh.Routers[0].DefRange)
-		}
-		rh := &fh.Routers[0]
-		pol, spec.Router = decodeRouter(c, rh, ctx)
-		if pol != nil && nWorkers > 0 {
-			c.policyTopology(pol, rh, spec, fh, byName)
-		}
+	// Routing: one router block, or the bucket form.
+	if fh.usesBuckets() {
+		c.bucketRouting(spec, fh, ctx, byName, fileStart)
+	} else {
+		c.router(spec, fh, ctx, byName, fileStart, nWorkers)
 	}
 
 	// Workload: at most one.
@@ -357,6 +346,32 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 		spec.Workload = c.workload(filename, &fh.Workloads[0])
 	}
 	return spec
+}
+
+// router checks the single router block and the workers its policy needs.
+func (c *checker) router(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, byName map[string]declared, fileStart hcl.Range, nWorkers int) {
+	if len(fh.Routers) == 0 {
+		c.errorf(fileStart, "Missing router block",
+			"A scenario needs exactly one router block; its label is the policy, one of %s. For example: router \"kvc\" { }. Or route over fused workers in input-length buckets with bucket, global_router and local_router blocks.", quotedList(Policies()))
+		return
+	}
+	for _, extra := range fh.Routers[1:] {
+		c.errorf(extra.DefRange, "Duplicate router block",
+			"Only one router block is allowed; another was declared at %s.", fh.Routers[0].DefRange)
+	}
+	rh := &fh.Routers[0]
+	pol, out := decodeRouter(c, rh, ctx)
+	spec.Router = out.Router
+	if pol == nil || nWorkers == 0 {
+		return
+	}
+	c.policyTopology(pol, rh, spec, fh, byName)
+	if pol.local {
+		// One pool: an implicit bucket holding every fused worker.
+		spec.Buckets = []Bucket{implicitBucket(spec.Fused)}
+		spec.GlobalRouter = DefaultGlobalRouter(GlobalStrictInputLength)
+		spec.LocalRouter = out.Local
+	}
 }
 
 func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
@@ -680,8 +695,12 @@ func (c *checker) policyTopology(pol *policy, rh *routerHCL, spec *Spec, fh *fil
 	count := map[Kind]int{KindPrefill: len(fh.Prefill), KindDecode: len(fh.Decode), KindFused: len(fh.Fused)}
 	for _, k := range pol.kinds {
 		if count[k] == 0 {
+			hint := ""
+			if pol.name == "kvc" && count[KindFused] > 0 {
+				hint = " To score fused workers with KVC's Algorithm 1, use bucket routing with local_router \"kvc\"."
+			}
 			c.errorf(rh.PolicyRange, fmt.Sprintf("No %s workers", k),
-				"The %q policy (%s) needs at least one %s worker: add a %s \"NAME\" { ... } block.", pol.name, pol.doc, k, k)
+				"The %q policy (%s) needs at least one %s worker: add a %s \"NAME\" { ... } block.%s", pol.name, pol.doc, k, k, hint)
 		}
 	}
 	unused := func(k Kind, whs []workerHCL) {

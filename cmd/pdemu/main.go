@@ -323,6 +323,12 @@ func writeOutputs(dir string, res *actors.Result) error {
 		}),
 		write("summary.json", func(w io.Writer) error { return metrics.WriteSummary(w, res.Summary) }),
 		func() error {
+			if res.Summary.PerBucket == nil {
+				return nil
+			}
+			return write("routing_log.jsonl", func(w io.Writer) error { return metrics.WriteRoutingLog(w, res.Records) })
+		}(),
+		func() error {
 			if res.Sessions == nil {
 				return nil
 			}
@@ -335,7 +341,7 @@ func printTable(w io.Writer, res *actors.Result) {
 	s := res.Summary
 	fmt.Fprintf(w, "requests  total %d  completed %d  failed %d\n", s.Requests.Total, s.Requests.Completed, s.Requests.Failed)
 	fmt.Fprintf(w, "modes    ")
-	for _, m := range []string{"Direct", "Seed", "Reseed", "Fallback", "Vanilla"} {
+	for _, m := range []string{"Direct", "Seed", "Reseed", "Fallback", "Vanilla", "Fused"} {
 		fmt.Fprintf(w, " %s %d", m, s.Modes[m])
 	}
 	fmt.Fprintln(w)
@@ -348,6 +354,10 @@ func printTable(w io.Writer, res *actors.Result) {
 	if r := s.Router; r != nil {
 		fmt.Fprintf(w, "router    migrations %d (max %d per session)  blacklists %d  fallbacks %d  rejections %d\n",
 			r.Migrations, r.MaxSessionMigrations, r.Blacklists, r.Fallbacks, r.Rejections)
+	}
+	for _, b := range s.PerBucket {
+		fmt.Fprintf(w, "bucket    %-8s requests %d (failed %d)  ttft p50 %.1f p99 %.1f ms  length match %.3f\n",
+			b.Bucket, b.Requests.Total, b.Requests.Failed, b.TTFT.P50, b.TTFT.P99, b.LengthBucketMatch)
 	}
 	fmt.Fprintf(w, "runtime   dead letters %d  panics %d\n", s.Runtime.DeadLetters, s.Runtime.Panics)
 }

@@ -161,7 +161,7 @@ type LocalConfig struct {
 	// FanOut highest-ranked instances by least load.
 	PrefixK, FanOut int
 	// OverloadFactor (cache_affinity): an instance is overloaded when its
-	// load is at least 1 and above OverloadFactor × the bucket's mean load
+	// load is above OverloadFactor × max(the bucket's mean load, 1)
 	// (0 = DefaultOverloadFactor; must be >= 1).
 	OverloadFactor float64
 	Seed           uint64 // random

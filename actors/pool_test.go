@@ -1,0 +1,134 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/topology"
+)
+
+// bucketHCL is a three-bucket deployment (short/medium/long) of fused
+// workers with the given global and local policies, on the agentic
+// generator with prompts spread across the buckets.
+func bucketHCL(global, local string) string {
+	var b strings.Builder
+	pools := []struct {
+		name     string
+		min, max int
+		n        int
+	}{{"short", 0, 12000, 2}, {"medium", 12001, 20000, 2}, {"long", 20001, 1 << 20, 2}}
+	for _, p := range pools {
+		for i := 0; i < p.n; i++ {
+			fmt.Fprintf(&b, "fused \"%s%d\" {\n  gpu = \"H200-SXM\"\n  model = \"qwen3-coder-30b-a3b\"\n  kv_budget_tokens = 200000\n}\n", p.name[:1], i)
+		}
+	}
+	for _, p := range pools {
+		fmt.Fprintf(&b, "bucket %q {\n  input_tokens = [%d, %d]\n  instances = [\"%s0\", \"%s1\"]\n}\n", p.name, p.min, p.max, p.name[:1], p.name[:1])
+	}
+	fmt.Fprintf(&b, "global_router %q {}\nlocal_router %q {}\n", global, local)
+	b.WriteString("workload {\n  seed = 5\n  generator \"agentic\" {\n    sessions = 12\n    turns = 16\n    first_tokens = 4000\n    append_tokens = 900\n  }\n}\n")
+	return b.String()
+}
+
+func runHCL(t *testing.T, src string) *Result {
+	t.Helper()
+	spec, err := topology.Parse("test.hcl", []byte(src), topology.Options{})
+	require.NoError(t, err)
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	s := res.Summary
+	require.Equal(t, s.Requests.Total, s.Requests.Completed+s.Requests.Failed)
+	require.Zero(t, s.Runtime.DeadLetters)
+	return res
+}
+
+func TestBucketsStrictRoutesByLength(t *testing.T) {
+	res := runHCL(t, bucketHCL("strict_input_length", "least_loaded"))
+	require.Equal(t, 12*16, res.Summary.Requests.Total)
+	for _, r := range res.Records {
+		require.False(t, r.Failed, "request %d: %s", r.ID, r.Reason)
+		assert.True(t, r.LengthBucketMatch, "request %d", r.ID)
+		want := "short"
+		switch {
+		case r.InputTokens > 20000:
+			want = "long"
+		case r.InputTokens > 12000:
+			want = "medium"
+		}
+		assert.Equal(t, want, r.Bucket, "request %d with %d tokens", r.ID, r.InputTokens)
+		assert.Equal(t, "Fused", r.Mode)
+		assert.NotEmpty(t, r.RouteLog)
+	}
+	require.Len(t, res.Summary.PerBucket, 3)
+}
+
+func TestBucketScoreDiffersFromStrict(t *testing.T) {
+	strict := runHCL(t, bucketHCL("strict_input_length", "cache_affinity"))
+	score := runHCL(t, bucketHCL("bucket_score", "cache_affinity"))
+	match := func(r *Result) int {
+		n := 0
+		for _, rec := range r.Records {
+			if rec.LengthBucketMatch {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, len(strict.Records), match(strict))
+	assert.Less(t, match(score), len(score.Records), "bucket_score follows the cache across length boundaries")
+	cached := func(r *Result) (c int) {
+		for _, rec := range r.Records {
+			c += rec.CachedTokens
+		}
+		return c
+	}
+	t.Logf("length match strict %d/%d score %d/%d; cached tokens strict %d score %d; ttft p50 strict %.1f score %.1f ms",
+		match(strict), len(strict.Records), match(score), len(score.Records), cached(strict), cached(score),
+		strict.Summary.TTFT.P50, score.Summary.TTFT.P50)
+	assert.Greater(t, cached(score), cached(strict), "staying with the cache reuses more prefix")
+}
+
+func TestBucketsIsolateCaches(t *testing.T) {
+	// Under strict routing a session that crosses from short to medium
+	// finds none of its own blocks in medium (they were cached in short):
+	// at most the system prompt every session shares (4000 tokens = 166
+	// full 24-token blocks).
+	res := runHCL(t, bucketHCL("strict_input_length", "cache_affinity"))
+	last := map[string]metrics.Record{}
+	crossed := 0
+	for _, r := range res.Records {
+		if prev, ok := last[r.Session]; ok && prev.Bucket != r.Bucket {
+			crossed++
+			assert.LessOrEqual(t, r.CachedTokens, 166*24, "request %d moved %s→%s and must not see %s's cache", r.ID, prev.Bucket, r.Bucket, prev.Bucket)
+		}
+		last[r.Session] = r
+	}
+	assert.Positive(t, crossed)
+}
+
+func TestBucketRunsAreDeterministic(t *testing.T) {
+	a := perRequestCSV(t, runHCL(t, bucketHCL("bucket_score", "precise")))
+	b := perRequestCSV(t, runHCL(t, bucketHCL("bucket_score", "precise")))
+	assert.Equal(t, a, b)
+}
+
+func TestSinglePoolRouter(t *testing.T) {
+	src := ""
+	for i := 0; i < 4; i++ {
+		src += fmt.Sprintf("fused \"w%d\" {\n  gpu = \"H200-SXM\"\n  model = \"qwen3-coder-30b-a3b\"\n}\n", i)
+	}
+	src += "router \"cache_affinity\" {}\nworkload {\n  generator \"agentic\" {\n    sessions = 8\n    turns = 8\n  }\n}\n"
+	res := runHCL(t, src)
+	assert.Equal(t, 64, res.Summary.Modes["Fused"])
+	cached := 0
+	for _, r := range res.Records {
+		cached += r.CachedTokens
+	}
+	assert.Positive(t, cached, "sessions find their prefix on their instance")
+}

@@ -1,0 +1,474 @@
+package bucket
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+)
+
+type localKind uint8
+
+const (
+	lRandom localKind = iota
+	lRoundRobin
+	lLeastLoaded
+	lLeastTokens
+	lCacheScore
+	lTTLAware
+	lPrecise
+	lCacheLoad
+	lEstimatedTTFT
+	lPrefixAffinity
+	lCacheAffinity
+	lKVC
+)
+
+// Local policy names.
+const (
+	PolicyRandom         = "random"
+	PolicyRoundRobin     = "round_robin"
+	PolicyLeastLoaded    = "least_loaded"
+	PolicyLeastTokens    = "least_tokens"
+	PolicyCacheScore     = "cache_score"
+	PolicyTTLAware       = "ttl_aware"
+	PolicyPrecise        = "precise"
+	PolicyCacheLoad      = "cache_load"
+	PolicyEstimatedTTFT  = "estimated_ttft"
+	PolicyPrefixAffinity = "prefix_affinity"
+	PolicyCacheAffinity  = "cache_affinity"
+	PolicyKVC            = "kvc"
+)
+
+var localKinds = map[string]localKind{
+	PolicyRandom:         lRandom,
+	PolicyRoundRobin:     lRoundRobin,
+	PolicyLeastLoaded:    lLeastLoaded,
+	PolicyLeastTokens:    lLeastTokens,
+	PolicyCacheScore:     lCacheScore,
+	PolicyTTLAware:       lTTLAware,
+	PolicyPrecise:        lPrecise,
+	PolicyCacheLoad:      lCacheLoad,
+	PolicyEstimatedTTFT:  lEstimatedTTFT,
+	PolicyPrefixAffinity: lPrefixAffinity,
+	PolicyCacheAffinity:  lCacheAffinity,
+	PolicyKVC:            lKVC,
+}
+
+// LocalPolicies returns the local policy names, sorted.
+func LocalPolicies() []string {
+	names := make([]string, 0, len(localKinds))
+	for n := range localKinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Local decision reasons.
+const (
+	ReasonRandom        = "random"
+	ReasonRoundRobin    = "round-robin"
+	ReasonBest          = "best"            // the policy's best score
+	ReasonHome          = "home"            // prefix_affinity, cache_affinity: the rendezvous home
+	ReasonFanOut        = "fan-out"         // prefix_affinity, cache_affinity: least loaded of the top FanOut
+	ReasonLongerPrefix  = "longer-prefix"   // cache_affinity: the meta-store shows a longer prefix off home
+	ReasonOverloaded    = "overloaded"      // cache_affinity: the preferred instance was overloaded
+	ReasonProbed        = "probed"          // precise: longest probed prefix
+	ReasonNoProber      = "no-prober"       // precise without a Prober: meta-store prediction only
+	ReasonNoBlocks      = "no-blocks"       // precise: nothing to probe, least loaded
+	ReasonSticky        = "sticky"          // kvc: the session's last instance won
+	ReasonNoRate        = "no-prefill-rate" // estimated_ttft: no instance has a prefill rate, least loaded
+	ReasonViewsMismatch = "instance views do not match the bucket"
+)
+
+// local implements every local policy: they share the meta-store, the
+// counters and the candidate bookkeeping, and differ in one scoring step.
+type local struct {
+	name string
+	kind localKind
+	cfg  LocalConfig
+	n    int
+
+	store    *metaStore
+	rng      *rand.Rand
+	rr       int
+	inflight []int           // kvc: routed and not finished, per instance
+	assigned []int64         // kvc: routed ever, per instance
+	last     map[int32]int32 // kvc: session → last instance
+
+	pre   []int   // scratch: predicted prefix per instance
+	order []int32 // scratch: instance order
+}
+
+// NewLocal returns the local router cfg.Policy over instances instances,
+// with an empty meta-store.
+func NewLocal(cfg LocalConfig, instances int) (Local, error) {
+	kind, ok := localKinds[cfg.Policy]
+	if !ok {
+		return nil, fmt.Errorf("bucket: unknown local policy %q (known: %v)", cfg.Policy, LocalPolicies())
+	}
+	if instances < 1 {
+		return nil, fmt.Errorf("bucket: local policy %s needs at least one instance, got %d", cfg.Policy, instances)
+	}
+	if cfg.PrefixK == 0 {
+		cfg.PrefixK = DefaultPrefixK
+	}
+	if cfg.OverloadFactor == 0 {
+		cfg.OverloadFactor = DefaultOverloadFactor
+	}
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"LoadAlpha", cfg.LoadAlpha}, {"ScoreAlpha", cfg.ScoreAlpha}, {"ScoreBeta", cfg.ScoreBeta}, {"KVC.Alpha", cfg.KVC.Alpha}} {
+		if !(w.v >= 0) || math.IsInf(w.v, 0) {
+			return nil, fmt.Errorf("bucket: %s must be finite and >= 0, got %v", w.name, w.v)
+		}
+	}
+	switch {
+	case cfg.MetaStoreTTL < 0 || cfg.ProbeLatency < 0:
+		return nil, fmt.Errorf("bucket: MetaStoreTTL and ProbeLatency must be >= 0, got %v and %v", cfg.MetaStoreTTL, cfg.ProbeLatency)
+	case cfg.ProbeTopK < 0 || cfg.PrefixK < 0 || cfg.FanOut < 0:
+		return nil, fmt.Errorf("bucket: ProbeTopK, PrefixK and FanOut must be >= 0, got %d, %d and %d", cfg.ProbeTopK, cfg.PrefixK, cfg.FanOut)
+	case !(cfg.OverloadFactor >= 1) || math.IsInf(cfg.OverloadFactor, 0):
+		return nil, fmt.Errorf("bucket: OverloadFactor must be finite and >= 1, got %v", cfg.OverloadFactor)
+	}
+	return &local{
+		name:     cfg.Policy,
+		kind:     kind,
+		cfg:      cfg,
+		n:        instances,
+		store:    newMetaStore(instances, cfg.MetaStoreTTL),
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^golden)),
+		inflight: make([]int, instances),
+		assigned: make([]int64, instances),
+		last:     make(map[int32]int32),
+		pre:      make([]int, instances),
+		order:    make([]int32, instances),
+	}, nil
+}
+
+func (l *local) Name() string { return l.name }
+
+func (l *local) Routed(r *Request, instance int, now time.Duration) {
+	if instance < 0 || instance >= l.n {
+		return
+	}
+	l.store.record(instance, r.Blocks, now)
+	l.inflight[instance]++
+	l.assigned[instance]++
+	l.last[r.Session] = int32(instance)
+}
+
+func (l *local) Evicted(instance int, blocks []uint64, _ time.Duration) {
+	if instance < 0 || instance >= l.n {
+		return
+	}
+	l.store.evict(instance, blocks)
+}
+
+func (l *local) PredictPrefix(r *Request, now time.Duration) int {
+	return l.store.longestAny(r.Blocks, now)
+}
+
+func (l *local) Finished(instance int, _ time.Duration) {
+	if instance >= 0 && instance < l.n && l.inflight[instance] > 0 {
+		l.inflight[instance]--
+	}
+}
+
+// argmax returns the candidate with the highest Score among those ok
+// accepts (nil: all), ties to the lower load, then the lower index; -1 when
+// ok accepts none.
+func argmax(c []InstanceCandidate, ok func(int) bool) int {
+	best := -1
+	for i := range c {
+		if ok != nil && !ok(i) {
+			continue
+		}
+		if best < 0 || c[i].Score > c[best].Score ||
+			(c[i].Score == c[best].Score && c[i].View.Load() < c[best].View.Load()) {
+			best = i
+		}
+	}
+	return best
+}
+
+func (l *local) Route(r *Request, inst []InstanceView, probe Prober, now time.Duration) LocalDecision {
+	d := LocalDecision{Instance: -1, Mode: l.name}
+	if len(inst) != l.n {
+		d.Reason = fmt.Sprintf("%s: got %d, want %d", ReasonViewsMismatch, len(inst), l.n)
+		return d
+	}
+	pre := l.pre
+	l.store.prefixes(r.Blocks, now, pre)
+	c := make([]InstanceCandidate, l.n)
+	for i := range c {
+		c[i] = InstanceCandidate{View: inst[i], PredictedPrefix: pre[i]}
+	}
+	d.Candidates = c
+	nb := len(r.Blocks)
+	best, reason := -1, ReasonBest
+
+	switch l.kind {
+	case lRandom:
+		best, reason = l.rng.IntN(l.n), ReasonRandom
+
+	case lRoundRobin:
+		best, reason = l.rr%l.n, ReasonRoundRobin
+		l.rr = (l.rr + 1) % l.n
+
+	case lLeastLoaded:
+		for i := range c {
+			c[i].Score = -float64(inst[i].Load())
+		}
+		best = argmax(c, nil)
+
+	case lLeastTokens:
+		for i := range c {
+			c[i].Score = -float64(inst[i].KVUsed + inst[i].QueuedPrefillTokens)
+		}
+		best = argmax(c, nil)
+
+	case lCacheScore:
+		for i := range c {
+			c[i].Score = l.cfg.ScoreAlpha*float64(pre[i]) - l.cfg.ScoreBeta*float64(inst[i].Load())
+		}
+		best = argmax(c, nil)
+
+	case lTTLAware:
+		for i := range c {
+			c[i].Score = float64(pre[i])
+		}
+		best = argmax(c, nil)
+
+	case lCacheLoad:
+		for i := range c {
+			frac := 0.0
+			if nb > 0 {
+				frac = float64(pre[i]) / float64(nb)
+			}
+			c[i].Score = frac - l.cfg.LoadAlpha*float64(inst[i].Load())
+		}
+		best = argmax(c, nil)
+
+	case lEstimatedTTFT:
+		best, reason = l.estimatedTTFT(r, c)
+
+	case lPrecise:
+		best, reason = l.precise(r, c, probe, &d)
+
+	case lPrefixAffinity:
+		best, reason = l.affinity(r, c)
+
+	case lCacheAffinity:
+		best, reason = l.cacheAffinity(r, c)
+
+	case lKVC:
+		best, reason = l.kvc(r, c)
+	}
+
+	d.Instance, d.Reason = best, reason
+	if best >= 0 {
+		d.PredictedPrefix = pre[best]
+		if c[best].Probed {
+			d.PredictedPrefix = int(c[best].Score)
+		}
+	}
+	return d
+}
+
+// estimatedTTFT scores −(QueuedPrefillTokens + uncached)/PrefillRate
+// seconds, uncached = InputLen − cached tokens predicted (at least one
+// token is always prefilled, as on gpu.FusedWorker).
+func (l *local) estimatedTTFT(r *Request, c []InstanceCandidate) (int, string) {
+	anyRate := false
+	for i := range c {
+		v := c[i].View
+		if !(v.PrefillRate > 0) || math.IsInf(v.PrefillRate, 0) {
+			c[i].Score = -math.MaxFloat64
+			continue
+		}
+		anyRate = true
+		cached := 0
+		if r.BlockTokens > 0 {
+			cached = min(c[i].PredictedPrefix*r.BlockTokens, r.InputLen-1)
+		}
+		uncached := float64(r.InputLen - max(cached, 0))
+		c[i].Score = -(float64(v.QueuedPrefillTokens) + uncached) / v.PrefillRate
+	}
+	if !anyRate {
+		for i := range c {
+			c[i].Score = -float64(c[i].View.Load())
+		}
+		return argmax(c, nil), ReasonNoRate
+	}
+	return argmax(c, nil), ReasonBest
+}
+
+// rank orders l.order by key descending, ties by lower load then lower
+// index, and returns it. n is small: insertion sort, no allocation.
+func (l *local) rank(c []InstanceCandidate, key func(i int) float64) []int32 {
+	o := l.order
+	for i := range o {
+		o[i] = int32(i)
+	}
+	less := func(a, b int32) bool { // a ranks before b
+		ka, kb := key(int(a)), key(int(b))
+		if ka != kb {
+			return ka > kb
+		}
+		if la, lb := c[a].View.Load(), c[b].View.Load(); la != lb {
+			return la < lb
+		}
+		return a < b
+	}
+	for i := 1; i < len(o); i++ {
+		for j := i; j > 0 && less(o[j], o[j-1]); j-- {
+			o[j], o[j-1] = o[j-1], o[j]
+		}
+	}
+	return o
+}
+
+// precise probes the meta-store's top ProbeTopK instances (by predicted
+// prefix, ties to lower load then index) and picks the longest real
+// prefix, ties to lower load then index. Each probe costs ProbeLatency.
+func (l *local) precise(r *Request, c []InstanceCandidate, probe Prober, d *LocalDecision) (int, string) {
+	switch {
+	case len(r.Blocks) == 0:
+		for i := range c {
+			c[i].Score = -float64(c[i].View.Load())
+		}
+		return argmax(c, nil), ReasonNoBlocks
+	case probe == nil:
+		for i := range c {
+			c[i].Score = float64(c[i].PredictedPrefix)
+		}
+		return argmax(c, nil), ReasonNoProber
+	}
+	k := l.cfg.ProbeTopK
+	if k <= 0 || k > l.n {
+		k = l.n
+	}
+	order := l.rank(c, func(i int) float64 { return float64(c[i].PredictedPrefix) })
+	for i := range c {
+		c[i].Score = -1 // not probed: out of the race
+	}
+	for _, i := range order[:k] {
+		real := min(max(probe.CachedPrefix(int(i), r.Blocks), 0), len(r.Blocks))
+		c[i].Score, c[i].Probed = float64(real), true
+		d.ProbeLatency += l.cfg.ProbeLatency
+	}
+	return argmax(c, func(i int) bool { return c[i].Probed }), ReasonProbed
+}
+
+// affinity is prefix_affinity: score = the instance's rendezvous weight
+// for the hash of the first PrefixK blocks; the highest weight is home.
+// With FanOut > 1 the least loaded of the FanOut highest weights wins
+// (ties to the higher weight).
+func (l *local) affinity(r *Request, c []InstanceCandidate) (int, string) {
+	key := affinityKey(r, l.cfg.PrefixK)
+	for i := range c {
+		c[i].Score = unit(hrwWeight(key, i))
+	}
+	home := 0
+	for i := range c {
+		if hrwWeight(key, i) > hrwWeight(key, home) {
+			home = i
+		}
+	}
+	if l.cfg.FanOut <= 1 {
+		return home, ReasonHome
+	}
+	f := min(l.cfg.FanOut, l.n)
+	// Weights are distinct with overwhelming probability; rank breaks any
+	// tie by load then index.
+	order := l.rank(c, func(i int) float64 { return c[i].Score })
+	best := order[0]
+	for _, i := range order[1:f] {
+		if c[i].View.Load() < c[best].View.Load() {
+			best = i
+		}
+	}
+	if int(best) == home {
+		return home, ReasonHome
+	}
+	return int(best), ReasonFanOut
+}
+
+// cacheAffinity: start from prefix_affinity's choice (home, or its fan-out
+// pick); move to the instance with the longest predicted prefix when that
+// is strictly longer than the choice's; if the result is overloaded
+// (load > OverloadFactor × max(mean load, 1)), take the longest predicted
+// prefix among the instances that are not, ties to lower load then index.
+// Score = predicted prefix (blocks).
+func (l *local) cacheAffinity(r *Request, c []InstanceCandidate) (int, string) {
+	pick, reason := l.affinity(r, c)
+	for i := range c {
+		c[i].Score = float64(c[i].PredictedPrefix)
+	}
+	if longest := argmax(c, nil); c[longest].PredictedPrefix > c[pick].PredictedPrefix {
+		pick, reason = longest, ReasonLongerPrefix
+	}
+	total := 0
+	for i := range c {
+		total += c[i].View.Load()
+	}
+	limit := l.cfg.OverloadFactor * max(float64(total)/float64(len(c)), 1)
+	over := func(i int) bool { return float64(c[i].View.Load()) > limit }
+	if !over(pick) {
+		return pick, reason
+	}
+	// The least loaded instance is never overloaded (its load is at most
+	// the mean, and OverloadFactor >= 1), so this finds one.
+	return argmax(c, func(i int) bool { return !over(i) }), ReasonOverloaded
+}
+
+// kvc is KVC Algorithm 1's scoring over the bucket's meta-store, without
+// admission: the lexicographic maximum of (overlap + α·sticky, sticky,
+// −inflight, −assigned), ties to the lower index, where overlap is the
+// predicted prefix in blocks (equal to |blocks(r) ∩ resident(i)| under
+// prefix closure), sticky = 1 on the session's last instance, and
+// inflight/assigned count Routed calls (minus Finished calls).
+func (l *local) kvc(r *Request, c []InstanceCandidate) (int, string) {
+	sticky := int32(-1)
+	if s, ok := l.last[r.Session]; ok {
+		sticky = s
+	}
+	st := func(i int) int {
+		if int32(i) == sticky {
+			return 1
+		}
+		return 0
+	}
+	best := -1
+	for i := range c {
+		c[i].Score = float64(c[i].PredictedPrefix) + l.cfg.KVC.Alpha*float64(st(i))
+		if best < 0 {
+			best = i
+			continue
+		}
+		switch {
+		case c[i].Score != c[best].Score:
+			if c[i].Score > c[best].Score {
+				best = i
+			}
+		case st(i) != st(best):
+			if st(i) > st(best) {
+				best = i
+			}
+		case l.inflight[i] != l.inflight[best]:
+			if l.inflight[i] < l.inflight[best] {
+				best = i
+			}
+		case l.assigned[i] < l.assigned[best]:
+			best = i
+		}
+	}
+	if int32(best) == sticky {
+		return best, ReasonSticky
+	}
+	return best, ReasonBest
+}
