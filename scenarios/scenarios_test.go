@@ -20,7 +20,7 @@ import (
 
 func TestNames(t *testing.T) {
 	names := scenarios.Names()
-	assert.Equal(t, []string{"1p3d-mlx5.hcl", "1p3d-tcp.hcl", "claude-code.hcl", "mooncake.hcl", "reseed-tcp-loopback.hcl", "vanilla-pd-1p3d.hcl"}, names)
+	assert.Equal(t, []string{"1p3d-mlx5.hcl", "1p3d-tcp.hcl", "buckets-3-strict.hcl", "buckets-3.hcl", "claude-code.hcl", "dp4.hcl", "kvc-v1-1p3d.hcl", "kvscore-1p3d.hcl", "mooncake.hcl", "reseed-tcp-loopback.hcl", "sticky-1p3d.hcl", "vanilla-pd-1p3d.hcl"}, names)
 	assert.Contains(t, names, scenarios.Default)
 }
 
@@ -59,9 +59,13 @@ func TestEmbeddedScenariosParse(t *testing.T) {
 		"1p3d-tcp.hcl":            {"H200-SXM", topology.DefaultGenerator()},
 		"vanilla-pd-1p3d.hcl":     {"H200-SXM", topology.DefaultGenerator()},
 		"reseed-tcp-loopback.hcl": {"H100-SXM", reseedGen},
+		"sticky-1p3d.hcl":         {"H200-SXM", topology.DefaultGenerator()},
+		"kvscore-1p3d.hcl":        {"H200-SXM", topology.DefaultGenerator()},
+		"kvc-v1-1p3d.hcl":         {"H200-SXM", topology.DefaultGenerator()},
 	}
-	// Trace scenarios are checked by TestTraceScenarios.
-	traces := map[string]bool{"claude-code.hcl": true, "mooncake.hcl": true}
+	// Trace and fused scenarios are checked by TestTraceScenarios and
+	// TestFusedScenarios.
+	traces := map[string]bool{"claude-code.hcl": true, "mooncake.hcl": true, "dp4.hcl": true, "buckets-3.hcl": true, "buckets-3-strict.hcl": true}
 	for _, name := range scenarios.Names() {
 		if traces[name] {
 			continue
@@ -377,5 +381,48 @@ func TestTraceScenarios(t *testing.T) {
 			_, err = spec.NICs()
 			assert.NoError(t, err)
 		})
+	}
+}
+
+func TestBaselineScenarioRouters(t *testing.T) {
+	for name, want := range map[string]string{
+		"sticky-1p3d.hcl": "sticky_only", "kvscore-1p3d.hcl": "kv_score", "kvc-v1-1p3d.hcl": "kvc", "vanilla-pd-1p3d.hcl": "vanilla",
+	} {
+		src, err := scenarios.Read(name)
+		require.NoError(t, err)
+		spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, want, spec.Router.Policy, name)
+		if name == "kvc-v1-1p3d.hcl" {
+			assert.True(t, spec.Router.V1)
+		}
+	}
+}
+
+// TestFusedScenarios: dp4 is one pool of four fused workers behind
+// cache_aware_dp; buckets-3 and buckets-3-strict tile every length over
+// three buckets and differ only in their global policy.
+func TestFusedScenarios(t *testing.T) {
+	src, err := scenarios.Read("dp4.hcl")
+	require.NoError(t, err)
+	spec, err := topology.Parse("<embedded>/dp4.hcl", src, topology.Options{})
+	require.NoError(t, err)
+	assert.Len(t, spec.Fused, 4)
+	require.Len(t, spec.Buckets, 1)
+	assert.Equal(t, "cache_aware_dp", spec.LocalRouter.Policy)
+	assert.Equal(t, "cache_aware_dp", spec.Router.Policy)
+
+	for file, g := range map[string]string{"buckets-3-strict.hcl": "strict_input_length", "buckets-3.hcl": "bucket_score"} {
+		src, err := scenarios.Read(file)
+		require.NoError(t, err)
+		spec, err := topology.Parse("<embedded>/"+file, src, topology.Options{})
+		require.NoError(t, err)
+		require.Len(t, spec.Buckets, 3)
+		assert.Equal(t, g, spec.GlobalRouter.Policy)
+		assert.Equal(t, "cache_affinity", spec.LocalRouter.Policy)
+		assert.Equal(t, 0, spec.Buckets[0].Min)
+		for i := 1; i < 3; i++ {
+			assert.Equal(t, spec.Buckets[i-1].Max+1, spec.Buckets[i].Min)
+		}
 	}
 }

@@ -35,6 +35,9 @@ const (
 	DefaultPrefixK             = 8
 	DefaultFanOut              = 0
 	DefaultOverloadFactor      = 2.0
+	DefaultCacheThreshold      = 0.5    // cache_aware_dp
+	DefaultBalanceAbs          = 32     // cache_aware_dp
+	DefaultBalanceRel          = 1.0001 // cache_aware_dp
 	DefaultLengthPenaltyWeight = 1.0
 	DefaultLoadWeight          = 1.0
 	DefaultCacheWeight         = 1.0
@@ -55,6 +58,9 @@ func DefaultLocalRouter(policy string) LocalRouter {
 		FanOut:         DefaultFanOut,
 		Alpha:          DefaultAlpha,
 		OverloadFactor: DefaultOverloadFactor,
+		CacheThreshold: DefaultCacheThreshold,
+		BalanceAbs:     DefaultBalanceAbs,
+		BalanceRel:     DefaultBalanceRel,
 	}
 }
 
@@ -88,6 +94,7 @@ var localPolicies = []localPolicy{
 	{"prefix_affinity", "rendezvous hash of the first prefix_k blocks, spread over fan_out"},
 	{"cache_affinity", "prefix_affinity's home unless the meta-store shows a longer prefix elsewhere or the home is overloaded"},
 	{"kvc", "KVC Algorithm 1 scoring (overlap + alpha·sticky, sticky, −inflight, −assigned), no admission"},
+	{"cache_aware_dp", "SGLang-style cache-aware DP: longest recorded prefix when its ratio reaches cache_threshold, else least loaded; least loaded when imbalanced"},
 }
 
 // LocalPolicies returns the local_router policy names, sorted.
@@ -132,6 +139,12 @@ var localParams = []routerParam{
 		func(o *routerOut) *float64 { return &o.Local.Alpha }, atLeast(0.0)),
 	numField("overload_factor", "cache_affinity leaves an instance whose load is above overload_factor × max(mean load, 1)",
 		func(o *routerOut) *float64 { return &o.Local.OverloadFactor }, atLeast(1.0)),
+	numField("cache_threshold", "cache_aware_dp follows the cache when the matched fraction of the prompt reaches it",
+		func(o *routerOut) *float64 { return &o.Local.CacheThreshold }, unitIntervalClosed),
+	numField("balance_abs_threshold", "cache_aware_dp balances load when max−min load exceeds it (and the relative threshold)",
+		func(o *routerOut) *int { return &o.Local.BalanceAbs }, atLeast(0)),
+	numField("balance_rel_threshold", "cache_aware_dp balances load when max load exceeds it × min load (and the absolute threshold)",
+		func(o *routerOut) *float64 { return &o.Local.BalanceRel }, atLeast(1.0)),
 }
 
 // singlePoolPolicies are the router table entries of the local policies
@@ -155,7 +168,9 @@ func singlePoolPolicies() []policy {
 	return out
 }
 
-func lookupDisaggregated(name string) bool { return name == "kvc" || name == "vanilla" }
+func lookupDisaggregated(name string) bool {
+	return name == "kvc" || name == "vanilla" || name == "sticky_only" || name == "kv_score"
+}
 
 // globalPolicy is a global_router policy and the parameters it takes.
 type globalPolicy struct {

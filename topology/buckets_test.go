@@ -79,6 +79,7 @@ func TestBucketScenario(t *testing.T) {
 	assert.Equal(t, LocalRouter{
 		Policy: "cache_affinity", MetaStoreTTL: 1000 * time.Second, ProbeLatency: 10 * time.Microsecond, ProbeTopK: 4,
 		LoadAlpha: 0.1, ScoreAlpha: 1, ScoreBeta: 0.1, PrefixK: 8, FanOut: 0, Alpha: 1, OverloadFactor: 2,
+		CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001,
 	}, spec.LocalRouter)
 	assert.Equal(t, PolicyBuckets, spec.Router.Policy)
 	assert.Len(t, spec.Fused, 10)
@@ -120,7 +121,8 @@ local_router "kvc" {
 	spec = mustParse(t, src, testOpts)
 	assert.Equal(t, []string{"b", "a"}, []string{spec.Buckets[0].Name, spec.Buckets[1].Name})
 	assert.Equal(t, LocalRouter{Policy: "kvc", Alpha: 2, MetaStoreTTL: 0, ProbeLatency: time.Millisecond, ProbeTopK: 0,
-		LoadAlpha: 0, ScoreAlpha: 3, ScoreBeta: 0.5, PrefixK: 1, FanOut: 2, OverloadFactor: 1.5}, spec.LocalRouter)
+		LoadAlpha: 0, ScoreAlpha: 3, ScoreBeta: 0.5, PrefixK: 1, FanOut: 2, OverloadFactor: 1.5,
+		CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001}, spec.LocalRouter)
 	assert.Equal(t, DefaultGlobalRouter(GlobalStrictInputLength), spec.GlobalRouter)
 
 	// Variables work in lists.
@@ -212,7 +214,7 @@ func TestBucketDiagnostics(t *testing.T) {
 		{"duplicate global router", twoBuckets + "global_router \"bucket_score\" {}\nglobal_router \"strict_input_length\" {} #!\n", []string{"Duplicate global_router block"}},
 
 		// Policies and parameters.
-		{"unknown local policy", in(twoBuckets, `local_router "least_loaded" {}`, `local_router "least_load" {} #!`), []string{"Unknown local router policy", `Did you mean "least_loaded"?`, `"cache_affinity", "cache_load"`}},
+		{"unknown local policy", in(twoBuckets, `local_router "least_loaded" {}`, `local_router "least_load" {} #!`), []string{"Unknown local router policy", `Did you mean "least_loaded"?`, `"cache_affinity", "cache_aware_dp", "cache_load"`}},
 		{"global policy as local", in(twoBuckets, `local_router "least_loaded" {}`, `local_router "bucket_score" {} #!`), []string{"Unknown local router policy", `"bucket_score" is a global_router policy`}},
 		{"unknown global policy", twoBuckets + "global_router \"strict\" {} #!\n", []string{"Unknown global router policy", `"bucket_score" and "strict_input_length"`}},
 		{"misspelt global policy", twoBuckets + "global_router \"bucket_scor\" {} #!\n", []string{"Unknown global router policy", `Did you mean "bucket_score"?`}},
@@ -312,7 +314,7 @@ func TestBucketDiagnosticsAtBlocks(t *testing.T) {
 	line := strings.Count(src[:strings.Index(src, `bucket "a"`)], "\n") + 1
 	assert.Contains(t, msg, "test.hcl:"+strconv.Itoa(line)+":")
 	assert.Contains(t, flat(msg), "Missing local_router block")
-	assert.Contains(t, flat(msg), `"cache_affinity", "cache_load"`)
+	assert.Contains(t, flat(msg), `"cache_affinity", "cache_aware_dp", "cache_load"`)
 
 	src = replace(twoBuckets, "  instances    = [\"f0\"]\n", "")
 	msg = parseErr(t, src, testOpts)

@@ -546,8 +546,8 @@ func TestLoad(t *testing.T) {
 
 func TestPolicyTable(t *testing.T) {
 	assert.Equal(t, []string{
-		"cache_affinity", "cache_load", "cache_score", "estimated_ttft", "kvc", "least_loaded", "least_tokens",
-		"precise", "prefix_affinity", "random", "round_robin", "ttl_aware", "vanilla",
+		"cache_affinity", "cache_aware_dp", "cache_load", "cache_score", "estimated_ttft", "kv_score", "kvc", "least_loaded", "least_tokens",
+		"precise", "prefix_affinity", "random", "round_robin", "sticky_only", "ttl_aware", "vanilla",
 	}, Policies())
 	for _, p := range policies {
 		seen := map[string]bool{}

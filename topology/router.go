@@ -159,6 +159,20 @@ var policies = append([]policy{
 		fullMesh: true,
 		params:   []routerParam{paramBlockTokens},
 	},
+	{
+		name:     "sticky_only",
+		doc:      "sticky-only baseline: a session stays on the decode worker it first went to; no scoring, no admission",
+		kinds:    disaggregated,
+		fullMesh: true,
+		params:   []routerParam{paramBlockTokens},
+	},
+	{
+		name:     "kv_score",
+		doc:      "KVC's Algorithm 1 scoring without worker-side admission (router-side residency belief)",
+		kinds:    disaggregated,
+		fullMesh: true,
+		params:   []routerParam{paramAlpha, paramBlockTokens},
+	},
 }, singlePoolPolicies()...)
 
 // Policies returns the router policy names the HCL format accepts, sorted.

@@ -91,6 +91,12 @@ type LocalRouter struct {
 	// OverloadFactor (cache_affinity): an instance is overloaded above
 	// OverloadFactor × max(mean load, 1) (2).
 	OverloadFactor float64
+	// cache_aware_dp: follow the cache when the matched prompt fraction
+	// reaches CacheThreshold (0.5), unless max−min load > BalanceAbs (32)
+	// and max > BalanceRel·min load (1.0001).
+	CacheThreshold float64
+	BalanceAbs     int
+	BalanceRel     float64
 }
 
 // Worker is one GPU worker (possibly tensor-parallel).

@@ -138,6 +138,13 @@ func unitInterval(v float64) string {
 	return ""
 }
 
+func unitIntervalClosed(v float64) string {
+	if !(v >= 0 && v <= 1) {
+		return "must be in [0, 1]"
+	}
+	return ""
+}
+
 // checkNum validates an optional number: nil gives def, an invalid value a
 // diagnostic at rng (and def).
 func checkNum[T int | uint64 | float64](c *checker, p *T, rng hcl.Range, def T, name, help string, check func(T) string) T {

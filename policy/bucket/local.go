@@ -58,10 +58,11 @@ var localKinds = map[string]localKind{
 
 // LocalPolicies returns the local policy names, sorted.
 func LocalPolicies() []string {
-	names := make([]string, 0, len(localKinds))
+	names := make([]string, 0, len(localKinds)+1)
 	for n := range localKinds {
 		names = append(names, n)
 	}
+	names = append(names, PolicyCacheAwareDP)
 	sort.Strings(names)
 	return names
 }
@@ -105,6 +106,12 @@ type local struct {
 // NewLocal returns the local router cfg.Policy over instances instances,
 // with an empty meta-store.
 func NewLocal(cfg LocalConfig, instances int) (Local, error) {
+	if cfg.Policy == PolicyCacheAwareDP {
+		if instances < 1 {
+			return nil, fmt.Errorf("bucket: local policy %s needs at least one instance, got %d", cfg.Policy, instances)
+		}
+		return newCacheAwareLocal(cfg, instances)
+	}
 	kind, ok := localKinds[cfg.Policy]
 	if !ok {
 		return nil, fmt.Errorf("bucket: unknown local policy %q (known: %v)", cfg.Policy, LocalPolicies())

@@ -73,7 +73,7 @@ func seed(l Local, r *Request, now time.Duration, prefix ...int) {
 
 func TestLocalPolicies(t *testing.T) {
 	assert.Equal(t, []string{
-		"cache_affinity", "cache_load", "cache_score", "estimated_ttft", "kvc", "least_loaded",
+		"cache_affinity", "cache_aware_dp", "cache_load", "cache_score", "estimated_ttft", "kvc", "least_loaded",
 		"least_tokens", "precise", "prefix_affinity", "random", "round_robin", "ttl_aware",
 	}, LocalPolicies())
 	for _, p := range LocalPolicies() {

@@ -166,6 +166,12 @@ type LocalConfig struct {
 	OverloadFactor float64
 	Seed           uint64 // random
 	KVC            KVCConfig
+	// cache_aware_dp (nil = policy.DefaultCacheAwareConfig's value):
+	// follow the cache when the match ratio reaches CacheThreshold, unless
+	// max−min load > BalanceAbs and max > BalanceRel·min.
+	CacheThreshold *float64
+	BalanceAbs     *int
+	BalanceRel     *float64
 }
 
 // Defaults LocalConfig's zero values select.

@@ -1,0 +1,110 @@
+# buckets-3-strict.hcl -- bucket-aware two-level routing over fused workers, as in
+# the bucket design document: requests are split by input length into
+# short / medium / long buckets, each an isolated pool of instances with
+# its own prefix caches and meta-store. The global router picks a bucket,
+# the local router an instance inside it.
+#
+# This file uses global_router "strict_input_length" (every request goes
+# to the bucket whose range holds its length); buckets-3.hcl is the same
+# deployment with "bucket_score".
+# Outputs add routing_log.jsonl (one line per decision, with every bucket's
+# and instance's score) and a per_bucket breakdown in summary.json.
+
+name = "buckets-3-strict"
+
+variable "sessions" {
+  description = "Number of concurrent agentic sessions."
+  default     = 24
+}
+
+variable "seed" {
+  default = 42
+}
+
+fused "s0" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+fused "s1" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+fused "s2" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+fused "m0" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+fused "m1" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+fused "m2" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+fused "m3" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+fused "l0" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+fused "l1" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+fused "l2" {
+  gpu   = "H200-SXM"
+  model = "qwen3-coder-30b-a3b"
+}
+
+# Input-length ranges (tokens, inclusive) must tile without gaps or
+# overlaps; a length outside every range fails under strict_input_length.
+bucket "short" {
+  input_tokens = [0, 16384]
+  instances    = ["s0", "s1", "s2"]
+}
+
+bucket "medium" {
+  input_tokens = [16385, 40960]
+  instances    = ["m0", "m1", "m2", "m3"]
+}
+
+bucket "long" {
+  input_tokens = [40961, 1048576]
+  instances    = ["l0", "l1", "l2"]
+}
+
+global_router "strict_input_length" {}
+
+# Shared by every bucket (each bucket has its own instance of it).
+local_router "cache_affinity" {
+  meta_store_ttl = "1000s"
+  prefix_k       = 8
+}
+
+workload {
+  clock = "virtual"
+  seed  = var.seed
+  loop  = "closed"
+
+  generator "agentic" {
+    sessions      = var.sessions
+    turns         = 40
+    first_tokens  = 6000
+    append_tokens = 1200
+  }
+}
