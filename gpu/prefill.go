@@ -117,7 +117,7 @@ func (w *PrefillWorker) NextEvent() (time.Duration, bool) {
 type BlockLRU struct {
 	capTokens int
 	used      int
-	m         map[uint64]int32
+	m         blockMap
 	nodes     []lruNode // nodes[0] is the list sentinel: nodes[0].next is most recent
 	free      []int32
 
@@ -133,7 +133,7 @@ type lruNode struct {
 
 // NewBlockLRU returns a cache holding at most capTokens tokens.
 func NewBlockLRU(capTokens int) *BlockLRU {
-	return &BlockLRU{capTokens: capTokens, m: make(map[uint64]int32), nodes: make([]lruNode, 1)}
+	return &BlockLRU{capTokens: capTokens, nodes: make([]lruNode, 1)}
 }
 
 // Used is the cached tokens.
@@ -146,13 +146,13 @@ func (c *BlockLRU) Used() int { return c.used }
 func (c *BlockLRU) Match(blocks []uint64) int {
 	n := 0
 	for _, b := range blocks {
-		if _, ok := c.m[b]; !ok {
+		if c.m.get(b) == 0 {
 			break
 		}
 		n++
 	}
 	for k := n - 1; k >= 0; k-- {
-		c.touch(c.m[blocks[k]])
+		c.touch(c.m.get(blocks[k]))
 	}
 	return n
 }
@@ -161,7 +161,7 @@ func (c *BlockLRU) Match(blocks []uint64) int {
 func (c *BlockLRU) Peek(blocks []uint64) int {
 	n := 0
 	for _, b := range blocks {
-		if _, ok := c.m[b]; !ok {
+		if c.m.get(b) == 0 {
 			break
 		}
 		n++
@@ -187,7 +187,7 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 	}
 	for k := len(blocks) - 1; k >= 0; k-- {
 		b := blocks[k]
-		if i, ok := c.m[b]; ok {
+		if i := c.m.get(b); i != 0 {
 			c.touch(i)
 			continue
 		}
@@ -203,7 +203,7 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 			i = int32(len(c.nodes) - 1)
 		}
 		c.nodes[i] = lruNode{key: b, tokens: int32(blockTokens)}
-		c.m[b] = i
+		c.m.put(b, i)
 		c.used += blockTokens
 		c.pushFront(i)
 	}
@@ -239,7 +239,7 @@ func (c *BlockLRU) evictOldest() {
 	if c.trackEvictions {
 		c.evicted = append(c.evicted, c.nodes[i].key)
 	}
-	delete(c.m, c.nodes[i].key)
+	c.m.del(c.nodes[i].key)
 	c.used -= int(c.nodes[i].tokens)
 	c.free = append(c.free, i)
 }

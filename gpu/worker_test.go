@@ -381,3 +381,31 @@ func TestDecodeUnadmittedRunAndSeed(t *testing.T) {
 	assert.Positive(t, d3.Done)
 	assert.LessOrEqual(t, w.MaxUsed(), w.Cap())
 }
+
+// TestBlockMapMatchesGoMap: the open-addressing map against a Go map under
+// random puts and deletes (small consecutive keys, as trace hash ids are).
+func TestBlockMapMatchesGoMap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var m blockMap
+		ref := map[uint64]int32{}
+		for i := 0; i < 400; i++ {
+			k := uint64(rapid.IntRange(0, 64).Draw(t, "k"))
+			if rapid.Bool().Draw(t, "put") {
+				v := int32(rapid.IntRange(1, 1000).Draw(t, "v"))
+				m.put(k, v)
+				ref[k] = v
+			} else {
+				m.del(k)
+				delete(ref, k)
+			}
+			for q := uint64(0); q <= 64; q++ {
+				if got, want := m.get(q), ref[q]; got != want {
+					t.Fatalf("step %d: get(%d) = %d, want %d", i, q, got, want)
+				}
+			}
+			if m.n != len(ref) {
+				t.Fatalf("step %d: %d entries, want %d", i, m.n, len(ref))
+			}
+		}
+	})
+}
