@@ -149,8 +149,14 @@ func (a *bucketActor) instances() []bucket.InstanceView {
 
 func (a *bucketActor) handle(msg any) {
 	now := a.now()
+	// Only cores with an event due are advanced: an instance's state only
+	// changes at its own events, and advancing it at other instants would
+	// only split its analytic decode progress (at nanosecond rounding),
+	// making one instance's timings depend on unrelated traffic.
 	for _, c := range a.cores {
-		c.Advance(now)
+		if at, ok := c.NextEvent(); ok && at <= now {
+			c.Advance(now)
+		}
 	}
 	switch m := msg.(type) {
 	case viewReqMsg:

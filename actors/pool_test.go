@@ -3,14 +3,18 @@ package actors
 import (
 	"context"
 	"fmt"
+	"io"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
 )
 
 // bucketHCL is a three-bucket deployment (short/medium/long) of fused
@@ -131,4 +135,80 @@ func TestSinglePoolRouter(t *testing.T) {
 		cached += r.CachedTokens
 	}
 	assert.Positive(t, cached, "sessions find their prefix on their instance")
+}
+
+// sessionsSource replays fixed sessions: long ones have prompts above
+// 20000 tokens, short ones below 12000.
+type sessionsSource struct {
+	reqs []*workload.Request
+	i    int
+}
+
+func (s *sessionsSource) Next() (*workload.Request, error) {
+	if s.i == len(s.reqs) {
+		return nil, io.EOF
+	}
+	s.i++
+	return s.reqs[s.i-1], nil
+}
+
+func newSessionsSource(short, long int) *sessionsSource {
+	var all []*workload.Request
+	add := func(name string, idx int, base int) {
+		in := base
+		for t := 0; t < 10; t++ {
+			if t > 0 {
+				in += 600
+			}
+			blocks := make([]uint64, in/24)
+			for i := range blocks {
+				blocks[i] = uint64(idx+1)<<32 | uint64(i+1)
+			}
+			all = append(all, &workload.Request{SessionName: name, Turn: t, Arrival: time.Duration(idx) * 100 * time.Millisecond,
+				InputLen: in, OutputLen: 80, Blocks: blocks, BlockTokens: 24, AppendLen: 600, Think: time.Second, Last: t == 9})
+		}
+	}
+	for i := 0; i < short; i++ {
+		add(fmt.Sprintf("short%d", i), i, 4000)
+	}
+	for i := 0; i < long; i++ {
+		add(fmt.Sprintf("long%d", i), short+i, 30000)
+	}
+	// Dense sessions and ids in arrival order (turns of a session in order).
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Arrival < all[j].Arrival })
+	sess := map[string]int32{}
+	for i, r := range all {
+		if _, ok := sess[r.SessionName]; !ok {
+			sess[r.SessionName] = int32(len(sess))
+		}
+		r.Session, r.ID = sess[r.SessionName], int64(i)
+	}
+	return &sessionsSource{reqs: all}
+}
+
+// TestBucketsAdvanceIndependently: a loaded long bucket does not change
+// anything the short bucket does (its instances run on their own).
+func TestBucketsAdvanceIndependently(t *testing.T) {
+	run := func(long int) map[string]metrics.Record {
+		spec, err := topology.Parse("test.hcl", []byte(bucketHCL("strict_input_length", "least_loaded")), topology.Options{})
+		require.NoError(t, err)
+		res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), Source: newSessionsSource(4, long)})
+		require.NoError(t, err)
+		out := map[string]metrics.Record{}
+		for _, r := range res.Records {
+			if r.Bucket == "short" {
+				out[fmt.Sprintf("%s/%d", r.Session, r.Turn)] = r
+			}
+		}
+		return out
+	}
+	alone, loaded := run(0), run(12)
+	require.Len(t, alone, 40)
+	require.Len(t, loaded, 40)
+	for k, a := range alone {
+		b := loaded[k]
+		assert.Equal(t, a.TTFT, b.TTFT, k)
+		assert.Equal(t, a.E2E, b.E2E, k)
+		assert.Equal(t, a.D, b.D, k)
+	}
 }
