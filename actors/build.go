@@ -281,11 +281,13 @@ type poolBuilt struct {
 }
 
 type poolBucket struct {
-	cfg    bucket.BucketConfig
-	local  bucket.Local
-	cores  []*gpu.FusedWorker
-	global []int     // instance → index in spec.Fused
-	rates  []float64 // prefill tokens/s of a cold 8K prompt, for estimated_ttft
+	nic      *transfer.NIC // intra-bucket RDMA fabric for remote prefix fetches (nil = none)
+	bytesTok int64
+	cfg      bucket.BucketConfig
+	local    bucket.Local
+	cores    []*gpu.FusedWorker
+	global   []int     // instance → index in spec.Fused
+	rates    []float64 // prefill tokens/s of a cold 8K prompt, for estimated_ttft
 }
 
 func buildPool(spec *topology.Spec) (*poolBuilt, error) {
@@ -332,6 +334,18 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			pbk.cores = append(pbk.cores, core)
 			pbk.global = append(pbk.global, gi)
 			pbk.rates = append(pbk.rates, p.PrefillThroughput(8192))
+		}
+		if bs.RemoteFetchBandwidth > 0 {
+			nic, err := transfer.NewNIC(transfer.Config{Name: "bucket:" + bs.Name, Transport: transfer.RDMA,
+				LineRate: bs.RemoteFetchBandwidth, Latency: topology.DefaultLatency})
+			if err != nil {
+				return nil, fmt.Errorf("bucket %s: %w", bs.Name, err)
+			}
+			p, err := perfFor(spec.Fused[pbk.global[0]])
+			if err != nil {
+				return nil, err
+			}
+			pbk.nic, pbk.bytesTok = nic, p.KVBytesPerToken()
 		}
 		pb.buckets = append(pb.buckets, pbk)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/policy/bucket"
+	"github.com/pdemu/pdemu/transfer"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -111,6 +112,43 @@ type bucketActor struct {
 	collector *actor.PID
 	series    []*metrics.Series
 	wake      waker
+
+	// Remote prefix fetches over the bucket's RDMA fabric (nil nic = off).
+	nic      *transfer.NIC
+	bytesTok int64
+	fetches  map[uint64]fetch
+	done     []transfer.Completion
+}
+
+// fetch is a prefix being copied from another instance of the bucket.
+type fetch struct {
+	job  *gpu.Job
+	inst int
+	upto int // leading blocks the instance will hold after the fetch
+}
+
+// submit hands job to instance inst, first fetching over the bucket's
+// fabric the part of its prefix that another instance of this bucket holds
+// and inst does not (never from another bucket).
+func (a *bucketActor) submit(now time.Duration, job *gpu.Job, inst int) {
+	if a.nic != nil {
+		r := job.Req
+		own := a.cores[inst].CachedPrefix(r.Blocks)
+		best := own
+		for j, c := range a.cores {
+			if j != inst {
+				best = max(best, c.CachedPrefix(r.Blocks))
+			}
+		}
+		if best > own {
+			bytes := int64(best-own) * int64(r.BlockTokens) * a.bytesTok
+			job.TransferBytes, job.TransferStart = bytes, now
+			a.fetches[uint64(r.ID)] = fetch{job: job, inst: inst, upto: best}
+			a.nic.Start(now, uint64(r.ID), bytes, 0)
+			return
+		}
+	}
+	a.cores[inst].Submit(now, job)
 }
 
 // CachedPrefix implements bucket.Prober over the bucket's own instances.
@@ -179,14 +217,30 @@ func (a *bucketActor) handle(msg any) {
 		if dec.ProbeLatency > 0 {
 			a.send(a.self, dispatchMsg{job, dec.Instance}, dec.ProbeLatency)
 		} else {
-			a.cores[dec.Instance].Submit(now, job)
+			a.submit(now, job, dec.Instance)
 		}
 	case dispatchMsg:
-		a.cores[m.inst].Submit(now, m.job)
+		a.submit(now, m.job, m.inst)
 	case wakeMsg:
 		a.wake.fired(m)
 	}
 	next, has := time.Duration(0), false
+	if a.nic != nil {
+		a.done = a.nic.Advance(now, a.done[:0])
+		for _, c := range a.done {
+			f := a.fetches[c.ID]
+			delete(a.fetches, c.ID)
+			f.job.TransferEnd = c.At
+			if c.Err == nil {
+				r := f.job.Req
+				a.cores[f.inst].Import(r.Blocks[:f.upto], r.BlockTokens)
+			} // a failed fetch is recomputed instead
+			a.cores[f.inst].Submit(now, f.job)
+		}
+		if len(a.fetches) > 0 {
+			next, has = a.nic.NextEvent()
+		}
+	}
 	for i, c := range a.cores {
 		for _, ev := range c.Events() {
 			switch ev.Kind {

@@ -212,3 +212,36 @@ func TestBucketsAdvanceIndependently(t *testing.T) {
 		assert.Equal(t, a.D, b.D, k)
 	}
 }
+
+// TestRemoteFetchStaysInBucket: with an RDMA fabric inside each bucket, an
+// instance fetches a prefix another instance of its bucket holds instead
+// of recomputing it, and still never sees another bucket's blocks.
+func TestRemoteFetchStaysInBucket(t *testing.T) {
+	withFetch := func(src string) string {
+		return strings.ReplaceAll(src, "  instances = [", "  remote_fetch_bandwidth = \"200Gbps\"\n  instances = [")
+	}
+	plain := runHCL(t, bucketHCL("strict_input_length", "least_loaded"))
+	fetched := runHCL(t, withFetch(bucketHCL("strict_input_length", "least_loaded")))
+	sum := func(r *Result) (cached int, bytes int64) {
+		for _, rec := range r.Records {
+			cached += rec.CachedTokens
+			bytes += rec.TransferBytes
+		}
+		return
+	}
+	c0, b0 := sum(plain)
+	c1, b1 := sum(fetched)
+	t.Logf("cached tokens %d -> %d, remote fetch bytes %d -> %d; ttft p50 %.1f -> %.1f ms", c0, c1, b0, b1,
+		plain.Summary.TTFT.P50, fetched.Summary.TTFT.P50)
+	assert.Zero(t, b0)
+	assert.Positive(t, b1)
+	assert.Greater(t, c1, c0)
+
+	last := map[string]metrics.Record{}
+	for _, r := range fetched.Records {
+		if prev, ok := last[r.Session]; ok && prev.Bucket != r.Bucket {
+			assert.LessOrEqual(t, r.CachedTokens, 166*24, "request %d fetched across buckets", r.ID)
+		}
+		last[r.Session] = r
+	}
+}

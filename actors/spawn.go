@@ -125,7 +125,8 @@ func spawnPool(spec *topology.Spec, pb *poolBuilt, mk func(string) node, spawn f
 	var series []*metrics.Series
 	for i, bb := range pb.buckets {
 		ba := &bucketActor{node: mk("bucket:" + bb.cfg.Name), id: i, cfg: bb.cfg, local: bb.local, cores: bb.cores,
-			global: bb.global, rates: bb.rates, collector: colPID}
+			global: bb.global, rates: bb.rates, collector: colPID,
+			nic: bb.nic, bytesTok: bb.bytesTok, fetches: map[uint64]fetch{}}
 		for _, gi := range bb.global {
 			s := metrics.NewSeries(spec.Fused[gi].Name, "fused")
 			s.Bucket = bb.cfg.Name

@@ -79,6 +79,10 @@ func (f *FusedWorker) CachedPrefix(blocks []uint64) int { return f.cache.Peek(bl
 // CacheUsed is the prefix cache occupancy in tokens.
 func (f *FusedWorker) CacheUsed() int { return f.cache.Used() }
 
+// Import puts blocks (fetched from another instance) into the prefix
+// cache, as if this worker had computed them.
+func (f *FusedWorker) Import(blocks []uint64, blockTokens int) { f.cache.Insert(blocks, blockTokens) }
+
 // Submit queues j. Its cached prefix is looked up now; it is admitted when
 // its KV fits, or fails at once (ReasonExceedsPool) if it never can.
 func (f *FusedWorker) Submit(now time.Duration, j *Job) {

@@ -73,17 +73,23 @@ fused "l2" {
 
 # Input-length ranges (tokens, inclusive) must tile without gaps or
 # overlaps; a length outside every range fails under strict_input_length.
+# remote_fetch_bandwidth is the RDMA fabric between a bucket's instances:
+# an instance missing a prefix that another instance of the same bucket
+# caches fetches it instead of recomputing it (never across buckets).
 bucket "short" {
+  remote_fetch_bandwidth = "200Gbps"
   input_tokens = [0, 16384]
   instances    = ["s0", "s1", "s2"]
 }
 
 bucket "medium" {
+  remote_fetch_bandwidth = "200Gbps"
   input_tokens = [16385, 40960]
   instances    = ["m0", "m1", "m2", "m3"]
 }
 
 bucket "long" {
+  remote_fetch_bandwidth = "200Gbps"
   input_tokens = [40961, 1048576]
   instances    = ["l0", "l1", "l2"]
 }

@@ -364,3 +364,15 @@ local_router "least_loaded" {
 		`Invalid value for "fan_out"`,
 	}, summaries, "all errors, in file order")
 }
+
+func TestBucketRemoteFetchBandwidth(t *testing.T) {
+	src := "fused \"w0\" {\n  gpu = \"H200-SXM\"\n  model = \"m\"\n}\nbucket \"all\" {\n  input_tokens = [0, 100]\n  instances = [\"w0\"]\n  remote_fetch_bandwidth = \"200Gbps\"\n}\nlocal_router \"least_loaded\" {}\n"
+	spec, err := Parse("test.hcl", []byte(src), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 25e9, spec.Buckets[0].RemoteFetchBandwidth)
+
+	_, err = Parse("test.hcl", []byte(strings.Replace(src, `"200Gbps"`, `"fast"`, 1)), Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "test.hcl:8")
+	assert.Contains(t, err.Error(), `Invalid bandwidth for "remote_fetch_bandwidth"`)
+}

@@ -54,6 +54,11 @@ type bucketHCL struct {
 	InputTokensRange hcl.Range      `hcl:"input_tokens,attr_range"`
 	Instances        hcl.Expression `hcl:"instances"`
 	InstancesRange   hcl.Range      `hcl:"instances,attr_range"`
+
+	// Optional: RDMA fabric between the bucket's instances for remote
+	// prefix fetches (absent = no remote fetch).
+	RemoteFetchBandwidth      *string   `hcl:"remote_fetch_bandwidth,optional"`
+	RemoteFetchBandwidthRange hcl.Range `hcl:"remote_fetch_bandwidth,attr_range"`
 }
 
 // prefillHCL is a prefill block: a worker without max_running.

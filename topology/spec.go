@@ -61,6 +61,11 @@ type Bucket struct {
 	Name      string
 	Min, Max  int      // input tokens, 0 <= Min <= Max
 	Instances []string // fused worker names, in the order written
+	// RemoteFetchBandwidth (bytes/s) is the RDMA fabric between the
+	// bucket's instances: an instance that lacks a prefix another instance
+	// of the same bucket holds fetches it instead of recomputing it
+	// (0 = no remote fetch). Never across buckets.
+	RemoteFetchBandwidth float64
 }
 
 // GlobalRouter is the bucket-choosing router and its parameters, with
