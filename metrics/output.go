@@ -218,14 +218,19 @@ func Summarize(recs []Record) Summary {
 // SummarizeBuckets breaks records down by bucket; nil when no record has
 // one. Requests that failed before a bucket was chosen are under "".
 func SummarizeBuckets(recs []Record) []BucketSummary {
-	by := map[string][]Record{}
-	any := false
-	for _, r := range recs {
-		any = any || r.Bucket != "" || r.BucketPolicy != ""
-		by[r.Bucket] = append(by[r.Bucket], r)
+	bucketed := false
+	for i := range recs {
+		if recs[i].Bucket != "" || recs[i].BucketPolicy != "" {
+			bucketed = true
+			break
+		}
 	}
-	if !any {
+	if !bucketed {
 		return nil
+	}
+	by := map[string][]Record{}
+	for _, r := range recs {
+		by[r.Bucket] = append(by[r.Bucket], r)
 	}
 	names := make([]string, 0, len(by))
 	for n := range by {
