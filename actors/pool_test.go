@@ -245,3 +245,20 @@ func TestRemoteFetchStaysInBucket(t *testing.T) {
 		last[r.Session] = r
 	}
 }
+
+func TestBucketsWallClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("wall-clock run takes real time")
+	}
+	spec, err := topology.Parse("test.hcl", []byte(bucketHCL("bucket_score", "precise")), topology.Options{})
+	require.NoError(t, err)
+	spec.Workload.Clock = topology.ClockWall
+	spec.Workload.TimeScale = 200
+	spec.Workload.MaxRequests = 40
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), WallTimeout: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, 40, res.Summary.Requests.Total)
+	assert.Equal(t, 40, res.Summary.Requests.Completed+res.Summary.Requests.Failed)
+	require.NotNil(t, res.Summary.Clock.Lateness)
+	assert.Zero(t, res.Summary.Runtime.DeadLetters)
+}
