@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -270,6 +271,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	src, err := actors.Source(spec, *skipBad)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(spec.Source, "<embedded>/") && !set["trace"] {
+			err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
+		}
 		return &exitError{2, err}
 	}
 	if c, ok := src.(io.Closer); ok {
