@@ -20,7 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
+	iofs "io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -271,7 +271,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	src, err := actors.Source(spec, *skipBad)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(spec.Source, "<embedded>/") && !set["trace"] {
+		if errors.Is(err, iofs.ErrNotExist) && strings.HasPrefix(spec.Source, "<embedded>/") && !set["trace"] {
 			err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
 		}
 		return &exitError{2, err}
