@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"sort"
@@ -38,10 +37,14 @@ type vevent struct {
 	msg  any
 }
 
+// vheap is a binary min-heap of vevents ordered by (at, from, seq), a total
+// order (from, seq is unique per send), so the delivery order does not depend
+// on the heap's shape. It is typed rather than a container/heap.Interface:
+// heap.Push and heap.Pop box every 48-byte vevent in an interface (two
+// allocations per message).
 type vheap []vevent
 
-func (h vheap) Len() int { return len(h) }
-func (h vheap) Less(i, j int) bool {
+func (h vheap) less(i, j int) bool {
 	a, b := &h[i], &h[j]
 	if a.at != b.at {
 		return a.at < b.at
@@ -51,15 +54,44 @@ func (h vheap) Less(i, j int) bool {
 	}
 	return a.seq < b.seq
 }
-func (h vheap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *vheap) Push(x any)   { *h = append(*h, x.(vevent)) }
-func (h *vheap) Pop() any {
-	old := *h
-	n := len(old)
-	x := old[n-1]
-	old[n-1] = vevent{}
-	*h = old[:n-1]
-	return x
+
+func (h *vheap) push(ev vevent) {
+	*h = append(*h, ev)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+// pop removes and returns the least event (h must not be empty).
+func (h *vheap) pop() vevent {
+	q := *h
+	n := len(q) - 1
+	ev := q[0]
+	q[0] = q[n]
+	q[n] = vevent{}
+	q = q[:n]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && q.less(r, j) {
+			j = r
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	*h = q
+	return ev
 }
 
 // VirtualClock is the deterministic discrete-event clock (see the package
@@ -78,6 +110,10 @@ type VirtualClock struct {
 	steps    int64
 	messages int64
 	batch    []vevent
+	// envs are the envelopes of the step being delivered, reused from step
+	// to step: Run waits until every message of a step was handled (and
+	// shell no longer reads its envelope) before it starts the next one.
+	envs []envelope
 }
 
 // NewVirtualClock returns a clock delivering through sys.
@@ -95,7 +131,7 @@ func (c *VirtualClock) Send(from int32, seq uint64, to *actor.PID, msg any, d ti
 	}
 	ev := vevent{at: c.Now() + d, from: from, seq: seq, to: to, msg: msg}
 	c.mu.Lock()
-	heap.Push(&c.q, ev)
+	c.q.push(ev)
 	c.mu.Unlock()
 }
 
@@ -134,18 +170,24 @@ func (c *VirtualClock) Run(ctx context.Context, horizon time.Duration) error {
 		}
 		c.batch = c.batch[:0]
 		for len(c.q) > 0 && c.q[0].at == at {
-			c.batch = append(c.batch, heap.Pop(&c.q).(vevent))
+			c.batch = append(c.batch, c.q.pop())
 		}
 		c.mu.Unlock()
 		c.now.Store(int64(at))
 		c.steps++
 		c.messages += int64(len(c.batch))
 		c.inflight.Store(int64(len(c.batch)))
+		if cap(c.envs) < len(c.batch) {
+			c.envs = make([]envelope, len(c.batch), 2*len(c.batch))
+		}
+		envs := c.envs[:len(c.batch)]
 		for i := range c.batch {
-			c.sys.Root.Send(c.batch[i].to, &envelope{c.batch[i].msg})
+			envs[i] = envelope{c.batch[i].msg}
+			c.sys.Root.Send(c.batch[i].to, &envs[i])
 			c.batch[i] = vevent{}
 		}
 		<-c.idle
+		clear(envs) // let the GC have the messages
 	}
 }
 

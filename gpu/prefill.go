@@ -144,29 +144,45 @@ func (c *BlockLRU) Used() int { return c.used }
 // a chain is the most recent: eviction trims prefixes from their tail, like
 // a radix cache evicting leaves, and never orphans a chain's tail.
 func (c *BlockLRU) Match(blocks []uint64) int {
-	n := 0
-	for _, b := range blocks {
-		if c.m.get(b) == 0 {
-			break
-		}
-		n++
-	}
+	n := c.Peek(blocks)
+	var hint int32
 	for k := n - 1; k >= 0; k-- {
-		c.touch(c.m.get(blocks[k]))
+		i := c.lookup(blocks[k], hint)
+		hint = c.nodes[i].prev
+		c.touch(i)
 	}
 	return n
 }
 
 // Peek is Match without touching the LRU order.
 func (c *BlockLRU) Peek(blocks []uint64) int {
-	n := 0
-	for _, b := range blocks {
-		if c.m.get(b) == 0 {
-			break
+	var i int32
+	for k, b := range blocks {
+		// After Insert or Match a chain sits in the LRU list in order, first
+		// block most recent: the node after blocks[k-1]'s is the best guess
+		// for blocks[k].
+		if i = c.lookup(b, c.nodes[i].next); i == 0 {
+			return k
 		}
-		n++
 	}
-	return n
+	return len(blocks)
+}
+
+// lookup returns b's node (0 if b is not cached), trying hint first. Insert,
+// Match and Peek walk a chain through the LRU list's links, where its
+// blocks usually sit in order, instead of hashing every block: a hint is
+// taken only if it is a live node holding b (a key has at most one live
+// node), otherwise the map decides. Hints are read from a live node's links
+// just before use, so they are live or the sentinel; the tokens check (a
+// freed node has tokens 0) is a safeguard. The sentinel (node 0) is never a
+// hint, whatever its key.
+func (c *BlockLRU) lookup(b uint64, hint int32) int32 {
+	if hint != 0 {
+		if n := &c.nodes[hint]; n.key == b && n.tokens != 0 {
+			return hint
+		}
+	}
+	return c.m.get(b)
 }
 
 // takeEvicted returns and clears the keys evicted since the last call.
@@ -185,12 +201,15 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 	if c.capTokens <= 0 || blockTokens <= 0 || blockTokens > c.capTokens {
 		return
 	}
+	var hint int32 // where blocks[k] probably is (see lookup)
 	for k := len(blocks) - 1; k >= 0; k-- {
 		b := blocks[k]
-		if i := c.m.get(b); i != 0 {
+		if i := c.lookup(b, hint); i != 0 {
+			hint = c.nodes[i].prev // blocks[k-1] if the chain is in order
 			c.touch(i)
 			continue
 		}
+		hint = 0
 		for c.used+blockTokens > c.capTokens {
 			c.evictOldest()
 		}
@@ -241,5 +260,6 @@ func (c *BlockLRU) evictOldest() {
 	}
 	c.m.del(c.nodes[i].key)
 	c.used -= int(c.nodes[i].tokens)
+	c.nodes[i].tokens = 0 // freed: no longer a valid lookup hint
 	c.free = append(c.free, i)
 }
