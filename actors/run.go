@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pdemu/pdemu/metrics"
@@ -112,14 +113,6 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 
 	ps := borrowSystem(log)
 	sys := ps.sys
-	var deadLetters atomic.Int64
-	sub := sys.EventStream.Subscribe(func(m any) {
-		if dl, ok := m.(*actor.DeadLetterEvent); ok {
-			deadLetters.Add(1)
-			log.Warn("dead letter", "pid", dl.PID.String(), "message", fmt.Sprintf("%T", dl.Message))
-		}
-	})
-
 	rs := &runState{done: make(chan struct{})}
 	var clk Clock
 	var vclk *VirtualClock
@@ -138,6 +131,8 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		clk = vclk
 		rs.abort = vclk.Abort
 	}
+	var deadLetters atomic.Int64
+	sub := watchDeadLetters(sys, clk, log, &deadLetters)
 
 	// Build the actors (ids fix the deterministic delivery order).
 	var nextID int32
@@ -270,6 +265,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	if err := rs.error(); err != nil {
 		errs = append(errs, err)
 	}
+	if n := deadLetters.Load(); n > 0 {
+		errs = append(errs, fmt.Errorf("%d dead letters: messages reached actors that were gone (see the log)", n))
+	}
 	if read := drv.drv.Read(); len(errs) == 0 && read != sum.Requests.Total {
 		lost := []int64{}
 		for id := int64(0); id < int64(read) && len(lost) < 10; id++ {
@@ -322,4 +320,24 @@ func sessionRows(recs []metrics.Record, st map[int32]policy.SessionStats) ([]met
 		tot.Rejections += c.Rejections
 	}
 	return rows, tot
+}
+
+// watchDeadLetters counts dead letters and logs them. A clock-delivered
+// message that reaches no actor is reported to the clock as handled, so a
+// virtual run fails (Run reports dead letters as an error) instead of
+// waiting for it forever.
+func watchDeadLetters(sys *actor.ActorSystem, clk Clock, log hclog.Logger, n *atomic.Int64) *eventstream.Subscription {
+	return sys.EventStream.Subscribe(func(m any) {
+		dl, ok := m.(*actor.DeadLetterEvent)
+		if !ok {
+			return
+		}
+		n.Add(1)
+		inner := dl.Message
+		if env, ok := inner.(*envelope); ok {
+			inner = env.msg
+			clk.handled()
+		}
+		log.Warn("dead letter", "pid", dl.PID.String(), "message", fmt.Sprintf("%T", inner))
+	})
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -214,4 +216,28 @@ func TestAdmissionFreeBaselinesEndEveryRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVirtualClockSurvivesDeadLetters: a message to an actor that is gone
+// is counted and does not hang the virtual clock.
+func TestVirtualClockSurvivesDeadLetters(t *testing.T) {
+	ps := borrowSystem(testLogger(t))
+	sys := ps.sys
+	defer sys.Shutdown()
+	clk := NewVirtualClock(sys)
+	var n atomic.Int64
+	sub := watchDeadLetters(sys, clk, testLogger(t), &n)
+	defer sys.EventStream.Unsubscribe(sub)
+	pid := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	require.NoError(t, sys.Root.StopFuture(pid).Wait())
+	clk.Send(1, 1, pid, startMsg{}, time.Second)
+	done := make(chan error, 1)
+	go func() { done <- clk.Run(context.Background(), 0) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("virtual clock hung on a dead letter")
+	}
+	assert.EqualValues(t, 1, n.Load())
 }
