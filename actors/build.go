@@ -326,8 +326,13 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			if err != nil {
 				return nil, err
 			}
+			dramBW := w.DRAMBandwidth
+			if dramBW == 0 {
+				dramBW = topology.DefaultDRAMBandwidth
+			}
 			core, err := gpu.NewFusedWorker(gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
-				MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens}, p)
+				MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
+				DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken()}, p)
 			if err != nil {
 				return nil, err
 			}

@@ -262,3 +262,20 @@ func TestBucketsWallClock(t *testing.T) {
 	require.NotNil(t, res.Summary.Clock.Lateness)
 	assert.Zero(t, res.Summary.Runtime.DeadLetters)
 }
+
+// TestDRAMTierKeepsEvictedPrefixes: with HBM prefix caches too small for
+// every session, a DRAM tier turns recomputation into loads.
+func TestDRAMTierKeepsEvictedPrefixes(t *testing.T) {
+	src := bucketHCL("strict_input_length", "least_loaded")
+	small := strings.ReplaceAll(src, "kv_budget_tokens = 200000", "kv_budget_tokens = 60000")
+	withDRAM := strings.ReplaceAll(small, "kv_budget_tokens = 60000", "kv_budget_tokens = 60000\n  dram_cache_tokens = 2000000")
+	sum := func(r *Result) (c int) {
+		for _, rec := range r.Records {
+			c += rec.CachedTokens
+		}
+		return c
+	}
+	a, b := runHCL(t, small), runHCL(t, withDRAM)
+	t.Logf("cached tokens without DRAM %d, with %d; ttft p50 %.1f -> %.1f ms", sum(a), sum(b), a.Summary.TTFT.P50, b.Summary.TTFT.P50)
+	assert.Greater(t, sum(b), sum(a))
+}

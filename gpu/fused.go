@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/pdemu/pdemu/policy"
@@ -14,6 +16,14 @@ type FusedConfig struct {
 	Rho         float64 // admission high-water mark of running requests' KV
 	MaxRunning  int
 	ChunkTokens int // chunked-prefill size
+
+	// DRAMTokens > 0 adds a DRAM (L1) tier below the HBM prefix cache:
+	// blocks evicted from HBM move there (the tiers are exclusive), and a
+	// prefix found there is loaded back at DRAMBandwidth bytes/s, which
+	// delays the request's prefill by tokens·KVBytesPerToken/DRAMBandwidth.
+	DRAMTokens      int
+	DRAMBandwidth   float64
+	KVBytesPerToken int64
 }
 
 // FusedWorker is a fused worker: requests queue FIFO for KV memory (their
@@ -29,8 +39,14 @@ type FusedConfig struct {
 // see DecodeWorker for the timing model.
 type FusedWorker struct {
 	d       *DecodeWorker
-	cache   *BlockLRU
+	cache   *BlockLRU // HBM (L0) prefix cache
 	waitMem []*Job
+
+	l1       *BlockLRU // DRAM tier, nil when none
+	loadRate float64   // bytes/s from the DRAM tier
+	kvBytes  int64
+	loading  []*Job   // admitted requests waiting for their DRAM load
+	evicted  []uint64 // blocks that left the worker, for the meta-store
 }
 
 // NewFusedWorker validates cfg.
@@ -43,6 +59,14 @@ func NewFusedWorker(cfg FusedConfig, cost Cost) (*FusedWorker, error) {
 	}
 	f := &FusedWorker{d: d, cache: NewBlockLRU(cfg.Budget)}
 	f.cache.trackEvictions = true
+	if cfg.DRAMTokens > 0 {
+		if !(cfg.DRAMBandwidth > 0) || cfg.KVBytesPerToken <= 0 {
+			return nil, fmt.Errorf("gpu: fused worker %q: a DRAM tier needs a bandwidth and the KV bytes per token", cfg.Name)
+		}
+		f.l1 = NewBlockLRU(cfg.DRAMTokens)
+		f.l1.trackEvictions = true
+		f.loadRate, f.kvBytes = cfg.DRAMBandwidth, cfg.KVBytesPerToken
+	}
 	d.afterFinish = f.admit
 	return f, nil
 }
@@ -53,14 +77,18 @@ func (f *FusedWorker) Cap() int     { return f.d.Cap() }
 func (f *FusedWorker) MaxUsed() int { return f.d.MaxUsed() }
 func (f *FusedWorker) Running() int { return f.d.Running() }
 
-// Queued counts requests waiting for memory, prefill or a batch slot.
-func (f *FusedWorker) Queued() int { return len(f.waitMem) + f.d.Queued() }
+// Queued counts requests waiting for memory, a DRAM load, prefill or a
+// batch slot.
+func (f *FusedWorker) Queued() int { return len(f.waitMem) + len(f.loading) + f.d.Queued() }
 
 // QueuedPrefillTokens is the prefill work not finished yet (tokens),
 // including the pass in flight.
 func (f *FusedWorker) QueuedPrefillTokens() int64 {
 	var n int64
 	for _, j := range f.waitMem {
+		n += int64(j.PrefillTokens)
+	}
+	for _, j := range f.loading {
 		n += int64(j.PrefillTokens)
 	}
 	for _, j := range f.d.prefillQ {
@@ -72,23 +100,52 @@ func (f *FusedWorker) QueuedPrefillTokens() int64 {
 	return n
 }
 
-// CachedPrefix is how many leading blocks of blocks the prefix cache holds
-// (a read: it does not touch the LRU order).
-func (f *FusedWorker) CachedPrefix(blocks []uint64) int { return f.cache.Peek(blocks) }
+// CachedPrefix is how many leading blocks of blocks the worker holds, in
+// HBM and then (continuing the prefix) in the DRAM tier (a read: it does
+// not touch the LRU order).
+func (f *FusedWorker) CachedPrefix(blocks []uint64) int {
+	n := f.cache.Peek(blocks)
+	if f.l1 != nil {
+		n += f.l1.Peek(blocks[n:])
+	}
+	return n
+}
 
 // CacheUsed is the prefix cache occupancy in tokens.
 func (f *FusedWorker) CacheUsed() int { return f.cache.Used() }
 
 // Import puts blocks (fetched from another instance) into the prefix
 // cache, as if this worker had computed them.
-func (f *FusedWorker) Import(blocks []uint64, blockTokens int) { f.cache.Insert(blocks, blockTokens) }
+func (f *FusedWorker) Import(blocks []uint64, blockTokens int) { f.insert(blocks, blockTokens) }
+
+// insert puts blocks in HBM; what HBM evicts moves to the DRAM tier (or
+// leaves the worker when there is none), and blocks now in HBM leave DRAM.
+func (f *FusedWorker) insert(blocks []uint64, blockTokens int) {
+	f.cache.Insert(blocks, blockTokens)
+	out := f.cache.takeEvicted()
+	if f.l1 == nil {
+		f.evicted = append(f.evicted, out...)
+		return
+	}
+	for _, b := range blocks {
+		f.l1.remove(b)
+	}
+	f.l1.Insert(out, blockTokens)
+	f.evicted = append(f.evicted, f.l1.takeEvicted()...)
+}
 
 // Submit queues j. Its cached prefix is looked up now; it is admitted when
 // its KV fits, or fails at once (ReasonExceedsPool) if it never can.
 func (f *FusedWorker) Submit(now time.Duration, j *Job) {
 	f.d.advance(now)
 	r := j.Req
-	cached := max(0, min(f.cache.Match(r.Blocks)*r.BlockTokens, r.InputLen-1))
+	hbm := f.cache.Match(r.Blocks)
+	dram := 0
+	if f.l1 != nil {
+		dram = f.l1.Peek(r.Blocks[hbm:])
+	}
+	cached := max(0, min((hbm+dram)*r.BlockTokens, r.InputLen-1))
+	j.loadTokens = max(0, cached-hbm*r.BlockTokens)
 	j.Mode = policy.ModeFused
 	j.Admitted = now
 	j.CachedTokens, j.PrefillTokens = cached, r.InputLen-cached
@@ -112,25 +169,64 @@ func (f *FusedWorker) admit(now time.Duration) {
 		f.waitMem = f.waitMem[1:]
 		f.d.setUsed(f.d.used + j.footprint)
 		j.reserved = true
-		f.cache.Insert(j.Req.Blocks, j.Req.BlockTokens)
+		f.insert(j.Req.Blocks, j.Req.BlockTokens)
+		if j.loadTokens > 0 {
+			// Its DRAM-resident prefix comes back over PCIe first.
+			sec := float64(int64(j.loadTokens)*f.kvBytes) / f.loadRate
+			j.loadUntil = now + time.Duration(math.Ceil(sec*1e9))
+			f.loading = append(f.loading, j)
+			continue
+		}
 		f.d.prefillQ = append(f.d.prefillQ, j)
 		f.d.kick(now)
 	}
 }
 
+// nextLoad is the earliest DRAM load to finish, or -1.
+func (f *FusedWorker) nextLoad() int {
+	best := -1
+	for i, j := range f.loading {
+		if best < 0 || j.loadUntil < f.loading[best].loadUntil {
+			best = i
+		}
+	}
+	return best
+}
+
 // Advance runs the worker to now (requests waiting for memory are admitted
-// at the instant a completion frees it).
-func (f *FusedWorker) Advance(now time.Duration) { f.d.advance(now) }
+// at the instant a completion frees it; a DRAM load that ends hands its
+// request to prefill at that instant).
+func (f *FusedWorker) Advance(now time.Duration) {
+	for {
+		i := f.nextLoad()
+		if i < 0 || f.loading[i].loadUntil > now {
+			f.d.advance(now)
+			return
+		}
+		j := f.loading[i]
+		f.loading = append(f.loading[:i], f.loading[i+1:]...)
+		f.d.advance(j.loadUntil)
+		f.d.prefillQ = append(f.d.prefillQ, j)
+		f.d.kick(j.loadUntil)
+	}
+}
 
 // Events returns and clears what happened since the last call; evicted
 // cache blocks come as one EvBlocksEvicted event.
 func (f *FusedWorker) Events() []Event {
 	ev := f.d.Events()
-	if keys := f.cache.takeEvicted(); len(keys) > 0 {
-		ev = append(ev, Event{Kind: EvBlocksEvicted, Blocks: keys})
+	if len(f.evicted) > 0 {
+		ev = append(ev, Event{Kind: EvBlocksEvicted, Blocks: f.evicted})
+		f.evicted = nil
 	}
 	return ev
 }
 
 // NextEvent is when Advance must be called next.
-func (f *FusedWorker) NextEvent() (time.Duration, bool) { return f.d.NextEvent() }
+func (f *FusedWorker) NextEvent() (time.Duration, bool) {
+	at, ok := f.d.NextEvent()
+	if i := f.nextLoad(); i >= 0 && (!ok || f.loading[i].loadUntil < at) {
+		return f.loading[i].loadUntil, true
+	}
+	return at, ok
+}

@@ -50,9 +50,11 @@ type Job struct {
 	Unadmitted bool
 
 	// decode-side state
-	remaining float64 // decode steps still to run
-	footprint int     // KV tokens a Fallback/Vanilla job needs on the decode worker
-	reserved  bool    // footprint is held
-	chunkDone int     // append-prefill tokens done (chunked prefill)
-	ctx       int     // KV tokens this request attends to while decoding
+	remaining  float64       // decode steps still to run
+	footprint  int           // KV tokens a Fallback/Vanilla job needs on the decode worker
+	reserved   bool          // footprint is held
+	chunkDone  int           // append-prefill tokens done (chunked prefill)
+	loadTokens int           // fused: cached tokens that come back from the DRAM tier
+	loadUntil  time.Duration // fused: when that load ends
+	ctx        int           // KV tokens this request attends to while decoding
 }

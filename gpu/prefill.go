@@ -185,6 +185,19 @@ func (c *BlockLRU) lookup(b uint64, hint int32) int32 {
 	return c.m.get(b)
 }
 
+// remove drops key if cached (not counted as an eviction).
+func (c *BlockLRU) remove(key uint64) {
+	i := c.m.get(key)
+	if i == 0 {
+		return
+	}
+	c.unlink(i)
+	c.m.del(key)
+	c.used -= int(c.nodes[i].tokens)
+	c.nodes[i].tokens = 0
+	c.free = append(c.free, i)
+}
+
 // takeEvicted returns and clears the keys evicted since the last call.
 func (c *BlockLRU) takeEvicted() []uint64 {
 	if len(c.evicted) == 0 {

@@ -409,3 +409,33 @@ func TestBlockMapMatchesGoMap(t *testing.T) {
 		}
 	})
 }
+
+// TestFusedWorkerDRAMTier: blocks evicted from HBM move to the DRAM tier;
+// a later request finds them there, waits for their load (not a
+// recompute), and they leave DRAM when they are back in HBM.
+func TestFusedWorkerDRAMTier(t *testing.T) {
+	// HBM holds 300 tokens; DRAM 1000; loading costs 0.1 µs per token
+	// (1000 B/token at 10 GB/s) against 1 µs per token to prefill.
+	f, err := NewFusedWorker(FusedConfig{Name: "f", Budget: 300, Rho: 1, DRAMTokens: 1000, DRAMBandwidth: 10e9, KVBytesPerToken: 1000}, linearCost{})
+	require.NoError(t, err)
+	f.Submit(0, &Job{Req: req(0, 1, 0, 200, 1)})
+	f.Advance(time.Second)
+	f.Submit(time.Second, &Job{Req: req(1, 2, 0, 200, 1)})
+	f.Advance(2 * time.Second)
+	for _, e := range f.Events() {
+		assert.NotEqual(t, EvBlocksEvicted, e.Kind, "evicted HBM blocks stay on the worker, in DRAM")
+	}
+	assert.Equal(t, 20, f.CachedPrefix(blocks(1, 20)), "session 1 is still whole across HBM and DRAM")
+
+	inHBM := f.cache.Peek(blocks(1, 20))
+	j := &Job{Req: req(2, 1, 1, 250, 1)}
+	f.Submit(3*time.Second, j)
+	assert.Equal(t, 200, j.CachedTokens)
+	assert.Equal(t, 50, j.PrefillTokens)
+	loaded := 200 - inHBM*10
+	require.Positive(t, loaded, "part of the prefix came from DRAM")
+	f.Advance(time.Hour)
+	load := time.Duration(loaded) * 100 * time.Nanosecond
+	assert.Equal(t, 3*time.Second+load+50*time.Microsecond, j.FirstToken, "load, then prefill the 50 new tokens")
+	assert.Zero(t, f.l1.Peek(blocks(1, 20)[inHBM:]), "blocks back in HBM left DRAM")
+}

@@ -25,6 +25,8 @@ fused "w0" {
   gpu              = "H200-SXM"
   model            = "qwen3-coder-30b-a3b"
   kv_budget_tokens = 92104 # the paper's per-GPU pool
+  # dram_cache_tokens = 2000000 # optional DRAM (L1) prefix tier below HBM
+  # dram_bandwidth    = "25GB/s" # its load rate (default)
 }
 
 fused "w1" {

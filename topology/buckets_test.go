@@ -376,3 +376,19 @@ func TestBucketRemoteFetchBandwidth(t *testing.T) {
 	assert.Contains(t, err.Error(), "test.hcl:8")
 	assert.Contains(t, err.Error(), `Invalid bandwidth for "remote_fetch_bandwidth"`)
 }
+
+func TestFusedDRAMTier(t *testing.T) {
+	src := "fused \"w0\" {\n  gpu = \"H200-SXM\"\n  model = \"m\"\n  dram_cache_tokens = 2000000\n  dram_bandwidth = \"50GB/s\"\n}\nrouter \"least_loaded\" {}\n"
+	spec, err := Parse("test.hcl", []byte(src), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 2000000, spec.Fused[0].DRAMCacheTokens)
+	assert.Equal(t, 50e9, spec.Fused[0].DRAMBandwidth)
+
+	_, err = Parse("test.hcl", []byte(strings.Replace(src, `"50GB/s"`, `"quick"`, 1)), Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "test.hcl:5")
+	assert.Contains(t, err.Error(), `Invalid bandwidth for "dram_bandwidth"`)
+	_, err = Parse("test.hcl", []byte(strings.Replace(src, "2000000", "-1", 1)), Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "test.hcl:4")
+}

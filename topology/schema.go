@@ -119,6 +119,11 @@ type workerHCL struct {
 	MaxBatchTokensRange    hcl.Range `hcl:"max_batch_tokens,attr_range"`
 	MaxRunning             *int      `hcl:"max_running,optional"`
 	MaxRunningRange        hcl.Range `hcl:"max_running,attr_range"`
+	// Fused workers only: a DRAM (L1) prefix-cache tier below the HBM one.
+	DRAMCacheTokens      *int      `hcl:"dram_cache_tokens,optional"`
+	DRAMCacheTokensRange hcl.Range `hcl:"dram_cache_tokens,attr_range"`
+	DRAMBandwidth        *string   `hcl:"dram_bandwidth,optional"`
+	DRAMBandwidthRange   hcl.Range `hcl:"dram_bandwidth,attr_range"`
 
 	// Cost-model overrides (see PerfOverrides).
 	MFU                   *float64  `hcl:"mfu,optional"`

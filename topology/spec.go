@@ -123,6 +123,13 @@ type Worker struct {
 	MaxBatchTokens int
 	// MaxRunning caps concurrently decoding requests (default 256).
 	MaxRunning int
+	// Fused workers: a DRAM (L1) tier of DRAMCacheTokens tokens below the
+	// HBM prefix cache (0 = none); blocks evicted from HBM move there, and a
+	// prefix found there is loaded back at DRAMBandwidth bytes/s (0 =
+	// DefaultDRAMBandwidth, 25 GB/s, a PCIe 5.0 x16 link's order) instead
+	// of being recomputed.
+	DRAMCacheTokens int
+	DRAMBandwidth   float64
 
 	// Perf overrides the cost model's default efficiencies for this worker
 	// (HCL: mfu, mbu, comm_efficiency, step_overhead, prefill_overhead,

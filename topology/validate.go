@@ -138,6 +138,10 @@ func unitInterval(v float64) string {
 	return ""
 }
 
+// DefaultDRAMBandwidth is the DRAM-tier load rate (bytes/s): a PCIe 5.0
+// x16 link's order of magnitude.
+const DefaultDRAMBandwidth = 25e9
+
 func unitIntervalClosed(v float64) string {
 	if !(v >= 0 && v <= 1) {
 		return "must be in [0, 1]"
@@ -394,6 +398,30 @@ func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
 		"max_batch_tokens", "per-iteration token budget", atLeast(1))
 	w.MaxRunning = checkNum(c, wh.MaxRunning, wh.MaxRunningRange, w.MaxRunning,
 		"max_running", "cap on concurrently decoding requests", atLeast(1))
+	if kind != KindFused {
+		for _, a := range []struct {
+			set  bool
+			rng  hcl.Range
+			name string
+		}{{wh.DRAMCacheTokens != nil, wh.DRAMCacheTokensRange, "dram_cache_tokens"}, {wh.DRAMBandwidth != nil, wh.DRAMBandwidthRange, "dram_bandwidth"}} {
+			if a.set {
+				c.errorf(a.rng, "DRAM tier on a "+string(kind)+" worker",
+					"%q configures the DRAM (L1) prefix-cache tier of a fused worker; %s workers have none.", a.name, kind)
+			}
+		}
+	} else {
+		w.DRAMCacheTokens = checkNum(c, wh.DRAMCacheTokens, wh.DRAMCacheTokensRange, 0, "dram_cache_tokens",
+			"DRAM (L1) prefix-cache tier in tokens; 0 = none", atLeast(0))
+		if wh.DRAMBandwidth != nil {
+			bw, err := ParseBandwidth(*wh.DRAMBandwidth)
+			if err != nil {
+				c.errorf(wh.DRAMBandwidthRange, "Invalid bandwidth for \"dram_bandwidth\"",
+					"\"dram_bandwidth\" (how fast a prefix is loaded back from the DRAM tier): %s.", err)
+			} else {
+				w.DRAMBandwidth = bw
+			}
+		}
+	}
 	w.Perf = PerfOverrides{
 		MFU: c.optFraction(wh.MFU, wh.MFURange, "mfu",
 			"achieved fraction of peak FLOP/s when compute bound"),
