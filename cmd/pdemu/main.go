@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -220,6 +221,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	clock := fs.String("clock", "", "virtual | wall (overrides the scenario's)")
 	scale := fs.Float64("time-scale", 0, "wall clock: emulated time runs this many times faster than real time")
 	logLevel := fs.String("log-level", "warn", "trace | debug | info | warn | error")
+	wallTimeout := fs.Duration("wall-timeout", 30*time.Minute, "wall clock: give up (exit 1) if the run has not finished after this much real time")
 	quiet := fs.Bool("q", false, "do not print the summary table")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed trace records (counted in summary.json) instead of stopping")
 	vars := varFlag{}
@@ -280,7 +282,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer c.Close()
 	}
 	fmt.Fprintf(stdout, "pdemu: scenario %s, policy %s, clock %s, seed %d\n", spec.Source, spec.Router.Policy, clockName(wl.Clock), wl.Seed)
-	res, runErr := actors.Run(ctx, spec, actors.Options{Logger: log, Source: src})
+	if *wallTimeout <= 0 {
+		return usageErr("--wall-timeout must be > 0, got %v", *wallTimeout)
+	}
+	res, runErr := actors.Run(ctx, spec, actors.Options{Logger: log, Source: src, WallTimeout: *wallTimeout})
 	var recErr *workload.RecordError
 	if errors.As(runErr, &recErr) {
 		runErr = &exitError{2, runErr}
