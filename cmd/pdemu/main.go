@@ -44,6 +44,7 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(format string, a ...any) error {
 	return &exitError{2, fmt.Errorf(format, a...)}
@@ -53,6 +54,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the flag package printed the usage
+	}
 	if err != nil {
 		var ee *exitError
 		code := 1
