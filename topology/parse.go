@@ -47,6 +47,17 @@ type Options struct {
 	// passed to Parse (so "<embedded>/x.hcl" needs a BaseDir if it names a
 	// relative trace).
 	BaseDir string
+
+	// Set overrides HCL attributes by path, each "PATH=VALUE"
+	// ("router.tau_append=4096", "decode.d1.kv_budget_tokens=60000",
+	// "decode.*.gpu=H100-SXM", "workload.loop=open"), applied after the
+	// file is read, with the same diagnostics as the file (an unknown path
+	// gets a did-you-mean). The CLI's --set.
+	Set []string
+
+	// Router, when set, swaps the routing policy (with that policy's
+	// defaults) on a cluster that can run it. The CLI's --router.
+	Router string
 }
 
 // DiagError is the error Parse and Load return for invalid input. It holds
@@ -123,6 +134,9 @@ func Parse(filename string, src []byte, opts Options) (spec *Spec, err error) {
 
 // parse is Parse without the recover.
 func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec, error) {
+	if len(opts.Set) > 0 || opts.Router != "" {
+		return nil, fmt.Errorf("topology: --set and --router are not implemented yet")
+	}
 	file, diags := p.ParseHCL(src, filename)
 	fail := func(d hcl.Diagnostics) (*Spec, error) {
 		sortDiags(d)

@@ -31,7 +31,7 @@ import (
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/gpu"
-	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
@@ -314,41 +314,7 @@ func clockName(c string) string {
 	return c
 }
 
-func writeOutputs(dir string, res *actors.Result) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	write := func(name string, f func(io.Writer) error) error {
-		fh, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := f(fh); err != nil {
-			fh.Close()
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return fh.Close()
-	}
-	return errors.Join(
-		write("per_request.csv", func(w io.Writer) error { return metrics.WritePerRequest(w, res.Records) }),
-		write("instances.csv", func(w io.Writer) error {
-			return metrics.WriteInstances(w, res.Series, res.SampleInterval, res.End)
-		}),
-		write("summary.json", func(w io.Writer) error { return metrics.WriteSummary(w, res.Summary) }),
-		func() error {
-			if res.Summary.PerBucket == nil {
-				return nil
-			}
-			return write("routing_log.jsonl", func(w io.Writer) error { return metrics.WriteRoutingLog(w, res.Records) })
-		}(),
-		func() error {
-			if res.Sessions == nil {
-				return nil
-			}
-			return write("sessions.csv", func(w io.Writer) error { return metrics.WriteSessions(w, res.Sessions) })
-		}(),
-	)
-}
+func writeOutputs(dir string, res *actors.Result) error { return output.Write(dir, res) }
 
 func printTable(w io.Writer, res *actors.Result) {
 	s := res.Summary

@@ -1,0 +1,115 @@
+package output_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/output"
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
+)
+
+// -update rewrites the golden files from the current code. Every change of
+// output is then a deliberate, reviewed diff under testdata/golden.
+var update = flag.Bool("update", false, "rewrite testdata/golden from the current outputs")
+
+// runScenario runs an embedded scenario and writes its outputs into a
+// fresh directory. ok is false when the scenario names a trace that is not
+// on this machine (no ../shared beside the repository).
+func runScenario(t *testing.T, name string) (dir string, ok bool) {
+	t.Helper()
+	src, err := scenarios.Read(name)
+	require.NoError(t, err)
+	base, err := filepath.Abs("../scenarios")
+	require.NoError(t, err)
+	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: base})
+	require.NoError(t, err)
+	if tr := spec.Workload.Trace; tr != "" {
+		if _, err := os.Stat(tr); err != nil {
+			return "", false
+		}
+	}
+	res, err := actors.Run(context.Background(), spec, actors.Options{})
+	require.NoError(t, err)
+	dir = t.TempDir()
+	require.NoError(t, output.Write(dir, res))
+	return dir, true
+}
+
+// digests lists every file of dir with its SHA-256, one "name  hash" line
+// each, sorted by name.
+func digests(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var lines []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		sum := sha256.Sum256(b)
+		lines = append(lines, fmt.Sprintf("%s  %s", e.Name(), hex.EncodeToString(sum[:])))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestGolden pins the virtual-clock outputs of every embedded scenario:
+// summary.json in full, every output file by its SHA-256. Run with -update
+// after a deliberate change of behaviour and review the diff.
+func TestGolden(t *testing.T) {
+	for _, name := range scenarios.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir, ok := runScenario(t, name)
+			if !ok {
+				t.Skip("trace not on this machine (../shared/traces)")
+			}
+			gold := filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".hcl"))
+			sum, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			require.NoError(t, err)
+			dig := digests(t, dir)
+			if *update {
+				require.NoError(t, os.MkdirAll(gold, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(gold, "summary.json"), sum, 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(gold, "digests.txt"), []byte(dig), 0o644))
+				return
+			}
+			want, err := os.ReadFile(filepath.Join(gold, "summary.json"))
+			require.NoError(t, err, "no golden file: run go test ./output -run TestGolden -update")
+			require.Equal(t, string(want), string(sum), "summary.json changed; if deliberate, rerun with -update and review the diff")
+			wantDig, err := os.ReadFile(filepath.Join(gold, "digests.txt"))
+			require.NoError(t, err)
+			require.Equal(t, string(wantDig), dig, "an output file changed; if deliberate, rerun with -update and review the diff")
+		})
+	}
+}
+
+// TestMetamorphicGOMAXPROCS: the same scenario under GOMAXPROCS 1 and the
+// machine's setting writes byte-identical outputs (virtual time does not
+// depend on scheduling).
+func TestMetamorphicGOMAXPROCS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	for _, name := range []string{scenarios.Default, "buckets-3.hcl", "dp4.hcl"} {
+		t.Run(name, func(t *testing.T) {
+			a, _ := runScenario(t, name)
+			prev := runtime.GOMAXPROCS(1)
+			b, _ := runScenario(t, name)
+			runtime.GOMAXPROCS(prev)
+			require.Equal(t, digests(t, a), digests(t, b))
+		})
+	}
+}
