@@ -300,6 +300,8 @@ type collectorActor struct {
 	run     *runState
 	total   int
 	gotDone bool
+	// progress, when set, is called after each request ends.
+	progress func(Progress)
 }
 
 func (a *collectorActor) handle(msg any) {
@@ -310,6 +312,9 @@ func (a *collectorActor) handle(msg any) {
 			return
 		}
 		a.send(a.driver, endedMsg{m.job.Req}, 0)
+		if a.progress != nil {
+			a.progress(Progress{Ended: a.col.Ended(), Emulated: a.clk.Now()})
+		}
 	case driverDone:
 		a.total, a.gotDone = m.total, true
 	}

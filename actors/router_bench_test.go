@@ -65,7 +65,7 @@ func BenchmarkRouterActor(b *testing.B) {
 
 	var routed float64
 	b.Run("router", func(b *testing.B) {
-		ps := borrowSystem(hclog.NewNullLogger())
+		ps := borrowSystem(hclog.NewNullLogger(), false)
 		defer ps.release()
 		sys := ps.sys
 		clk := NewWallClock(sys, 1)
@@ -106,7 +106,7 @@ func BenchmarkRouterActor(b *testing.B) {
 	})
 
 	b.Run("bare-send", func(b *testing.B) {
-		ps := borrowSystem(hclog.NewNullLogger())
+		ps := borrowSystem(hclog.NewNullLogger(), false)
 		defer ps.release()
 		sys := ps.sys
 		c := &counter{target: int64(b.N), finish: make(chan struct{})}

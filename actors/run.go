@@ -29,6 +29,18 @@ type Options struct {
 	WallTimeout time.Duration
 	// Horizon bounds a virtual run in emulated time (default 0 = none).
 	Horizon time.Duration
+	// Progress, when set, is called (on an actor's goroutine: keep it
+	// short and safe for concurrent use) each time a request ends.
+	Progress func(Progress)
+	// FreshSystem runs on a new actor system instead of a pooled one
+	// (metamorphic tests compare the two).
+	FreshSystem bool
+}
+
+// Progress is a run's progress as the collector sees it.
+type Progress struct {
+	Ended    int           // requests ended so far (completed or failed)
+	Emulated time.Duration // emulated time now
 }
 
 // Result is everything a run produced.
@@ -111,7 +123,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	}
 	wl := spec.Workload
 
-	ps := borrowSystem(log)
+	ps := borrowSystem(log, opts.FreshSystem)
 	sys := ps.sys
 	rs := &runState{done: make(chan struct{})}
 	var clk Clock
@@ -141,7 +153,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		return node{id: nextID, name: name, clk: clk}
 	}
 	drv := &driverActor{node: mk("driver"), drv: workload.NewDriver(src, wl.Loop != topology.LoopOpen), run: rs}
-	coll := &collectorActor{node: mk("collector"), run: rs}
+	coll := &collectorActor{node: mk("collector"), run: rs, progress: opts.Progress}
 
 	var pids []*actor.PID
 	var propsOpts []actor.PropsOption

@@ -221,7 +221,7 @@ func TestAdmissionFreeBaselinesEndEveryRequest(t *testing.T) {
 // TestVirtualClockSurvivesDeadLetters: a message to an actor that is gone
 // is counted and does not hang the virtual clock.
 func TestVirtualClockSurvivesDeadLetters(t *testing.T) {
-	ps := borrowSystem(testLogger(t))
+	ps := borrowSystem(testLogger(t), false)
 	sys := ps.sys
 	defer sys.Shutdown()
 	clk := NewVirtualClock(sys)

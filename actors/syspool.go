@@ -24,9 +24,12 @@ type pooledSystem struct {
 var systems sync.Pool
 
 // borrowSystem returns an idle actor system whose protoactor logs go to log.
-func borrowSystem(log hclog.Logger) *pooledSystem {
+func borrowSystem(log hclog.Logger, fresh bool) *pooledSystem {
 	named := log.Named("protoactor")
-	ps, _ := systems.Get().(*pooledSystem)
+	var ps *pooledSystem
+	if !fresh {
+		ps, _ = systems.Get().(*pooledSystem)
+	}
 	if ps == nil {
 		ps = &pooledSystem{}
 		ps.log.Store(&named) // NewActorSystem logs while it starts

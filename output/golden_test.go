@@ -29,6 +29,10 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from the curren
 // fresh directory. ok is false when the scenario names a trace that is not
 // on this machine (no ../shared beside the repository).
 func runScenario(t *testing.T, name string) (dir string, ok bool) {
+	return runScenarioOpts(t, name, actors.Options{})
+}
+
+func runScenarioOpts(t *testing.T, name string, opts actors.Options) (dir string, ok bool) {
 	t.Helper()
 	src, err := scenarios.Read(name)
 	require.NoError(t, err)
@@ -41,7 +45,7 @@ func runScenario(t *testing.T, name string) (dir string, ok bool) {
 			return "", false
 		}
 	}
-	res, err := actors.Run(context.Background(), spec, actors.Options{})
+	res, err := actors.Run(context.Background(), spec, opts)
 	require.NoError(t, err)
 	dir = t.TempDir()
 	require.NoError(t, output.Write(dir, res))
@@ -109,6 +113,21 @@ func TestMetamorphicGOMAXPROCS(t *testing.T) {
 			prev := runtime.GOMAXPROCS(1)
 			b, _ := runScenario(t, name)
 			runtime.GOMAXPROCS(prev)
+			require.Equal(t, digests(t, a), digests(t, b))
+		})
+	}
+}
+
+// TestMetamorphicFreshSystem: a pooled actor system (reused across runs)
+// and a fresh one write byte-identical outputs.
+func TestMetamorphicFreshSystem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	for _, name := range []string{scenarios.Default, "buckets-3.hcl"} {
+		t.Run(name, func(t *testing.T) {
+			a, _ := runScenario(t, name)
+			b, _ := runScenarioOpts(t, name, actors.Options{FreshSystem: true})
 			require.Equal(t, digests(t, a), digests(t, b))
 		})
 	}
