@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/pdemu/pdemu/effect"
 	"math"
 	"time"
 
@@ -571,15 +572,15 @@ func (w *DecodeWorker) progress(steps float64) {
 	}
 }
 
-// Advance runs the worker up to now; Events tells what happened.
+// Advance runs the worker up to now; Ready tells what happened.
 func (w *DecodeWorker) Advance(now time.Duration) { w.advance(now) }
 
-// Events returns and clears the events produced since the last call. The
-// slice is reused: consume it before calling any other method.
-func (w *DecodeWorker) Events() []Event {
-	ev := w.out
-	w.out = w.out[:0]
-	return ev
+// Ready returns and clears the events produced since the last call (by
+// Admit, Arrive, Run or Advance), with NextEvent as its wake-up. Out is
+// reused: consume it before calling any other method.
+func (w *DecodeWorker) Ready() effect.Ready[Event] {
+	at, ok := w.NextEvent()
+	return effect.Take(&w.out, at, ok)
 }
 
 // NextEvent is when Advance must be called next, if anything is pending.

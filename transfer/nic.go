@@ -45,6 +45,7 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"github.com/pdemu/pdemu/effect"
 	"math"
 	"slices"
 	"time"
@@ -121,6 +122,7 @@ type NIC struct {
 	xs      []xfer
 	nextTx  time.Duration // cached nextTransferEvent()
 	pending []Completion  // produced by Start's catch-up, delivered by Advance
+	done    []Completion  // collected by Advance, returned by Ready
 	sched   []change      // sorted by at, then insertion order
 	order   []int32       // scratch for water-filling
 }
@@ -202,19 +204,26 @@ func (n *NIC) Start(now time.Duration, id uint64, bytes int64, rateCap float64) 
 	n.nextTx = min(n.nextTx, x.joinAt)
 }
 
-// Advance processes everything that happens up to and including now and
-// appends the transfers that ended (successfully or not) at or before now
-// to out in (At, ID) order. now must not decrease between calls.
-func (n *NIC) Advance(now time.Duration, out []Completion) []Completion {
+// Advance processes everything that happens up to and including now;
+// Ready returns the transfers that ended (successfully or not) at or before
+// now, in (At, ID) order. now must not decrease between calls.
+func (n *NIC) Advance(now time.Duration) {
 	n.checkTime("Advance", now)
-	start := len(out)
-	out = append(out, n.pending...)
+	start := len(n.done)
+	n.done = append(n.done, n.pending...)
 	n.pending = n.pending[:0]
-	out = n.advanceTo(now, out)
-	if len(out)-start > 1 {
-		slices.SortFunc(out[start:], cmpCompletion)
+	n.done = n.advanceTo(now, n.done)
+	if len(n.done)-start > 1 {
+		slices.SortFunc(n.done[start:], cmpCompletion)
 	}
-	return out
+}
+
+// Ready returns and clears the completions Advance collected since the
+// last call, with NextEvent as its wake-up. Out is reused: consume it
+// before the next call on the NIC.
+func (n *NIC) Ready() effect.Ready[Completion] {
+	at, ok := n.NextEvent()
+	return effect.Take(&n.done, at, ok)
 }
 
 func cmpCompletion(a, b Completion) int {

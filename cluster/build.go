@@ -1,24 +1,23 @@
-package actors
+package cluster
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
-	"github.com/pdemu/pdemu/policy"
 	"github.com/pdemu/pdemu/policy/bucket"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/transfer"
 	"github.com/pdemu/pdemu/workload"
 )
 
-// Built is a scenario's cluster, built from the Spec but not yet running.
+// built is a disaggregated scenario's cores, built from the Spec but not yet running.
 type built struct {
 	decode  []*gpu.DecodeWorker
 	prefill []*gpu.PrefillWorker
 	perfP   []gpu.Perf
 	nics    []nicSpec
-	pol     routerPolicy
+	pol     RouterPolicy
 }
 
 type nicSpec struct {
@@ -144,7 +143,7 @@ func budgetOf(w topology.Worker, p gpu.Perf) (int, error) {
 	return n, nil
 }
 
-func build(spec *topology.Spec) (*built, error) {
+func buildPD(spec *topology.Spec) (*built, error) {
 	b := &built{}
 	r := spec.Router
 	decIdx := map[string]int{}
@@ -216,38 +215,11 @@ func build(spec *topology.Spec) (*built, error) {
 		}
 		b.nics = append(b.nics, ns)
 	}
-	np, nd := len(spec.Prefill), len(spec.Decode)
-	switch r.Policy {
-	case "kvc":
-		k, err := policy.NewKVC(policy.KVCConfig{
-			Alpha: r.Alpha, TauReject: r.TauReject, Epsilon: r.Epsilon, V1: r.V1,
-			Prefill: np, Decode: nd,
-		})
-		if err != nil {
-			return nil, err
-		}
-		b.pol = k
-	case "sticky_only":
-		v, err := policy.NewStickyOnly(np, nd)
-		if err != nil {
-			return nil, err
-		}
-		b.pol = v
-	case "kv_score":
-		v, err := policy.NewKVScore(policy.KVScoreConfig{Alpha: r.Alpha, Prefill: np, Decode: nd})
-		if err != nil {
-			return nil, err
-		}
-		b.pol = v
-	case "vanilla":
-		v, err := policy.NewVanilla(np, nd)
-		if err != nil {
-			return nil, err
-		}
-		b.pol = v
-	default:
-		return nil, fmt.Errorf("router policy %q is not runnable yet", r.Policy)
+	pol, err := newRouterPolicy(r, len(spec.Prefill), len(spec.Decode))
+	if err != nil {
+		return nil, err
 	}
+	b.pol = pol
 	return b, nil
 }
 
@@ -300,7 +272,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 		cfg := bucket.BucketConfig{Name: bs.Name, Range: bucket.Range{Min: bs.Min, Max: bs.Max}, Instances: len(bs.Instances)}
 		pb.configs = append(pb.configs, cfg)
 		lr := spec.LocalRouter
-		local, err := bucket.NewLocal(bucket.LocalConfig{
+		local, err := newLocalPolicy(bucket.LocalConfig{
 			Policy: lr.Policy, MetaStoreTTL: lr.MetaStoreTTL, ProbeLatency: lr.ProbeLatency, ProbeTopK: lr.ProbeTopK,
 			LoadAlpha: lr.LoadAlpha, ScoreAlpha: lr.ScoreAlpha, ScoreBeta: lr.ScoreBeta, PrefixK: lr.PrefixK, FanOut: lr.FanOut,
 			OverloadFactor: lr.OverloadFactor, KVC: bucket.KVCConfig{Alpha: lr.Alpha},
@@ -355,7 +327,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 		pb.buckets = append(pb.buckets, pbk)
 	}
 	gr := spec.GlobalRouter
-	g, err := bucket.NewGlobal(bucket.GlobalConfig{Policy: gr.Policy, LengthPenaltyWeight: gr.LengthPenaltyWeight,
+	g, err := newGlobalPolicy(bucket.GlobalConfig{Policy: gr.Policy, LengthPenaltyWeight: gr.LengthPenaltyWeight,
 		LoadWeight: gr.LoadWeight, CacheWeight: gr.CacheWeight}, pb.configs)
 	if err != nil {
 		return nil, err
