@@ -20,11 +20,6 @@ import (
 // else: a bucket sees only its own instances' caches, meta-store and load.
 // The single-pool form is one bucket covering every length.
 
-func bucketRequest(r *workload.Request) *bucket.Request {
-	return &bucket.Request{ID: r.ID, Session: r.Session, InputLen: r.InputLen, OutputLen: r.OutputLen,
-		Blocks: r.Blocks, BlockTokens: r.BlockTokens}
-}
-
 // ---------------------------------------------------------------- global router
 
 // gather collects the bucket views for one request.
@@ -72,7 +67,7 @@ func (n *globalNode) Handle(now time.Duration, msg any) Ready {
 }
 
 func (n *globalNode) decide(now time.Duration, job *gpu.Job, views []bucket.BucketView) {
-	dec := n.g.Route(bucketRequest(job.Req), views, now)
+	dec := n.g.Route(job.Req, views, now)
 	job.BucketPolicy = dec.Mode
 	if dec.Bucket < 0 {
 		job.Failed, job.Done, job.D = dec.Reason, now, -1
@@ -158,7 +153,7 @@ func (n *bucketNode) view(r *workload.Request, now time.Duration) bucket.BucketV
 		}
 	}
 	v.DrainTime = time.Duration(drain * float64(time.Second))
-	v.PredictedPrefix = n.local.PredictPrefix(bucketRequest(r), now)
+	v.PredictedPrefix = n.local.PredictPrefix(r, now)
 	return v
 }
 
@@ -187,7 +182,7 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		n.send(n.router, ViewResp{ID: m.Job.Req.ID, View: n.view(m.Job.Req, now)}, 0)
 	case Assign:
 		job := m.Job
-		br := bucketRequest(job.Req)
+		br := job.Req
 		dec := n.local.Route(br, n.instances(), n, now)
 		job.Bucket = n.cfg.Name
 		job.LengthBucketMatch = m.Dec.Bucket == m.Dec.StrictBucket
