@@ -56,7 +56,7 @@
 //	 Submit       | bucket → bucket    | Job, instance (timer: probe latency)        | bucket
 //	 JobEnded     | bucket → collector | ended Job                                   | collector
 //	 RequestEnded | collector → driver | request                                     | -
-//	 Progress     | collector → run    | requests ended, emulated time               | -
+//	 *Progress    | collector → run    | requests ended, emulated time               | -
 //	 Done         | collector → run    | —                                           | -
 //	 Failed       | collector → run    | record error                                | -
 //	 Wake         | decode → decode    | wake time (timer)                           | -

@@ -76,6 +76,7 @@ type Host struct {
 	self Addr
 	at   time.Duration // pending wake
 	has  bool
+	out  []Envelope // the node's sends and the Wake, reused
 }
 
 // NewHost hosts node at address self.
@@ -89,10 +90,10 @@ func (h *Host) Deliver(now time.Duration, msg any) []Envelope {
 		h.has = false
 	}
 	rd := h.node.Handle(now, msg)
-	out := rd.Out
-	if rd.HasWake && !(h.has && h.at <= rd.Wake) {
-		h.at, h.has = rd.Wake, true
-		out = append(out, Envelope{To: h.self, Msg: Wake{At: rd.Wake}, Delay: rd.Wake - now})
+	if !rd.HasWake || (h.has && h.at <= rd.Wake) {
+		return rd.Out
 	}
-	return out
+	h.at, h.has = rd.Wake, true
+	h.out = append(append(h.out[:0], rd.Out...), Envelope{To: h.self, Msg: Wake{At: rd.Wake}, Delay: rd.Wake - now})
+	return h.out
 }

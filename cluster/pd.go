@@ -236,10 +236,11 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 // collectorNode records every ended Job and tells when the run is done.
 type collectorNode struct {
 	outbox
-	driver  Addr
-	col     *metrics.Collector
-	total   int
-	gotDone bool
+	driver   Addr
+	col      *metrics.Collector
+	total    int
+	gotDone  bool
+	progress Progress
 }
 
 func (n *collectorNode) Handle(now time.Duration, msg any) Ready {
@@ -250,7 +251,10 @@ func (n *collectorNode) Handle(now time.Duration, msg any) Ready {
 			return n.ready(0, false)
 		}
 		n.send(n.driver, RequestEnded{m.Job.Req}, 0)
-		n.send(RunAddr, Progress{Ended: n.col.Ended(), At: now}, 0)
+		// A pointer to a reused value: boxing one Progress per request
+		// would allocate, and the runtime reads it before the next call.
+		n.progress = Progress{Ended: n.col.Ended(), At: now}
+		n.send(RunAddr, &n.progress, 0)
 	case DriverDone:
 		n.total, n.gotDone = m.Total, true
 	}

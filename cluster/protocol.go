@@ -78,7 +78,8 @@ type (
 	Failed struct{ Err error }
 	// Done says every released request ended (to RunAddr).
 	Done struct{}
-	// Progress reports Ended requests at emulated time At (to RunAddr).
+	// Progress reports Ended requests at emulated time At (to RunAddr, as
+	// a *Progress valid until the collector's next call).
 	Progress struct {
 		Ended int
 		At    time.Duration
@@ -88,7 +89,7 @@ type (
 // Hop is one row of the protocol: a message, who sends it to whom, what it
 // carries, and who owns the Job once it is sent.
 type Hop struct {
-	Msg      any // the message's zero value
+	Msg      any // the message's zero value (or a pointer to it, if sent as a pointer)
 	From, To Kind
 	Payload  string
 	// Owner is the node that owns the Job after the send ("-" when the
@@ -125,7 +126,7 @@ var Protocol = []Hop{
 	{JobEnded{}, KindBucket, KindCollector, "ended Job", "collector"},
 
 	{RequestEnded{}, KindCollector, KindDriver, "request", "-"},
-	{Progress{}, KindCollector, KindRun, "requests ended, emulated time", "-"},
+	{&Progress{}, KindCollector, KindRun, "requests ended, emulated time", "-"},
 	{Done{}, KindCollector, KindRun, "—", "-"},
 	{Failed{}, KindCollector, KindRun, "record error", "-"},
 

@@ -25,11 +25,20 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the protocol table in doc.go")
 
+// msgName is a message's type name, * first for pointers.
+func msgName(m any) string {
+	t := reflect.TypeOf(m)
+	if t.Kind() == reflect.Pointer {
+		return "*" + t.Elem().Name()
+	}
+	return t.Name()
+}
+
 // renderProtocol renders Protocol as the package documentation's table.
 func renderProtocol() string {
 	rows := [][]string{{"message", "sender → receiver", "payload", "Job owner afterwards"}}
 	for _, h := range cluster.Protocol {
-		rows = append(rows, []string{reflect.TypeOf(h.Msg).Name(), string(h.From) + " → " + string(h.To), h.Payload, h.Owner})
+		rows = append(rows, []string{msgName(h.Msg), string(h.From) + " → " + string(h.To), h.Payload, h.Owner})
 	}
 	width := make([]int, 4)
 	for _, r := range rows {
@@ -100,7 +109,7 @@ func walk(t *testing.T, spec *topology.Spec, src workload.Source, seen map[hop]b
 		return net.Cluster.Kinds[a]
 	}
 	net.Tap = func(from cluster.Addr, e cluster.Envelope) {
-		seen[hop{reflect.TypeOf(e.Msg).Name(), kind(from), kind(e.To)}] = true
+		seen[hop{msgName(e.Msg), kind(from), kind(e.To)}] = true
 	}
 	return net.Run()
 }
@@ -197,7 +206,7 @@ func TestProtocolWalk(t *testing.T) {
 
 	table := map[hop]bool{}
 	for _, h := range cluster.Protocol {
-		k := hop{reflect.TypeOf(h.Msg).Name(), h.From, h.To}
+		k := hop{msgName(h.Msg), h.From, h.To}
 		assert.False(t, table[k], "duplicate row %v", k)
 		table[k] = true
 	}

@@ -25,8 +25,9 @@
 //     says it can, and a transfer whose share drops never finishes earlier
 //     than previously predicted. A transfer still holds its share during
 //     the sub-nanosecond rounding gap.
-//   - Each Advance returns completions in (At, ID) order; At never
-//     decreases across calls. Events at the same instant are processed as:
+//   - Ready (an effect.Ready) returns the completions Advance collected, in
+//     (At, ID) order, with NextEvent as the wake-up; At never decreases
+//     across calls. Events at the same instant are processed as:
 //     completions, then joins (a zero-byte transfer joining at t completes
 //     at t), then scheduled degrade/cut/restore in call order; so a transfer
 //     due exactly at the cut time succeeds. Shares, tie-breaks and float
@@ -39,7 +40,9 @@
 //     change (a completion, the end of a fixed phase, or a scheduled
 //     degrade/cut/restore); calling Advance at that time is always safe and
 //     calling it at other times changes nothing.
-//   - Advance does not allocate when out has enough capacity.
+//   - Advance and Ready do not allocate once the NIC's completion buffer
+//     has grown to the largest batch (Ready's Out is reused: it is valid
+//     until the next call on the NIC).
 package transfer
 
 import (
