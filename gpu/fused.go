@@ -2,10 +2,10 @@ package gpu
 
 import (
 	"fmt"
-	"github.com/pdemu/pdemu/effect"
 	"math"
 	"time"
 
+	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/policy"
 )
 

@@ -2,8 +2,9 @@ package gpu
 
 import (
 	"fmt"
-	"github.com/pdemu/pdemu/effect"
 	"time"
+
+	"github.com/pdemu/pdemu/effect"
 )
 
 // PrefillConfig configures a prefill worker.

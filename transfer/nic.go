@@ -48,10 +48,11 @@ package transfer
 import (
 	"errors"
 	"fmt"
-	"github.com/pdemu/pdemu/effect"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/pdemu/pdemu/effect"
 )
 
 // ErrCut is matched (errors.Is) by the Err of every transfer that failed

@@ -3,9 +3,10 @@ package workload
 import (
 	"errors"
 	"fmt"
-	"github.com/pdemu/pdemu/effect"
 	"io"
 	"time"
+
+	"github.com/pdemu/pdemu/effect"
 )
 
 // Release asks the caller to hand Req to the router at emulated time At.
