@@ -69,8 +69,11 @@ func (o *outbox) ready(at time.Duration, ok bool) Ready { return effect.Take(&o.
 
 // Host drives one node the same way in every runtime (the actor shell and
 // the in-memory test network): it delivers a message and turns the node's
-// wake-up into a Wake sent to itself, keeping at most one useful Wake
-// pending (a Wake at or before the wanted time already is).
+// wake-up into a Wake sent to itself. It tracks the last Wake it sent and
+// sends a new one only when the node wants to wake before it (or none is
+// tracked: the tracked one fired). A Wake that is no longer tracked still
+// arrives; nodes treat every Wake as "advance to now", which is harmless
+// at any time.
 type Host struct {
 	node Node
 	self Addr
