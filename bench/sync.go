@@ -103,6 +103,13 @@ func (s *SyncKVC) Pin(sess int32) int {
 	return s.k.Pin(sess)
 }
 
+// Inflight is KVC.Inflight.
+func (s *SyncKVC) Inflight(d int) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.k.Inflight(d)
+}
+
 // Rejects is KVC.Rejects.
 func (s *SyncKVC) Rejects(sess int32, d int) int {
 	s.mu.RLock()

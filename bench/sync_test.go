@@ -1,4 +1,4 @@
-package bench
+package bench_test
 
 import (
 	"sync"
@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/pdemu/pdemu/bench"
 	"github.com/pdemu/pdemu/policy"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -18,7 +19,7 @@ func TestSyncKVCMatchesKVC(t *testing.T) {
 		cfg := policy.KVCConfig{Alpha: 1, TauReject: rapid.IntRange(1, 3).Draw(t, "tau"),
 			Epsilon: rapid.IntRange(1, 3).Draw(t, "eps"), Prefill: 2, Decode: rapid.IntRange(1, 5).Draw(t, "decode")}
 		k, _ := policy.NewKVC(cfg)
-		f, err := NewSyncKVC(cfg)
+		f, err := bench.NewSyncKVC(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +36,7 @@ func TestSyncKVCMatchesKVC(t *testing.T) {
 				k.Evicted(d, s)
 				f.Evicted(d, s)
 			default:
-				r := req(s, turn[s], chainBlocks(s, 3*turn[s]+1))
+				r := &workload.Request{Session: s, Turn: turn[s], Blocks: prompt(int(s), 3*turn[s]+1)}
 				turn[s]++
 				a, b := policy.NewDispatch(r), policy.NewDispatch(r)
 				if k.Route(a) != f.Route(b) {
@@ -67,7 +68,7 @@ func TestSyncKVCMatchesKVC(t *testing.T) {
 // with -race) and checks the bookkeeping adds up.
 func TestSyncKVCConcurrent(t *testing.T) {
 	const goroutines, perG, decode = 4, 300, 4
-	f, err := NewSyncKVC(policy.KVCConfig{Alpha: 1, TauReject: 2, Epsilon: 2, Prefill: 2, Decode: decode})
+	f, err := bench.NewSyncKVC(policy.KVCConfig{Alpha: 1, TauReject: 2, Epsilon: 2, Prefill: 2, Decode: decode})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
@@ -76,7 +77,7 @@ func TestSyncKVCConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < perG; i++ {
 				s := int32(g*10 + i%3)
-				r := req(s, i/3, chainBlocks(s, 1+i/3))
+				r := &workload.Request{Session: s, Turn: i / 3, Blocks: prompt(int(s), 1+i/3)}
 				ds := policy.NewDispatch(r)
 				f.Route(ds)
 				st := f.Begin(ds)
@@ -101,20 +102,8 @@ func TestSyncKVCConcurrent(t *testing.T) {
 	f.Sessions(func(s int32, st policy.SessionStats) { total += st.Fallbacks })
 	require.Positive(t, total)
 	for d := 0; d < decode; d++ {
-		require.Zero(t, f.k.Inflight(d), "every dispatch was finished")
+		require.Zero(t, f.Inflight(d), "every dispatch was finished")
 	}
 	_ = f.Pin(0) + f.Rejects(0, 0)
 	_ = f.Stats(0)
-}
-
-func chainBlocks(s int32, n int) []uint64 {
-	b := make([]uint64, n)
-	for i := range b {
-		b[i] = uint64(s+1)<<32 | uint64(i)
-	}
-	return b
-}
-
-func req(s int32, turn int, blocks []uint64) *workload.Request {
-	return &workload.Request{Session: s, Turn: turn, Blocks: blocks}
 }

@@ -6,6 +6,7 @@
 package clustertest
 
 import (
+	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
@@ -116,14 +117,9 @@ type queue []item
 func (q queue) Len() int { return len(q) }
 func (q queue) Less(i, j int) bool {
 	a, b := &q[i], &q[j]
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	if a.from != b.from {
-		return a.from < b.from
-	}
-	return a.seq < b.seq
+	return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.from, b.from), cmp.Compare(a.seq, b.seq)) < 0
 }
+
 func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 func (q *queue) Push(x any)   { *q = append(*q, x.(item)) }
 func (q *queue) Pop() any {
