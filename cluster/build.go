@@ -64,31 +64,24 @@ func perfFor(w topology.Worker) (gpu.Perf, error) {
 	// HCL overrides (mfu, mbu, ...) on top of the defaults; absent ones
 	// keep them.
 	o := w.Perf
-	if o.MFU != nil {
-		p.MFU = *o.MFU
-	}
-	if o.MBU != nil {
-		p.MBU = *o.MBU
-	}
-	if o.CommEfficiency != nil {
-		p.CommEfficiency = *o.CommEfficiency
-	}
-	if o.StepOverhead != nil {
-		p.StepOverhead = *o.StepOverhead
-	}
-	if o.PrefillOverhead != nil {
-		p.PrefillOverhead = *o.PrefillOverhead
-	}
-	if o.AllReduceLatency != nil {
-		p.AllReduceLatency = *o.AllReduceLatency
-	}
-	if o.ReservedMemory != nil {
-		p.ReservedMemory = *o.ReservedMemory
-	}
+	override(&p.MFU, o.MFU)
+	override(&p.MBU, o.MBU)
+	override(&p.CommEfficiency, o.CommEfficiency)
+	override(&p.StepOverhead, o.StepOverhead)
+	override(&p.PrefillOverhead, o.PrefillOverhead)
+	override(&p.AllReduceLatency, o.AllReduceLatency)
+	override(&p.ReservedMemory, o.ReservedMemory)
 	if err := p.Validate(); err != nil {
 		return gpu.Perf{}, fmt.Errorf("worker %s: %w", w.Name, err)
 	}
 	return p, nil
+}
+
+// override sets *dst to *v when v is set.
+func override[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // nicConfig turns a topology NIC into a transfer.Config. An explicit
