@@ -11,7 +11,8 @@ import (
 	"github.com/pdemu/pdemu/workload"
 )
 
-// built is a disaggregated scenario's cores, built from the Spec but not yet running.
+// built is a disaggregated scenario's cores and policy, built from the
+// Spec, not yet wired into nodes.
 type built struct {
 	decode  []*gpu.DecodeWorker
 	prefill []*gpu.PrefillWorker
@@ -28,12 +29,12 @@ type nicSpec struct {
 	bytesTok int64
 }
 
-// PerfFor returns the cost model build uses for worker w: gpu.NewPerf's
+// PerfFor returns the cost model Build uses for worker w: gpu.NewPerf's
 // defaults for its model, GPU and TP, with the worker's HCL overrides
 // (w.Perf) applied on top and validated. Errors name the worker.
 func PerfFor(w topology.Worker) (gpu.Perf, error) { return perfFor(w) }
 
-// NICConfigs returns the configuration of every NIC build creates for spec
+// NICConfigs returns the configuration of every NIC Build creates for spec
 // (one per prefill worker and device, in order of first appearance), with
 // the links' transport overrides; zero fields select transport defaults.
 func NICConfigs(spec *topology.Spec) ([]transfer.Config, error) {
