@@ -155,6 +155,9 @@ func TestMetamorphicInMemory(t *testing.T) {
 			t.Parallel()
 			spec := parseScenario(t, name)
 			if tr := spec.Workload.Trace; tr != "" {
+				if testing.Short() {
+					t.Skip("-short: generator scenarios only")
+				}
 				if _, err := os.Stat(tr); err != nil {
 					t.Skip("trace not on this machine (../shared/traces)")
 				}

@@ -7,9 +7,9 @@ package clustertest
 
 import (
 	"cmp"
-	"container/heap"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pdemu/pdemu/cluster"
@@ -25,7 +25,8 @@ type Net struct {
 
 	hosts    []*cluster.Host
 	seq      []uint64
-	q        queue
+	next     []item // sent for the current time: the next step
+	later    []item // sent for later times, in no order
 	now      time.Duration
 	err      error
 	done     bool
@@ -53,19 +54,34 @@ func New(spec *topology.Spec, src workload.Source) (*Net, error) {
 func (n *Net) Run() error {
 	n.push(-1, cluster.Envelope{To: n.Cluster.Driver, Msg: cluster.Start{}})
 	var batch []item
-	for len(n.q) > 0 && n.err == nil {
-		at := n.q[0].at
-		batch = batch[:0]
-		for len(n.q) > 0 && n.q[0].at == at {
-			batch = append(batch, heap.Pop(&n.q).(item))
+	for n.err == nil {
+		// The next step: the messages sent for now in the last step, else
+		// the earliest of the later ones (nothing later is due now).
+		batch, n.next = n.next, batch[:0]
+		if len(batch) == 0 {
+			if len(n.later) == 0 {
+				break
+			}
+			at := slices.MinFunc(n.later, func(a, b item) int { return cmp.Compare(a.at, b.at) }).at
+			rest := n.later[:0]
+			for _, it := range n.later {
+				if it.at == at {
+					batch = append(batch, it)
+				} else {
+					rest = append(rest, it)
+				}
+			}
+			clear(n.later[len(rest):])
+			n.later, n.now = rest, at
 		}
-		n.now = at
+		slices.SortFunc(batch, func(a, b item) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.seq, b.seq)) })
 		for _, it := range batch {
 			n.messages++
-			for _, e := range n.hosts[it.to].Deliver(at, it.msg) {
+			for _, e := range n.hosts[it.to].Deliver(n.now, it.msg) {
 				n.push(it.to, e)
 			}
 		}
+		clear(batch)
 	}
 	if n.err == nil && !n.done {
 		return errors.New("clustertest: the run ended without Done")
@@ -101,7 +117,12 @@ func (n *Net) push(from cluster.Addr, e cluster.Envelope) {
 		n.seq[from]++
 		seq = n.seq[from]
 	}
-	heap.Push(&n.q, item{at: n.now + max(e.Delay, 0), from: id, seq: seq, to: e.To, msg: e.Msg})
+	it := item{at: n.now + max(e.Delay, 0), from: id, seq: seq, to: e.To, msg: e.Msg}
+	if it.at == n.now {
+		n.next = append(n.next, it)
+	} else {
+		n.later = append(n.later, it)
+	}
 }
 
 type item struct {
@@ -110,21 +131,4 @@ type item struct {
 	seq  uint64
 	to   cluster.Addr
 	msg  any
-}
-
-type queue []item
-
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	a, b := &q[i], &q[j]
-	return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.from, b.from), cmp.Compare(a.seq, b.seq)) < 0
-}
-
-func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *queue) Push(x any)   { *q = append(*q, x.(item)) }
-func (q *queue) Pop() any {
-	o := *q
-	x := o[len(o)-1]
-	*q = o[:len(o)-1]
-	return x
 }
