@@ -224,11 +224,7 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 	// Wake only while transfers are in flight: a scheduled fault with
 	// nothing on the wire changes nothing until the next Start (which
 	// applies it), and waking for it would stretch the run past its end.
-	if len(n.inflight) == 0 {
-		return n.ready(0, false)
-	}
-	at, ok := n.nic.NextEvent()
-	return n.ready(at, ok)
+	return n.ready(rd.Wake, rd.HasWake && len(n.inflight) > 0)
 }
 
 // ---------------------------------------------------------------- collector

@@ -206,7 +206,8 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 	next, has := time.Duration(0), false
 	if n.nic != nil {
 		n.nic.Advance(now)
-		for _, c := range n.nic.Ready().Out {
+		rd := n.nic.Ready()
+		for _, c := range rd.Out {
 			f := n.fetches[c.ID]
 			delete(n.fetches, c.ID)
 			f.job.TransferEnd = c.At
@@ -217,7 +218,7 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 			n.cores[f.inst].Submit(now, f.job)
 		}
 		if len(n.fetches) > 0 {
-			next, has = n.nic.NextEvent()
+			next, has = rd.Wake, rd.HasWake
 		}
 	}
 	for i, c := range n.cores {
