@@ -137,17 +137,23 @@ func budgetOf(w topology.Worker, p gpu.Perf) (int, error) {
 	return n, nil
 }
 
+// perfAndBudget is worker w's cost model and KV pool in tokens.
+func perfAndBudget(w topology.Worker) (gpu.Perf, int, error) {
+	p, err := perfFor(w)
+	if err != nil {
+		return p, 0, err
+	}
+	budget, err := budgetOf(w, p)
+	return p, budget, err
+}
+
 func buildPD(spec *topology.Spec) (*built, error) {
 	b := &built{}
 	r := spec.Router
 	decIdx := map[string]int{}
 	for i, w := range spec.Decode {
 		decIdx[w.Name] = i
-		p, err := perfFor(w)
-		if err != nil {
-			return nil, err
-		}
-		budget, err := budgetOf(w, p)
+		p, budget, err := perfAndBudget(w)
 		if err != nil {
 			return nil, err
 		}
@@ -163,11 +169,7 @@ func buildPD(spec *topology.Spec) (*built, error) {
 	preIdx := map[string]int{}
 	for i, w := range spec.Prefill {
 		preIdx[w.Name] = i
-		p, err := perfFor(w)
-		if err != nil {
-			return nil, err
-		}
-		budget, err := budgetOf(w, p)
+		p, budget, err := perfAndBudget(w)
 		if err != nil {
 			return nil, err
 		}
@@ -284,11 +286,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 				return nil, fmt.Errorf("bucket %s: instance %q is not a fused worker", bs.Name, name)
 			}
 			w := spec.Fused[gi]
-			p, err := perfFor(w)
-			if err != nil {
-				return nil, err
-			}
-			budget, err := budgetOf(w, p)
+			p, budget, err := perfAndBudget(w)
 			if err != nil {
 				return nil, err
 			}
