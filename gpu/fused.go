@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/policy"
 )
 
@@ -211,15 +212,16 @@ func (f *FusedWorker) Advance(now time.Duration) {
 	}
 }
 
-// Events returns and clears what happened since the last call; evicted
-// cache blocks come as one EvBlocksEvicted event.
-func (f *FusedWorker) Events() []Event {
-	ev := f.d.Events()
+// Ready returns and clears what happened since the last call, with
+// NextEvent as its wake-up; evicted cache blocks come as one
+// EvBlocksEvicted event. Out is reused: consume it before the next call.
+func (f *FusedWorker) Ready() effect.Ready[Event] {
+	at, ok := f.NextEvent()
 	if len(f.evicted) > 0 {
-		ev = append(ev, Event{Kind: EvBlocksEvicted, Blocks: f.evicted})
+		f.d.out = append(f.d.out, Event{Kind: EvBlocksEvicted, Blocks: f.evicted})
 		f.evicted = nil
 	}
-	return ev
+	return effect.Take(&f.d.out, at, ok)
 }
 
 // NextEvent is when Advance must be called next.

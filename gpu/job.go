@@ -16,7 +16,9 @@ type Cost interface {
 }
 
 // Job is one request on its way through the cluster, with its timeline. It
-// is owned by exactly one actor at a time and handed over in messages.
+// is owned by exactly one cluster node at a time and handed over in
+// messages (cluster.Protocol says who owns it after each); outside this
+// package only the cluster nodes write it.
 type Job struct {
 	Req  *workload.Request
 	Mode policy.Mode
