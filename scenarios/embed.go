@@ -10,9 +10,10 @@ import (
 	"strings"
 )
 
-// FS holds every *.hcl scenario in this directory, at the root.
+// FS holds every *.hcl scenario in this directory, at the root, and the
+// shared bases they extend under base/ (not scenarios on their own).
 //
-//go:embed *.hcl
+//go:embed *.hcl base/*.hcl
 var FS embed.FS
 
 // Default is the scenario used when the user names none.

@@ -347,7 +347,7 @@ func TestPerfOverrideErrorsNameTheWorker(t *testing.T) {
 	src, err := scenarios.Read("reseed-tcp-loopback.hcl")
 	require.NoError(t, err)
 	src = []byte(strings.Replace(string(src), `reserved_memory     = "1.44GiB"`, `reserved_memory     = "100GiB"`, 1))
-	spec, err := topology.Parse("x.hcl", src, topology.Options{})
+	spec, err := topology.Parse("<embedded>/reseed-tcp-loopback.hcl", src, topology.Options{})
 	require.NoError(t, err)
 	_, err = actors.PerfFor(spec.Prefill[0])
 	assert.ErrorContains(t, err, "worker p0: gpu: invalid perf for qwen3-coder-30b-a3b on 1xH100-SXM: reserved_memory")

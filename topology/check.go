@@ -18,6 +18,9 @@ type checker struct {
 	// whose range overlaps one is dropped: the value it would complain
 	// about was never decoded, and HCL already said why.
 	failed []hcl.Range
+	// bodies maps a block body's opening brace to its whole range (see
+	// bodyRange).
+	bodies map[hcl.Range]hcl.Range
 }
 
 // decoded records diagnostics from HCL decoding and reports whether they
@@ -227,10 +230,23 @@ func (c *checker) checkPreset(v string, rng hcl.Range, what, attr string, known 
 }
 
 // bodyRange is the source range of a block body (braces included), or the
-// zero range when it is not known.
-func bodyRange(b hcl.Body) hcl.Range {
-	if sb, ok := b.(*hclsyntax.Body); ok {
-		return sb.SrcRange
+// zero range when it is not known. Decoded bodies are wrapped (dynamic
+// blocks, --set), so the range is looked up by the body's missing-item
+// range, its opening brace, in the ranges recorded by recordBodies.
+func (c *checker) bodyRange(b hcl.Body) hcl.Range {
+	if b == nil {
+		return hcl.Range{}
 	}
-	return hcl.Range{}
+	return c.bodies[b.MissingItemRange()]
+}
+
+// recordBodies records the source range of every body under b.
+func (c *checker) recordBodies(b *hclsyntax.Body) {
+	if c.bodies == nil {
+		c.bodies = map[hcl.Range]hcl.Range{}
+	}
+	c.bodies[b.MissingItemRange()] = b.SrcRange
+	for _, blk := range b.Blocks {
+		c.recordBodies(blk.Body)
+	}
 }

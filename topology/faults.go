@@ -34,7 +34,7 @@ func (c *checker) fault(fh *faultHCL) (LinkFault, bool) {
 	case 0:
 		// Unless HCL already complained about the block's content (a
 		// misspelt "degrade", say).
-		if !c.bad(bodyRange(fh.Body)) {
+		if !c.bad(c.bodyRange(fh.Body)) {
 			c.errorf(fh.DefRange, "Empty fault block", "This fault block does nothing. %s", usage)
 		}
 		return f, false

@@ -96,6 +96,18 @@ func (c *checker) router(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, byName m
 	if pol == nil || nWorkers == 0 {
 		return
 	}
+	if c.opts.Router != "" && rh.PolicyRange.Filename == routerFile(c.opts.Router) && !canRun(pol, fh) {
+		var fit []string
+		for i := range policies {
+			if canRun(&policies[i], fh) {
+				fit = append(fit, policies[i].name)
+			}
+		}
+		c.errorf(rh.PolicyRange, "Policy cannot run on this cluster",
+			"--router %s: the %q policy (%s) routes to %s workers, but this cluster has %s. Policies this cluster can run: %s.",
+			pol.name, pol.name, pol.doc, kindList(pol.kinds), clusterKinds(fh), quotedList(fit))
+		return
+	}
 	c.policyTopology(pol, rh, spec, fh, byName)
 	if pol.local {
 		// One pool: an implicit bucket holding every fused worker.
@@ -161,4 +173,34 @@ func (c *checker) policyTopology(pol *policy, rh *routerHCL, spec *Spec, fh *fil
 			"The %q policy may move KV from any prefill worker to any decode worker, but decode worker %q has no link from prefill %s %s. Add, for example:\n\nlink %q %q {\n  transport = \"rdma\"\n  device    = \"mlx5_0\"\n  bandwidth = \"200Gbps\"\n}",
 			pol.name, d.Name, noun, quotedList(missing), missing[0], d.Name)
 	}
+}
+
+// canRun reports whether pol can route over the workers fh declares: at
+// least one worker of each kind it needs and none of another kind.
+func canRun(pol *policy, fh *fileHCL) bool {
+	count := map[Kind]int{KindPrefill: len(fh.Prefill), KindDecode: len(fh.Decode), KindFused: len(fh.Fused)}
+	for k, n := range count {
+		if n > 0 != pol.uses(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// clusterKinds describes the worker kinds fh declares ("only fused
+// workers", "prefill and decode workers").
+func clusterKinds(fh *fileHCL) string {
+	var kinds []Kind
+	for _, k := range []struct {
+		kind Kind
+		n    int
+	}{{KindPrefill, len(fh.Prefill)}, {KindDecode, len(fh.Decode)}, {KindFused, len(fh.Fused)}} {
+		if k.n > 0 {
+			kinds = append(kinds, k.kind)
+		}
+	}
+	if len(kinds) == 1 {
+		return "only " + string(kinds[0]) + " workers"
+	}
+	return kindList(kinds) + " workers"
 }
