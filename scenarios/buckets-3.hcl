@@ -69,9 +69,7 @@ local_router "cache_affinity" {
 }
 
 workload {
-  clock = "virtual"
-  seed  = var.seed
-  loop  = "closed"
+  seed = var.seed # virtual clock, closed loop (the defaults)
 
   generator "agentic" {
     sessions      = var.sessions
