@@ -152,9 +152,9 @@ func TestExtendsDiagnosticsPointAtTheRightFile(t *testing.T) {
 		want  string
 	}{
 		{
-			name: "bad value in the override",
-			base: composeBase,
-			over: "extends = \"base.hcl\"\n\nrouter \"kvc\" {\n  rho = 2\n}\n",
+			name:  "bad value in the override",
+			base:  composeBase,
+			over:  "extends = \"base.hcl\"\n\nrouter \"kvc\" {\n  rho = 2\n}\n",
 			where: "over.hcl:4:", want: `Invalid value for "rho"`,
 		},
 		{
