@@ -129,30 +129,42 @@ func (ov *overrides) wrap(body hcl.Body) hcl.Body {
 	if len(ov.sets) == 0 && ov.router == "" {
 		return body
 	}
-	return &setBody{inner: body, ov: ov}
+	return &setBody{inner: body, paths: [][]string{nil}, ov: ov}
 }
 
-// setBody is a body at path (block types and labels from the top) with
-// the overrides applied.
+// setBody is a body with the overrides applied. paths are the ways to
+// name it: block types and labels from the top, where the label of a block
+// a scenario has one of (router, workload, generator, ...) may be left
+// out (router.tau_append or router.kvc.tau_append).
 type setBody struct {
 	inner hcl.Body
-	path  []string
+	paths [][]string
 	ov    *overrides
 }
 
 func (b *setBody) Content(s *hcl.BodySchema) (*hcl.BodyContent, hcl.Diagnostics) {
-	c, d := b.inner.Content(b.ov.relax(b.path, s))
-	return b.ov.apply(b.path, s, c), d
+	c, d := b.inner.Content(b.ov.relax(b.paths, s))
+	return b.ov.apply(b.paths, s, c), d
 }
 
 func (b *setBody) PartialContent(s *hcl.BodySchema) (*hcl.BodyContent, hcl.Body, hcl.Diagnostics) {
-	c, rest, d := b.inner.PartialContent(b.ov.relax(b.path, s))
-	return b.ov.apply(b.path, s, c), &setBody{inner: rest, path: b.path, ov: b.ov}, d
+	c, rest, d := b.inner.PartialContent(b.ov.relax(b.paths, s))
+	return b.ov.apply(b.paths, s, c), &setBody{inner: rest, paths: b.paths, ov: b.ov}, d
 }
 
 func (b *setBody) JustAttributes() (hcl.Attributes, hcl.Diagnostics) { return b.inner.JustAttributes() }
 
 func (b *setBody) MissingItemRange() hcl.Range { return b.inner.MissingItemRange() }
+
+// matchesAny reports whether a setting's path is one of paths + attr.
+func (s *setting) matchesAny(paths [][]string, attr string) bool {
+	for _, p := range paths {
+		if s.matches(p, attr) {
+			return true
+		}
+	}
+	return false
+}
 
 // matches reports whether a setting's path is path + attr.
 func (s *setting) matches(path []string, attr string) bool {
@@ -169,14 +181,14 @@ func (s *setting) matches(path []string, attr string) bool {
 
 // relax makes the attributes a --set provides optional in s, so that a
 // required attribute may come from the command line alone.
-func (ov *overrides) relax(path []string, s *hcl.BodySchema) *hcl.BodySchema {
+func (ov *overrides) relax(paths [][]string, s *hcl.BodySchema) *hcl.BodySchema {
 	var out *hcl.BodySchema
 	for i, a := range s.Attributes {
 		if !a.Required {
 			continue
 		}
 		for _, st := range ov.sets {
-			if st.matches(path, a.Name) {
+			if st.matchesAny(paths, a.Name) {
 				if out == nil {
 					cp := *s
 					cp.Attributes = append([]hcl.AttributeSchema(nil), s.Attributes...)
@@ -193,14 +205,16 @@ func (ov *overrides) relax(path []string, s *hcl.BodySchema) *hcl.BodySchema {
 }
 
 // apply injects the settings for path into c and wraps c's blocks.
-func (ov *overrides) apply(path []string, s *hcl.BodySchema, c *hcl.BodyContent) *hcl.BodyContent {
+func (ov *overrides) apply(paths [][]string, s *hcl.BodySchema, c *hcl.BodyContent) *hcl.BodyContent {
 	if c == nil {
 		return nil
 	}
 	for _, a := range s.Attributes {
-		ov.seen[strings.Join(append(append([]string(nil), path...), a.Name), ".")] = true
+		for _, p := range paths {
+			ov.seen[strings.Join(append(append([]string(nil), p...), a.Name), ".")] = true
+		}
 		for _, st := range ov.sets {
-			if !st.matches(path, a.Name) {
+			if !st.matchesAny(paths, a.Name) {
 				continue
 			}
 			st.applied = true
@@ -210,12 +224,20 @@ func (ov *overrides) apply(path []string, s *hcl.BodySchema, c *hcl.BodyContent)
 			c.Attributes[a.Name] = &hcl.Attribute{Name: a.Name, Expr: st.value, Range: st.rng, NameRange: st.rng}
 		}
 	}
-	if len(path) == 0 && ov.router != "" {
+	top := len(paths) == 1 && len(paths[0]) == 0
+	if top && ov.router != "" {
 		ov.swapRouter(c)
 	}
 	for i, blk := range c.Blocks {
+		var child [][]string
+		for _, p := range paths {
+			if singletonBlocks[blk.Type] && len(blk.Labels) > 0 {
+				child = append(child, append(append([]string(nil), p...), blk.Type))
+			}
+			child = append(child, append(append(append([]string(nil), p...), blk.Type), blk.Labels...))
+		}
 		nb := *blk
-		nb.Body = &setBody{inner: blk.Body, path: append(append(append([]string(nil), path...), blk.Type), blk.Labels...), ov: ov}
+		nb.Body = &setBody{inner: blk.Body, paths: child, ov: ov}
 		c.Blocks[i] = &nb
 	}
 	return c
@@ -230,12 +252,15 @@ func (ov *overrides) swapRouter(c *hcl.BodyContent) {
 	for _, b := range c.Blocks {
 		has[b.Type] = true
 	}
-	target := "router"
+	var target string
 	switch {
+	case has["router"] && lookupPolicy(ov.router) != nil:
+		target = "router"
 	case has["router"]:
+		return // a bucket-only policy: see unused
 	case lookupGlobal(ov.router) != nil:
 		target = "global_router"
-	case lookupLocal(ov.router) != nil && has["local_router"]:
+	case lookupLocal(ov.router) != nil:
 		target = "local_router"
 	}
 	for i, b := range c.Blocks {
@@ -278,8 +303,8 @@ func (ov *overrides) unused() hcl.Diagnostics {
 	if ov.router != "" && !ov.swapped {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError, Summary: "Cannot swap the routing policy",
-			Detail: fmt.Sprintf("--router %s: this scenario has no routing block that policy can replace (a router block, or a global_router or local_router block for bucket routing).",
-				ov.router),
+			Detail: fmt.Sprintf("--router %s: this scenario has no routing block that policy can replace. A router block takes %s; bucket routing's global_router block takes %s and its local_router block %s.",
+				ov.router, quotedOr(Policies()), quotedOr(GlobalPolicies()), quotedOr(LocalPolicies())),
 			Subject: ov.routerRng.Ptr(),
 		})
 	}
