@@ -133,7 +133,7 @@ func (c *checker) generator(gh *generatorHCL) Generator {
 	g.Turns = checkNum(c, gh.Turns, gh.TurnsRange, g.Turns, "turns", "turns per session", atLeast(1))
 	g.SystemTokens = checkNum(c, gh.SystemTokens, gh.SystemTokensRange, g.SystemTokens, "system_tokens", "shared system prefix", atLeast(0))
 	g.FirstTokens = checkNum(c, gh.FirstTokens, gh.FirstTokensRange, g.FirstTokens, "first_tokens", "first user message", atLeast(1))
-	g.AppendTokens = checkNum(c, gh.AppendTokens, gh.AppendTokensRange, g.AppendTokens, "append_tokens", "mean tokens appended per turn", atLeast(0))
+	g.AppendTokens = checkNum(c, gh.AppendTokens, gh.AppendTokensRange, g.AppendTokens, "append_tokens", "mean tokens appended per turn; every turn appends at least one", atLeast(1))
 	g.OutputTokens = checkNum(c, gh.OutputTokens, gh.OutputTokensRange, g.OutputTokens, "output_tokens", "mean output tokens per turn", atLeast(1))
 	g.ThinkTime = c.checkDuration(gh.ThinkTime, gh.ThinkTimeRange, g.ThinkTime, 0, "think_time", "mean think/tool time between turns")
 	g.SessionStagger = c.checkDuration(gh.SessionStagger, gh.SessionStaggerRange, g.SessionStagger, 0, "session_stagger", "mean gap between session starts")

@@ -187,6 +187,9 @@ func (a *Azure) parse(row []string, line int) (azRecord, error) {
 	if rec.out, err = atoiField("GeneratedTokens", out, 0); err != nil {
 		return rec, err
 	}
+	if rec.out == 0 {
+		a.zeroOutputs++ // replayed as 1: see outputField
+	}
 	rec.out = max(rec.out, 1)
 	return rec, nil
 }

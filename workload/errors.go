@@ -107,12 +107,26 @@ func intField(name string, v *float64, lo int) (int, error) {
 	return int(f), nil
 }
 
-// outputField reads an output length: negative is an error, 0 (cancelled
-// requests in real traces) is raised to 1 so that OutputLen >= 1 holds.
-func outputField(name string, v *float64) (int, error) {
+// outputField reads an output length: negative is an error. 0 (cancelled
+// requests in real traces) is replayed as 1, the first token, which ends
+// the request (OutputLen >= 1 holds everywhere), and counted in *zeros so
+// that the loader's Warnings say so (docs/MODEL.md, "Input bounds").
+func outputField(name string, v *float64, zeros *int) (int, error) {
 	n, err := intField(name, v, 0)
+	if err == nil && n == 0 {
+		*zeros++
+	}
 	return max(n, 1), err
 }
+
+// Warner is implemented by every loader: Warnings describes what was
+// replayed differently from what the trace says (e.g. requests with 0
+// output tokens), for the caller to show. Nil when nothing was.
+type Warner interface{ Warnings() []string }
+
+// maxFileBytes bounds a whole-document trace file (a Claude Code session),
+// like maxLine bounds a line.
+const maxFileBytes = maxLine
 
 // durField converts a non-negative number of unit to a Duration.
 func durField(name string, v float64, unit time.Duration) (time.Duration, error) {

@@ -1,5 +1,7 @@
 package workload
 
+import "fmt"
+
 // emitter holds the bookkeeping shared by every loader: dense IDs, dense
 // session indexes in order of first appearance, the MaxRequests cap and
 // the skipped-record counter.
@@ -8,6 +10,7 @@ type emitter struct {
 	nextSession int32
 	max         int
 	skipped     int
+	zeroOutputs int // requests whose 0 output tokens were replayed as 1
 }
 
 func (e *emitter) capped() bool { return e.max > 0 && e.nextID >= int64(e.max) }
@@ -26,6 +29,14 @@ func (e *emitter) stamp(r *Request) *Request {
 
 // Skipped implements Skipper.
 func (e *emitter) Skipped() int { return e.skipped }
+
+// Warnings implements Warner.
+func (e *emitter) Warnings() []string {
+	if e.zeroOutputs == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%d requests record 0 output tokens; each is replayed with 1 output token (the first token ends it)", e.zeroOutputs)}
+}
 
 // prevTurn remembers what appendLen needs of a session's previous turn.
 type prevTurn struct {
