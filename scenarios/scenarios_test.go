@@ -486,3 +486,30 @@ func TestScenariosHaveNoCopies(t *testing.T) {
 		}
 	}
 }
+
+// A zero the scenario writes reaches the generator as a zero: before,
+// session_stagger = "0s" became 1 s and system_tokens = 0 became 4,000.
+func TestGeneratorZerosAreHonoured(t *testing.T) {
+	src := string(mustRead(t, "1p3d-mlx5.hcl"))
+	src = strings.Replace(src, `session_stagger = "1s"`, `session_stagger = "0s"`, 1)
+	src = strings.Replace(src, `system_tokens   = 4000`, `system_tokens   = 0`, 1)
+	spec, err := topology.Parse("<embedded>/zeros.hcl", []byte(src), topology.Options{})
+	require.NoError(t, err)
+	require.Zero(t, spec.Workload.Generator.SessionStagger)
+	require.Zero(t, spec.Workload.Generator.SystemTokens)
+	s, err := actors.Source(spec, false)
+	require.NoError(t, err)
+	firsts := map[int32][]uint64{}
+	for {
+		r, err := s.Next()
+		if err != nil {
+			break
+		}
+		if r.Turn == 0 {
+			assert.Zero(t, r.Arrival, "session %d starts at once", r.Session)
+			firsts[r.Session] = r.Blocks
+		}
+	}
+	require.Len(t, firsts, spec.Workload.Generator.Sessions)
+	assert.NotEqual(t, firsts[0][0], firsts[1][0], "no shared system prefix")
+}

@@ -140,7 +140,46 @@ func (c *checker) checkDurationOK(p *string, rng hcl.Range, def, minimum time.Du
 		c.errorf(rng, fmt.Sprintf("Invalid duration for %q", name), "%s must be at least %s; got %s.", describe(name, help), minimum, d)
 		return def, false
 	}
+	if hi := maxDuration(name); d > hi {
+		c.errorf(rng, fmt.Sprintf("Implausible duration for %q", name), "%s must be at most %s; got %s.", describe(name, help), hi, d)
+		return def, false
+	}
 	return d, true
+}
+
+// Duration bounds (docs/MODEL.md, "Input bounds"): per-operation costs
+// (a link's latency, a forward pass's overhead) are at most
+// MaxOverhead, think times and session gaps at most MaxThinkTime, the
+// sampling interval at most MaxSampleInterval, and anything else (a fault's
+// time, a meta-store TTL) at most MaxDuration.
+const (
+	MaxOverhead       = 10 * time.Second
+	MaxThinkTime      = 24 * time.Hour
+	MaxSampleInterval = time.Hour
+	MaxDuration       = 365 * 24 * time.Hour
+)
+
+func maxDuration(name string) time.Duration {
+	switch name {
+	case "latency", "setup", "step_overhead", "prefill_overhead", "allreduce_latency", "probe_latency":
+		return MaxOverhead
+	case "think_time", "session_stagger":
+		return MaxThinkTime
+	case "sample_interval":
+		return MaxSampleInterval
+	}
+	return MaxDuration
+}
+
+// between is a checkNum check for a closed range: the bound is the
+// documented plausible range of the attribute.
+func between[T cmp.Ordered](lo, hi T) func(T) string {
+	return func(v T) string {
+		if v < lo || v > hi {
+			return fmt.Sprintf("must be between %v and %v", lo, hi)
+		}
+		return ""
+	}
 }
 
 // optDuration parses an optional duration override (>= 0): nil when absent

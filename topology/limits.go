@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -51,4 +52,62 @@ func checkSource(filename string, src []byte) hcl.Diagnostics {
 		}
 	}
 	return nil
+}
+
+// Numeric bounds of a scenario (docs/MODEL.md, "Input bounds"). Each is far
+// above any real deployment and far below what would exhaust memory or
+// overflow a counter; a value outside is refused with the bound.
+const (
+	MaxTP            = 64      // tensor-parallel degree
+	MaxPoolTokens    = 1 << 30 // kv_budget_tokens, dram_cache_tokens
+	MaxRequestTokens = 1 << 24 // per-request token counts and budgets (as traces: 16.7M)
+	MaxRunning       = 1 << 20 // max_running
+	MaxBlockTokens   = 1 << 16 // block_tokens
+	MaxSessions      = 1 << 20 // generator sessions, max_concurrent
+	MaxTurns         = 1 << 16 // generator turns per session
+	MaxRequests      = 1 << 30 // max_requests
+	MaxTimeScale     = 1e6     // time_scale
+	MaxSessionRate   = 1e6     // session_rate, sessions per second
+)
+
+// Output sampling bounds. instances.csv gets one row per worker per
+// sample_interval of emulated time, so its size is bounded by
+// MinSampleInterval and, for any horizon, by MaxSampleRows through
+// SampleInterval.
+const (
+	MinSampleInterval = time.Millisecond
+	// MaxSampleRows bounds the rows of instances.csv of one run (~1 GB at
+	// ~100 bytes a row).
+	MaxSampleRows = 10_000_000
+)
+
+// SampleInterval returns the sampling interval a run over horizon of
+// emulated time with workers workers uses: interval, widened (to a whole
+// multiple of it) when needed so that workers * horizon / interval stays
+// within MaxSampleRows. The run-time sampler calls it when the horizon is
+// known (or grows).
+func SampleInterval(interval time.Duration, workers int, horizon time.Duration) time.Duration {
+	interval = max(interval, MinSampleInterval)
+	if workers <= 0 || horizon <= 0 {
+		return interval
+	}
+	rounds := int64(MaxSampleRows / workers)
+	if rounds < 1 {
+		rounds = 1
+	}
+	n := int64(horizon / interval)
+	if n <= rounds {
+		return interval
+	}
+	return time.Duration((n+rounds-1)/rounds) * interval
+}
+
+// inLeftOpen is a checkNum check for (lo, hi].
+func inLeftOpen(lo, hi float64) func(float64) string {
+	return func(v float64) string {
+		if v <= lo || v > hi {
+			return fmt.Sprintf("must be greater than %v and at most %v", lo, hi)
+		}
+		return ""
+	}
 }

@@ -8,15 +8,15 @@ func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
 	w := DefaultWorker(wh.Name, kind, wh.GPU, wh.Model)
 	c.checkPreset(wh.GPU, wh.GPURange, "GPU", "gpu", c.opts.KnownGPU, c.opts.GPUNames)
 	c.checkPreset(wh.Model, wh.ModelRange, "model", "model", c.opts.KnownModel, c.opts.ModelNames)
-	w.TP = checkNum(c, wh.TP, wh.TPRange, w.TP, "tp", "tensor-parallel degree", atLeast(1))
+	w.TP = checkNum(c, wh.TP, wh.TPRange, w.TP, "tp", "tensor-parallel degree", between(1, MaxTP))
 	w.KVBudgetTokens = checkNum(c, wh.KVBudgetTokens, wh.KVBudgetTokensRange, 0, "kv_budget_tokens",
-		"KV pool size in tokens; 0 derives it from GPU memory", atLeast(0))
+		"KV pool size in tokens; 0 derives it from GPU memory", between(0, MaxPoolTokens))
 	w.MemFractionStatic = checkNum(c, wh.MemFractionStatic, wh.MemFractionStaticRange, w.MemFractionStatic,
 		"mem_fraction_static", "fraction of GPU memory for weights and KV pool", unitInterval)
 	w.MaxBatchTokens = checkNum(c, wh.MaxBatchTokens, wh.MaxBatchTokensRange, w.MaxBatchTokens,
-		"max_batch_tokens", "per-iteration token budget", atLeast(1))
+		"max_batch_tokens", "per-iteration token budget", between(1, MaxRequestTokens))
 	w.MaxRunning = checkNum(c, wh.MaxRunning, wh.MaxRunningRange, w.MaxRunning,
-		"max_running", "cap on concurrently decoding requests", atLeast(1))
+		"max_running", "cap on concurrently decoding requests", between(1, MaxRunning))
 	if kind != KindFused {
 		for _, a := range []struct {
 			set  bool
@@ -30,7 +30,7 @@ func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
 		}
 	} else {
 		w.DRAMCacheTokens = checkNum(c, wh.DRAMCacheTokens, wh.DRAMCacheTokensRange, 0, "dram_cache_tokens",
-			"DRAM (L1) prefix-cache tier in tokens; 0 = none", atLeast(0))
+			"DRAM (L1) prefix-cache tier in tokens; 0 = none", between(0, MaxPoolTokens))
 		if wh.DRAMBandwidth != nil {
 			bw, err := ParseBandwidth(*wh.DRAMBandwidth)
 			if err != nil {

@@ -2,7 +2,6 @@ package topology
 
 import (
 	"path/filepath"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -11,13 +10,13 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 	w := DefaultWorkload()
 	w.Clock = c.checkEnum(wh.Clock, wh.ClockRange, w.Clock, "clock", ClockVirtual, ClockWall)
 	w.TimeScale = checkNum(c, wh.TimeScale, wh.TimeScaleRange, w.TimeScale, "time_scale",
-		"wall clock: emulated d takes d/time_scale real time", positive[float64])
+		"wall clock: emulated d takes d/time_scale real time", inLeftOpen(0, MaxTimeScale))
 	w.Seed = checkNum(c, wh.Seed, wh.SeedRange, w.Seed, "seed", "", nil)
 	w.Loop = c.checkEnum(wh.Loop, wh.LoopRange, w.Loop, "loop", LoopOpen, LoopClosed)
 	w.MaxRequests = checkNum(c, wh.MaxRequests, wh.MaxRequestsRange, w.MaxRequests, "max_requests",
-		"0 replays every request", atLeast(0))
+		"0 replays every request", between(0, MaxRequests))
 	w.SampleInterval = c.checkDuration(wh.SampleInterval, wh.SampleIntervalRange, w.SampleInterval,
-		time.Microsecond, "sample_interval", "instances.csv sampling interval")
+		MinSampleInterval, "sample_interval", "instances.csv sampling interval")
 
 	if wh.Trace != nil {
 		switch {
@@ -110,9 +109,9 @@ func (c *checker) replay(wh *workloadHCL, w *Workload) {
 		r.TraceTime = *wh.TraceTime
 	}
 	r.SessionRate = checkNum(c, wh.SessionRate, wh.SessionRateRange, 0, "session_rate",
-		"Poisson session starts in sessions per second", positive[float64])
+		"Poisson session starts in sessions per second", inLeftOpen(0, MaxSessionRate))
 	r.MaxConcurrent = checkNum(c, wh.MaxConcurrent, wh.MaxConcurrentRange, 0, "max_concurrent",
-		"at most this many sessions overlap", atLeast(1))
+		"at most this many sessions overlap", between(1, MaxSessions))
 	starts := 0
 	var last hcl.Range
 	for _, o := range []opt{opts[1], opts[2], {r.TraceTime, wh.TraceTimeRange, "trace_time"}} {
@@ -129,14 +128,15 @@ func (c *checker) replay(wh *workloadHCL, w *Workload) {
 
 func (c *checker) generator(gh *generatorHCL) Generator {
 	g := DefaultGenerator()
-	g.Sessions = checkNum(c, gh.Sessions, gh.SessionsRange, g.Sessions, "sessions", "number of sessions", atLeast(1))
-	g.Turns = checkNum(c, gh.Turns, gh.TurnsRange, g.Turns, "turns", "turns per session", atLeast(1))
-	g.SystemTokens = checkNum(c, gh.SystemTokens, gh.SystemTokensRange, g.SystemTokens, "system_tokens", "shared system prefix", atLeast(0))
-	g.FirstTokens = checkNum(c, gh.FirstTokens, gh.FirstTokensRange, g.FirstTokens, "first_tokens", "first user message", atLeast(1))
-	g.AppendTokens = checkNum(c, gh.AppendTokens, gh.AppendTokensRange, g.AppendTokens, "append_tokens", "mean tokens appended per turn; every turn appends at least one", atLeast(1))
-	g.OutputTokens = checkNum(c, gh.OutputTokens, gh.OutputTokensRange, g.OutputTokens, "output_tokens", "mean output tokens per turn", atLeast(1))
+	tokens := func(lo int) func(int) string { return between(lo, MaxRequestTokens) }
+	g.Sessions = checkNum(c, gh.Sessions, gh.SessionsRange, g.Sessions, "sessions", "number of sessions", between(1, MaxSessions))
+	g.Turns = checkNum(c, gh.Turns, gh.TurnsRange, g.Turns, "turns", "turns per session", between(1, MaxTurns))
+	g.SystemTokens = checkNum(c, gh.SystemTokens, gh.SystemTokensRange, g.SystemTokens, "system_tokens", "shared system prefix; 0 = none", tokens(0))
+	g.FirstTokens = checkNum(c, gh.FirstTokens, gh.FirstTokensRange, g.FirstTokens, "first_tokens", "first user message", tokens(1))
+	g.AppendTokens = checkNum(c, gh.AppendTokens, gh.AppendTokensRange, g.AppendTokens, "append_tokens", "mean tokens appended per turn; every turn appends at least one", tokens(1))
+	g.OutputTokens = checkNum(c, gh.OutputTokens, gh.OutputTokensRange, g.OutputTokens, "output_tokens", "mean output tokens per turn", tokens(1))
 	g.ThinkTime = c.checkDuration(gh.ThinkTime, gh.ThinkTimeRange, g.ThinkTime, 0, "think_time", "mean think/tool time between turns")
-	g.SessionStagger = c.checkDuration(gh.SessionStagger, gh.SessionStaggerRange, g.SessionStagger, 0, "session_stagger", "mean gap between session starts")
-	g.BlockTokens = checkNum(c, gh.BlockTokens, gh.BlockTokensRange, g.BlockTokens, "block_tokens", "block size of the generated hashes", atLeast(1))
+	g.SessionStagger = c.checkDuration(gh.SessionStagger, gh.SessionStaggerRange, g.SessionStagger, 0, "session_stagger", "mean gap between session starts; 0 starts every session at once")
+	g.BlockTokens = checkNum(c, gh.BlockTokens, gh.BlockTokensRange, g.BlockTokens, "block_tokens", "block size of the generated hashes", between(1, MaxBlockTokens))
 	return g
 }
