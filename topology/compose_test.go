@@ -216,6 +216,7 @@ func TestExtendsDiagnosticsPointAtTheRightFile(t *testing.T) {
 				}
 			}
 			assert.True(t, found, "no diagnostic at %s in\n%s", tc.where, err)
+			assert.Len(t, de.Diags, 1, "one diagnostic, even for an attribute of a block generated twice:\n%s", err)
 		})
 	}
 }

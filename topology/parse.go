@@ -144,7 +144,7 @@ func Parse(filename string, src []byte, opts Options) (spec *Spec, err error) {
 func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec, error) {
 	fail := func(d hcl.Diagnostics) (*Spec, error) {
 		sortDiags(d)
-		return nil, &DiagError{Diags: d, Files: p.Files()}
+		return nil, &DiagError{Diags: dedupDiags(d), Files: p.Files()}
 	}
 	var files []*hcl.File
 	body, diags := layer(p, filename, src, opts, 0, &files)
@@ -452,3 +452,21 @@ var boundedSetProduct = function.New(&function.Spec{
 		return stdlib.SetProductFunc.Call(args)
 	},
 })
+
+// dedupDiags drops a diagnostic identical to the one before it (sorted):
+// an attribute in the content of a dynamic block is checked once per
+// generated block, and one message per source location is enough.
+func dedupDiags(diags hcl.Diagnostics) hcl.Diagnostics {
+	out := diags[:0]
+	for i, d := range diags {
+		if i > 0 {
+			p := diags[i-1]
+			if p.Severity == d.Severity && p.Summary == d.Summary && p.Detail == d.Detail &&
+				(p.Subject == nil) == (d.Subject == nil) && (p.Subject == nil || *p.Subject == *d.Subject) {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
