@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -94,6 +95,9 @@ func readBase(from, name string, opts Options) (string, []byte, error) {
 	return name, b, err
 }
 
+// readLimited reads a scenario file from disk: a regular file of at most
+// MaxSourceBytes (a device or a FIFO named by extends is refused, not read
+// forever).
 func readLimited(name string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -104,10 +108,17 @@ func readLimited(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi.Size() > MaxSourceBytes {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit of a scenario file", name, fi.Size(), MaxSourceBytes)
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
 	}
-	return os.ReadFile(name)
+	b, err := io.ReadAll(io.LimitReader(f, MaxSourceBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxSourceBytes {
+		return nil, fmt.Errorf("%s is over the %d-byte limit of a scenario file", name, MaxSourceBytes)
+	}
+	return b, nil
 }
 
 // layer parses filename (and, following extends, its bases) and returns

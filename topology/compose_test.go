@@ -275,3 +275,11 @@ func TestSourceBounds(t *testing.T) {
 	msg = parseErr(t, minimal+"\nvariable \"big\" {\n  default = setproduct(range(1000), range(1000))\n}\n", Options{})
 	assert.Contains(t, msg, "more than 1024 elements")
 }
+
+func TestExtendsRefusesNonRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.hcl"), []byte("extends = \"/dev/zero\"\n"), 0o644))
+	_, err := Load(filepath.Join(dir, "a.hcl"), testOpts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not a regular file")
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -112,7 +111,7 @@ func (e *DiagError) Write(w io.Writer, color bool) error {
 // errors are returned as they are (wrapped); invalid content yields a
 // *DiagError.
 func Load(path string, opts Options) (*Spec, error) {
-	src, err := os.ReadFile(path)
+	src, err := readLimited(path)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
 	}

@@ -123,3 +123,18 @@ func TestClaudeCodeSymlinkLoop(t *testing.T) {
 	require.True(t, errors.As(err, &re), "%T: %v", err, err)
 	assert.Equal(t, loop, re.File)
 }
+
+// lineLimit bounds the records of readers that buffer a whole record
+// (Azure's encoding/csv), as lineReader bounds JSONL lines.
+func TestLineLimit(t *testing.T) {
+	var b bytes.Buffer
+	ll := newLineLimit(strings.NewReader("ab\ncd\n"+strings.Repeat("x", 100)+"\n"), 10)
+	_, err := b.ReadFrom(ll)
+	require.ErrorIs(t, err, errLineTooLong)
+	assert.Contains(t, err.Error(), "line 3 longer than 10 bytes")
+	assert.Equal(t, "ab\ncd\n"+strings.Repeat("x", 10), b.String(), "everything before the limit is passed through")
+
+	b.Reset()
+	_, err = b.ReadFrom(newLineLimit(strings.NewReader("0123456789\n0123456789"), 10))
+	require.NoError(t, err, "a line of exactly the limit is fine")
+}

@@ -3,6 +3,7 @@ package workload
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -126,4 +127,35 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// errLineTooLong is the error of a lineLimit.
+var errLineTooLong = errors.New("line too long")
+
+// lineLimit passes r through, failing with errLineTooLong once a line is
+// longer than max bytes: readers that buffer whole records (encoding/csv)
+// are bounded like lineReader.
+type lineLimit struct {
+	r    io.Reader
+	max  int
+	n    int // bytes since the last newline
+	line int // 1-based line being read
+}
+
+func newLineLimit(r io.Reader, max int) *lineLimit { return &lineLimit{r: r, max: max, line: 1} }
+
+func (l *lineLimit) Read(p []byte) (int, error) {
+	k, err := l.r.Read(p)
+	for i, b := range p[:k] {
+		if b == '\n' {
+			l.n = 0
+			l.line++
+			continue
+		}
+		l.n++
+		if l.n > l.max {
+			return i, fmt.Errorf("line %d longer than %d bytes: %w", l.line, l.max, errLineTooLong)
+		}
+	}
+	return k, err
 }
