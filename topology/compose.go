@@ -162,7 +162,11 @@ func layer(p *hclparse.Parser, filename string, src []byte, opts Options, depth 
 	}
 	name, bsrc, err := readBase(filename, v.AsString(), opts)
 	if err != nil {
-		return bad("Cannot read the base scenario", "%s.", err)
+		hint := ""
+		if _, e := fs.Stat(scenarios.FS, path.Clean(v.AsString())); e == nil && !strings.HasPrefix(v.AsString(), EmbeddedPrefix) {
+			hint = fmt.Sprintf(" %q is an embedded scenario: to extend it from a file of your own, write extends = %q.", v.AsString(), EmbeddedPrefix+v.AsString())
+		}
+		return bad("Cannot read the base scenario", "%s.%s", err, hint)
 	}
 	for _, f := range *files {
 		if f.Body.MissingItemRange().Filename == name {

@@ -243,6 +243,15 @@ func TestExtendsOnDisk(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.hcl"), []byte("extends = \"<embedded>/1p3d-tcp.hcl\"\nname = \"b\"\nrouter \"kvc\" {\n  tau_append = 4096\n}\n"), 0o644))
 	spec, err = Load(filepath.Join(dir, "b.hcl"), testOpts)
 	require.NoError(t, err)
+
+	// A copied scenario that still extends an embedded one by its bare
+	// name is told how to name it.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "c.hcl"), []byte("extends = \"1p3d-mlx5.hcl\"\n"), 0o644))
+	_, err = Load(filepath.Join(dir, "c.hcl"), testOpts)
+	require.Error(t, err)
+	assert.Contains(t, flat(err.Error()), `write extends = "<embedded>/1p3d-mlx5.hcl"`)
+	spec, err = Load(filepath.Join(dir, "b.hcl"), testOpts)
+	require.NoError(t, err)
 	assert.Equal(t, "b", spec.Name)
 	assert.Equal(t, 4096, spec.Router.TauAppend)
 	assert.True(t, spec.Router.NetCapacity, "from 1p3d-mlx5.hcl, two levels up")
