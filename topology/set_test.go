@@ -49,6 +49,16 @@ func TestSet(t *testing.T) {
 			}},
 		{"generator", "1p3d-mlx5.hcl", []string{"workload.generator.agentic.think_time=1.5s"},
 			func(t *testing.T, s *Spec) { assert.Equal(t, 1500*time.Millisecond, s.Workload.Generator.ThinkTime) }},
+		{"a singleton's label may be left out", "1p3d-mlx5.hcl", []string{"workload.generator.sessions=8", "router.kvc.epsilon=3"},
+			func(t *testing.T, s *Spec) {
+				assert.Equal(t, 8, s.Workload.Generator.Sessions, "over sessions = var.sessions")
+				assert.Equal(t, 3, s.Router.Epsilon)
+			}},
+		{"a trace option", "claude-code.hcl", []string{"workload.max_concurrent=4", "workload.share_prefix=false"},
+			func(t *testing.T, s *Spec) {
+				assert.Equal(t, 4, s.Workload.Replay.MaxConcurrent)
+				assert.False(t, s.Workload.Replay.SharePrefix)
+			}},
 		{"durations and sizes as in the file", "1p3d-tcp.hcl", []string{"link.*.*.latency=20us", "link.*.*.bandwidth=100Gbps", "prefill.p0.reserved_memory=2GiB"},
 			func(t *testing.T, s *Spec) {
 				assert.Equal(t, 20*time.Microsecond, s.Links[0].Latency)
