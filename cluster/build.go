@@ -235,6 +235,7 @@ func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 	}
 	g := w.Generator
 	return workload.NewAgentic(workload.AgenticConfig{
+		Exact:    true, // topology applied the defaults: a 0 here was written
 		Sessions: g.Sessions, Turns: g.Turns, SystemTokens: g.SystemTokens, FirstTokens: g.FirstTokens,
 		AppendTokens: g.AppendTokens, OutputTokens: g.OutputTokens, ThinkTime: g.ThinkTime,
 		SessionStagger: g.SessionStagger, BlockTokens: g.BlockTokens,
