@@ -125,7 +125,7 @@ func embedded(t *testing.T, name string) *topology.Spec {
 	t.Helper()
 	src, err := scenarios.Read(name)
 	require.NoError(t, err)
-	return parse(t, name, string(src))
+	return parse(t, "<embedded>/"+name, string(src))
 }
 
 // source is a scripted workload: its requests, then err (io.EOF if nil).
