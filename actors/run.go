@@ -53,6 +53,13 @@ type Result struct {
 	Wall           time.Duration // real time the run took
 	// Sessions has one row per session for KVC-Router runs (sessions.csv).
 	Sessions []metrics.SessionRow
+	// Unfinished are the requests still in the cluster when a partial run
+	// stopped (State "unfinished"; written to per_request.csv).
+	Unfinished []metrics.Record
+	// Links and RouterEvents feed links.csv and router_windows.csv (nil:
+	// header only / router columns 0).
+	Links        *metrics.LinkRecorder
+	RouterEvents *metrics.RouterRecorder
 }
 
 // runState is shared by the actors of one run to report its end.
@@ -246,20 +253,13 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		sum.Clock.Mode = topology.ClockVirtual
 	}
 	if wclk != nil {
-		sum.Clock.Lateness = metrics.LatenessOf(wclk.Lateness())
+		wclk.Judge(&sum.Clock, sum.TTFT.P50) // lateness in real and emulated time, saturation, verdict
 	}
 	sum.Runtime = metrics.Runtime{DeadLetters: deadLetters.Load(), Panics: rs.panics.Load()}
 	if vclk != nil {
 		sum.Runtime.Steps, sum.Runtime.Messages = vclk.Steps(), vclk.Messages()
 	}
-	for i := range workers {
-		for _, r := range res.Records {
-			if (workers[i].Kind == "decode" && r.D == workers[i].Name) || (workers[i].Kind == "prefill" && r.P == workers[i].Name) {
-				workers[i].Requests++
-			}
-		}
-	}
-	sum.Workers = workers
+	metrics.AttachWorkers(&sum, workers, res.Records) // request counts and shares (fused workers too)
 	sum.PerBucket = metrics.SummarizeBuckets(res.Records)
 	if sessStats != nil {
 		res.Sessions, sum.Router = sessionRows(res.Records, sessStats)

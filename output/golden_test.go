@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -48,7 +49,9 @@ func runScenarioOpts(t *testing.T, name string, opts actors.Options) (dir string
 	res, err := actors.Run(context.Background(), spec, opts)
 	require.NoError(t, err)
 	dir = t.TempDir()
-	require.NoError(t, output.Write(dir, res))
+	res.Summary.PdemuVersion = "golden" // the build's version is not part of the golden output
+	res.Summary.ScenarioDigest = metrics.Digest(src)
+	require.NoError(t, output.Write(dir, res, output.WriteOptions{}))
 	return dir, true
 }
 
