@@ -236,12 +236,12 @@ type Runtime struct {
 
 // WorkerSummary reports a worker's KV high-water mark.
 type WorkerSummary struct {
-	Name     string `json:"name"`
-	Kind     string `json:"kind"`
-	Bucket   string `json:"bucket,omitempty"`
-	MaxKV    int    `json:"max_kv_tokens"`
-	CapKV    int    `json:"cap_kv_tokens,omitempty"`
-	Requests int    `json:"requests"`
+	Name     string  `json:"name"`
+	Kind     string  `json:"kind"`
+	Bucket   string  `json:"bucket,omitempty"`
+	MaxKV    int     `json:"max_kv_tokens"`
+	CapKV    int     `json:"cap_kv_tokens,omitempty"`
+	Requests int     `json:"requests"`
 	Share    float64 `json:"request_share"` // of the requests its kind of worker served
 }
 
