@@ -158,3 +158,13 @@ func TestWritePartialRunListsUnfinished(t *testing.T) {
 	assert.Equal(t, 130, output.StopCode(res.Summary.StoppedBy))
 	assert.NoError(t, output.Check(res, output.CheckOptions{MaxFailed: output.DefaultMaxFailed}))
 }
+
+func TestPrintExplainShowsTheTail(t *testing.T) {
+	res := runResult(t, "claude-code.hcl")
+	var b strings.Builder
+	output.PrintExplain(&b, res.Summary)
+	output.PrintWarnings(&b, res.Summary)
+	t.Log("\n" + b.String())
+	assert.Contains(t, b.String(), "ttft tail 29 requests with ttft >= 441622.8 ms (p99)")
+	assert.Contains(t, b.String(), "made mostly of p_queue")
+}
