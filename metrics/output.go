@@ -124,7 +124,8 @@ func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration, 
 	if interval <= 0 {
 		interval = time.Second
 	}
-	for t := time.Duration(0); t <= end+interval-1; t += interval {
+	for k, n := int64(0), samples(interval, end); k < n; k++ {
+		t := sampleAt(k, interval)
 		for i, s := range series {
 			p := s.At(t)
 			if err := cw.Write([]string{fms(t), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running), capOf[i]}); err != nil {

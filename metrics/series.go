@@ -37,7 +37,7 @@ func InstancesPlan(n int, interval, end time.Duration) (time.Duration, int, bool
 		if n == 0 {
 			return 0
 		}
-		return int((end+iv-1)/iv+1) * n
+		return int(samples(iv, end)) * n
 	}
 	if rows(interval) <= MaxInstanceRows {
 		return interval, rows(interval), false
@@ -48,6 +48,24 @@ func InstancesPlan(n int, interval, end time.Duration) (time.Duration, int, bool
 		k++
 	}
 	return k * interval, rows(k * interval), true
+}
+
+// samples is how many sample times 0, iv, 2·iv, … cover [0, end]: up to
+// the first one at or past end (without overflowing for any end).
+func samples(iv, end time.Duration) int64 {
+	k := int64(end / iv)
+	if end%iv != 0 {
+		k++
+	}
+	return k + 1
+}
+
+// sampleAt is the k-th sample time, saturating at the largest duration.
+func sampleAt(k int64, iv time.Duration) time.Duration {
+	if k > 0 && int64(iv) > math.MaxInt64/k {
+		return math.MaxInt64
+	}
+	return time.Duration(k) * iv
 }
 
 // ---------------------------------------------------------------- links

@@ -3,6 +3,7 @@ package output_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,4 +168,26 @@ func TestPrintExplainShowsTheTail(t *testing.T) {
 	t.Log("\n" + b.String())
 	assert.Contains(t, b.String(), "ttft tail 29 requests with ttft >= 441622.8 ms (p99)")
 	assert.Contains(t, b.String(), "made mostly of p_queue")
+}
+
+// TestWriteBoundsInstances: a run whose emulated time is absurd (the
+// issue's latency = "2562047h" case wrote 9.1 GB of instances.csv) writes
+// at most metrics.MaxInstanceRows rows, and summary.json says the interval
+// was widened.
+func TestWriteBoundsInstances(t *testing.T) {
+	s := metrics.NewSeries("d0", "decode")
+	s.Observe(time.Hour, 5, 0, 1)
+	res := &actors.Result{Series: []*metrics.Series{s, metrics.NewSeries("p0", "prefill")}, SampleInterval: time.Second,
+		End: 2562047 * time.Hour, Summary: metrics.Summarize(nil)}
+	dir := t.TempDir()
+	require.NoError(t, output.Write(dir, res, output.WriteOptions{}))
+	b, err := os.ReadFile(filepath.Join(dir, "instances.csv"))
+	require.NoError(t, err)
+	rows := strings.Count(string(b), "\n") - 1
+	assert.LessOrEqual(t, rows, metrics.MaxInstanceRows)
+	assert.Greater(t, rows, metrics.MaxInstanceRows/2)
+	sum, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(sum), `"instances_interval_widened": true`)
+	assert.Contains(t, string(sum), fmt.Sprintf(`"instances_rows": %d`, rows))
 }

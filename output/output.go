@@ -67,8 +67,9 @@ func Write(dir string, res *actors.Result, opts WriteOptions) error {
 	if sum.Vars == nil {
 		sum.Vars = map[string]string{}
 	}
-	if sum.Warnings == nil {
-		sum.Warnings = []string{}
+	sum.Warnings = metrics.Warnings(sum) // whatever the caller set last (partial, clock, workers)
+	if sum.Workers == nil {
+		sum.Workers = []metrics.WorkerSummary{}
 	}
 	if sum.Balance == nil {
 		sum.Balance = []metrics.Balance{}
