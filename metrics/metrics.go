@@ -125,6 +125,29 @@ func (c *Collector) Add(j *gpu.Job) error {
 	return nil
 }
 
+// Unfinished describes a job still in the cluster when a partial run
+// stopped (Result.Unfinished): State "unfinished", no e2e, the TTFT (and
+// its parts) only if its first token came. It is not recorded as ended.
+func (c *Collector) Unfinished(j *gpu.Job) Record {
+	r := j.Req
+	rec := Record{
+		TPOT: -1, State: StateUnfinished, TTFT: -1, E2E: -1,
+		ID: r.ID, Session: r.SessionName, SessionIdx: r.Session, Turn: r.Turn, Arrival: j.Arrival,
+		Mode: j.Mode.String(), P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
+		InputTokens: r.InputLen, OutputTokens: r.OutputLen, AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
+		TransferBytes: j.TransferBytes, Tries: j.Tries, Bucket: j.Bucket, BucketPolicy: j.BucketPolicy,
+		Reason: strings.Join(j.Reasons, ";"),
+	}
+	if !j.Mode.UsesPrefill() {
+		rec.P = ""
+	}
+	if j.FirstToken > 0 {
+		rec.TTFT = j.FirstToken - j.Arrival
+		rec.Parts, rec.HasParts = SplitTTFT(j), true
+	}
+	return rec
+}
+
 // Ended is the number of requests recorded; Failed how many failed.
 func (c *Collector) Ended() int  { return len(c.recs) }
 func (c *Collector) Failed() int { return c.failed }

@@ -3,6 +3,8 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +100,36 @@ func TestWritePerRequestAndInstances(t *testing.T) {
 	b.Reset()
 	require.NoError(t, WriteInstances(&b, []*Series{s}, time.Second, 1500*time.Millisecond, map[string]int{"d0": 64}))
 	assert.Equal(t, "t_ms,worker,kind,bucket,kv_tokens,queue,running,cap_kv_tokens\n0.000,d0,decode,,0,0,0,64\n1000.000,d0,decode,,7,1,2,64\n2000.000,d0,decode,,7,1,2,64\n", b.String())
+}
+
+func TestUnfinishedRecord(t *testing.T) {
+	c := NewCollector([]string{"p0"}, []string{"d0", "d1"})
+	j := job(5, policy.ModeSeed, "")
+	j.FirstToken = 0
+	r := c.Unfinished(j)
+	assert.Equal(t, StateUnfinished, r.State)
+	assert.Equal(t, time.Duration(-1), r.TTFT)
+	assert.False(t, r.HasParts)
+	assert.Equal(t, "p0", r.P)
+	assert.False(t, c.Seen(5), "not recorded as ended")
+	s := Summarize([]Record{r})
+	assert.Equal(t, 0, s.Requests.Total)
+	assert.Equal(t, 1, s.Requests.Unfinished)
+}
+
+func TestDigest(t *testing.T) {
+	assert.Equal(t, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", Digest(nil))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte("x"), 0o644))
+	d1, err := DigestPath(dir)
+	require.NoError(t, err)
+	f, err := DigestPath(filepath.Join(dir, "a.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, Digest([]byte("x")), f)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte("y"), 0o644))
+	d2, err := DigestPath(dir)
+	require.NoError(t, err)
+	assert.NotEqual(t, d1, d2, "a directory's digest follows its files")
+	_, err = DigestPath(filepath.Join(dir, "missing"))
+	assert.Error(t, err)
 }
