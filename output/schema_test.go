@@ -47,6 +47,7 @@ func readDoc(t *testing.T) map[string][]docField {
 	defer f.Close()
 	doc := map[string][]docField{}
 	sec := ""
+	inTable := false // inside a "| Field | Unit | Description |" table
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
@@ -54,15 +55,20 @@ func readDoc(t *testing.T) map[string][]docField {
 			sec = strings.TrimSpace(strings.TrimPrefix(line, "## "))
 			continue
 		}
-		if sec == "" || !strings.HasPrefix(line, "| ") {
+		if !strings.HasPrefix(line, "|") {
+			inTable = false
+			continue
+		}
+		if strings.HasPrefix(line, "| Field |") {
+			inTable = true
 			continue
 		}
 		cells := strings.Split(line, "|")
-		if len(cells) < 4 {
+		if sec == "" || !inTable || len(cells) < 4 {
 			continue
 		}
 		field := strings.TrimSpace(cells[1])
-		if field == "Field" || field == "Code" || strings.HasPrefix(field, "---") {
+		if strings.HasPrefix(field, "---") {
 			continue
 		}
 		desc := strings.TrimSpace(cells[3])
