@@ -2,6 +2,7 @@ package output_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -10,11 +11,15 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/output"
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
 )
 
 // docField is one documented column or key.
@@ -171,6 +176,25 @@ func TestOutputsDocumented(t *testing.T) {
 		require.True(t, ok)
 		dirs = append(dirs, dir)
 	}
+	// A short wall-clock run for the clock keys.
+	src, err := scenarios.Read(scenarios.Default)
+	require.NoError(t, err)
+	spec, err := topology.Parse("<embedded>/"+scenarios.Default, src, topology.Options{})
+	require.NoError(t, err)
+	spec.Workload.Generator.Sessions, spec.Workload.Generator.Turns = 2, 2
+	spec.Workload.Clock, spec.Workload.TimeScale = topology.ClockWall, 1000
+	res, err := actors.Run(context.Background(), spec, actors.Options{WallTimeout: time.Minute})
+	require.NoError(t, err)
+	wall := t.TempDir()
+	require.NoError(t, output.Write(wall, res, output.WriteOptions{}))
+	dirs = append(dirs, wall)
+	optional := map[string]bool{}
+	for _, f := range doc["summary.json"] {
+		optional[f.path] = f.optional
+	}
+	for _, k := range []string{"clock.fidelity", "clock.emulated_lateness_ms.p99", "clock.saturated_share", "clock.lateness_ms.samples"} {
+		assert.True(t, optional[k], "%s is documented as Only wall runs", k)
+	}
 	for _, dir := range dirs {
 		ents, err := os.ReadDir(dir)
 		require.NoError(t, err)
@@ -205,6 +229,11 @@ func TestOutputsDocumented(t *testing.T) {
 		var v any
 		require.NoError(t, json.Unmarshal(b, &v))
 		jsonPaths("", v, sum)
+		if dir == wall {
+			for _, k := range []string{"clock.fidelity", "clock.emulated_lateness_ms.p99", "clock.saturated_share", "clock.fidelity_bound"} {
+				assert.True(t, sum[k], "the wall run has %s", k)
+			}
+		}
 		b, err = os.ReadFile(filepath.Join(dir, "routing_log.jsonl"))
 		require.NoError(t, err)
 		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
