@@ -31,7 +31,7 @@ type Job struct {
 	FirstToken    time.Duration
 	Done          time.Duration
 	// Timeline points that split the TTFT (metrics.Collector.Add; 0 = not
-	// reached, which a job's later points never are, see metrics.ttftParts).
+	// reached, which a job's later points never are, see metrics.SplitTTFT).
 	PQueued       time.Duration // the prefill worker got the job
 	DGot          time.Duration // the decode (or fused) worker got the job (last time, for Seed/Reseed: its KV)
 	KVReserved    time.Duration // its KV room on the decode worker was reserved
