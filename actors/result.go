@@ -35,6 +35,13 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	sum.Scenario = spec.Name
 	sum.Policy = spec.Router.Policy
 	sum.Seed = wl.Seed
+	sum.ScenarioDigest, sum.Vars = spec.Digest, spec.Vars
+	if wl.Trace != "" {
+		sum.Trace.Path = wl.Trace
+		if d, err := metrics.DigestPath(wl.Trace); err == nil {
+			sum.Trace.Digest = d
+		}
+	}
 	sum.Clock = metrics.Clock{Mode: wl.Clock, TimeScale: wl.TimeScale}
 	if sum.Clock.Mode == "" {
 		sum.Clock.Mode = topology.ClockVirtual
@@ -42,19 +49,11 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	sum.Runtime = metrics.Runtime{DeadLetters: deadLetters, Panics: panics}
 	switch c := clk.(type) {
 	case *WallClock:
-		sum.Clock.Lateness = metrics.LatenessOf(c.Lateness())
+		c.Judge(&sum.Clock, sum.TTFT.P50) // lateness in real and emulated time, saturation, verdict
 	case *VirtualClock:
 		sum.Runtime.Steps, sum.Runtime.Messages = c.Steps(), c.Messages()
 	}
-	workers := cl.Workers()
-	for i := range workers {
-		for _, r := range res.Records {
-			if (workers[i].Kind == "decode" && r.D == workers[i].Name) || (workers[i].Kind == "prefill" && r.P == workers[i].Name) {
-				workers[i].Requests++
-			}
-		}
-	}
-	sum.Workers = workers
+	metrics.AttachWorkers(&sum, cl.Workers(), res.Records) // request counts and shares (fused workers too)
 	sum.PerBucket = metrics.SummarizeBuckets(res.Records)
 	if st := cl.Sessions(); st != nil {
 		res.Sessions, sum.Router = sessionRows(res.Records, st)

@@ -51,6 +51,13 @@ type Result struct {
 	Wall           time.Duration // real time the run took
 	// Sessions has one row per session for KVC-Router runs (sessions.csv).
 	Sessions []metrics.SessionRow
+	// Unfinished are the requests still in the cluster when a partial run
+	// stopped (State "unfinished"; written to per_request.csv).
+	Unfinished []metrics.Record
+	// Links and RouterEvents feed links.csv and router_windows.csv (nil:
+	// header only / router columns 0).
+	Links        *metrics.LinkRecorder
+	RouterEvents *metrics.RouterRecorder
 }
 
 // runState is shared by the actors of one run to report its end.

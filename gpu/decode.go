@@ -214,6 +214,7 @@ func (w *DecodeWorker) Admit(now time.Duration, j *Job) (policy.Mode, string) {
 		return mode, reason
 	}
 	j.Mode, j.Admitted = mode, now
+	j.DGot, j.KVReserved = now, now
 	footprint := r.InputLen + reserve
 	if s == nil {
 		s = &residency{}
@@ -270,6 +271,7 @@ func (w *DecodeWorker) evictFor(now time.Duration, keep int32, need int, minIdle
 // with an EvEvicted so that the router forgets it too.
 func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 	w.advance(now)
+	j.DGot = now
 	if j.Failed != "" {
 		if j.Mode != policy.ModeFallback && j.Mode != policy.ModeVanilla {
 			if s := w.sess[j.Req.Session]; s != nil {
@@ -311,7 +313,7 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 // and the request waits FIFO until its KV fits, evicting idle sessions.
 func (w *DecodeWorker) Run(now time.Duration, j *Job) {
 	w.advance(now)
-	j.Mode = policy.ModeDirect
+	j.Mode, j.DGot = policy.ModeDirect, now
 	app := realAppend(j, w.sess[j.Req.Session])
 	j.PrefillTokens, j.CachedTokens = app, j.Req.InputLen-app
 	w.waitRoom = append(w.waitRoom, j)
@@ -358,7 +360,7 @@ func (w *DecodeWorker) admitRoom(now time.Duration) {
 		s.blocks = r.Blocks
 		s.active++
 		s.lastUse = now
-		j.Admitted = now
+		j.Admitted, j.KVReserved = now, now
 		if j.Mode == policy.ModeDirect {
 			w.prefillQ = append(w.prefillQ, j)
 			w.kick(now)

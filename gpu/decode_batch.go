@@ -26,7 +26,7 @@ func (w *DecodeWorker) kick(now time.Duration) {
 		}
 		w.cur = w.prefillQ[0]
 		w.prefillQ = w.prefillQ[1:]
-		w.cur.PrefillStart = now
+		w.cur.PrefillStart, w.cur.DPrefillStart = now, now
 		w.cur.chunkDone = 0
 	}
 	j := w.cur
@@ -63,7 +63,7 @@ func (w *DecodeWorker) drainReady(now time.Duration) {
 				continue
 			}
 			w.setUsed(w.used + j.footprint)
-			j.reserved = true
+			j.reserved, j.KVReserved = true, now
 		}
 		w.join(now, j)
 	}
@@ -162,7 +162,7 @@ func (w *DecodeWorker) advance(now time.Duration) {
 			j.chunkDone += w.curChunk
 			w.curChunk = 0
 			if j.chunkDone >= j.PrefillTokens {
-				w.cur = nil
+				w.cur, j.DPrefillEnd = nil, t
 				w.ready = append(w.ready, j)
 			}
 			w.kick(t)

@@ -148,7 +148,7 @@ func (f *FusedWorker) Submit(now time.Duration, j *Job) {
 	cached := max(0, min((hbm+dram)*r.BlockTokens, r.InputLen-1))
 	j.loadTokens = max(0, cached-hbm*r.BlockTokens)
 	j.Mode = policy.ModeFused
-	j.Admitted = now
+	j.Admitted, j.DGot = now, now
 	j.CachedTokens, j.PrefillTokens = cached, r.InputLen-cached
 	j.footprint = r.InputLen + r.OutputLen
 	if j.footprint > f.d.cap {
@@ -169,7 +169,7 @@ func (f *FusedWorker) admit(now time.Duration) {
 		}
 		f.waitMem = f.waitMem[1:]
 		f.d.setUsed(f.d.used + j.footprint)
-		j.reserved = true
+		j.reserved, j.KVReserved = true, now
 		f.insert(j.Req.Blocks, j.Req.BlockTokens)
 		if j.loadTokens > 0 {
 			// Its DRAM-resident prefix comes back over PCIe first.

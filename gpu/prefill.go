@@ -50,6 +50,7 @@ func (w *PrefillWorker) CacheUsed() int { return w.cache.Used() }
 // Submit queues j for prefill.
 func (w *PrefillWorker) Submit(now time.Duration, j *Job) {
 	w.advance(now)
+	j.PQueued = now
 	w.queue = append(w.queue, j)
 	w.start(now)
 }

@@ -2,11 +2,15 @@ package topology
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,6 +191,11 @@ func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec
 	var fh fileHCL
 	c.decoded(gohcl.DecodeBody(rest, ctx, &fh))
 	spec := c.build(filename, &fh, ctx, fileStart)
+	if spec != nil {
+		spec.Digest = digestFiles(files)
+		spec.Vars = maps.Clone(opts.Vars)
+		spec.Set = slices.Clone(opts.Set)
+	}
 	c.diags = append(c.diags, ov.unused()...)
 
 	diags = append(diags, c.diags...)
@@ -468,4 +477,14 @@ func dedupDiags(diags hcl.Diagnostics) hcl.Diagnostics {
 		out = append(out, d)
 	}
 	return out
+}
+
+// digestFiles is Spec.Digest of the files a scenario was composed from.
+func digestFiles(files []*hcl.File) string {
+	h := sha256.New()
+	for i := len(files) - 1; i >= 0; i-- { // base first
+		fmt.Fprintf(h, "%d\n", len(files[i].Bytes))
+		h.Write(files[i].Bytes)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -36,6 +36,15 @@ type Spec struct {
 	Source string
 	// Name is the optional scenario name (top-level `name = "..."`).
 	Name string
+	// Digest is "sha256:" and the hex SHA-256 over every HCL file the
+	// scenario was composed from (its extends chain, base first), each as
+	// its length and its bytes: two runs with the same Digest, Vars and Set
+	// read the same scenario, wherever the files were.
+	Digest string
+	// Vars and Set are the -var values and --set overrides it was parsed
+	// with (recorded in summary.json).
+	Vars map[string]string
+	Set  []string
 
 	Prefill  []Worker // in file order
 	Decode   []Worker // in file order

@@ -314,7 +314,9 @@ func clockName(c string) string {
 	return c
 }
 
-func writeOutputs(dir string, res *actors.Result) error { return output.Write(dir, res) }
+func writeOutputs(dir string, res *actors.Result) error {
+	return output.Write(dir, res, output.WriteOptions{})
+}
 
 func printTable(w io.Writer, res *actors.Result) {
 	s := res.Summary
