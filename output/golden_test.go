@@ -47,7 +47,7 @@ func runScenarioOpts(t *testing.T, name string, opts actors.Options) (dir string
 	res, err := actors.Run(context.Background(), spec, opts)
 	require.NoError(t, err)
 	dir = t.TempDir()
-	res.Summary.PdemuVersion = "golden" // the build's version is not part of the golden output
+	res.Summary.PdemuVersion = "golden"                            // the build's version is not part of the golden output
 	res.Summary.Trace.Path = filepath.Base(res.Summary.Trace.Path) // the checkout's location is not part of the golden output
 	require.NoError(t, output.Write(dir, res, output.WriteOptions{}))
 	return dir, true
