@@ -344,7 +344,7 @@ func WriteResults(out string, dirs []string, title string) ([]report.Row, error)
 	if err := write("compare.json", func(f *os.File) error { return report.WriteJSON(f, rows) }); err != nil {
 		return nil, err
 	}
-	page, err := report.Build(title, runs)
+	page, err := report.Build(title, out, runs)
 	if err != nil {
 		return nil, err
 	}

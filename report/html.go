@@ -25,8 +25,10 @@ type runSection struct {
 	Figures []*Figure
 }
 
-// Build renders the report of runs (at least one).
-func Build(title string, runs []*Run) (*Page, error) {
+// Build renders the report of runs (at least one). Run directories are
+// shown relative to baseDir (the directory the HTML file goes to) when
+// they are below it, so the page does not depend on where it was built.
+func Build(title, baseDir string, runs []*Run) (*Page, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("report: no runs")
 	}
@@ -57,7 +59,11 @@ func Build(title string, runs []*Run) (*Page, error) {
 	all := append([]*Figure(nil), global...)
 	for _, r := range runs {
 		id := SanitizeName(r.Name)
-		sec := runSection{Name: r.Name, Dir: r.Dir, Params: paramRows(r), Results: resultRows(r)}
+		dir := r.Dir
+		if rel, err := filepath.Rel(baseDir, r.Dir); err == nil && !strings.HasPrefix(rel, "..") {
+			dir = filepath.ToSlash(rel)
+		}
+		sec := runSection{Name: r.Name, Dir: dir, Params: paramRows(r), Results: resultRows(r)}
 		for _, f := range []func() (*Figure, error){
 			func() (*Figure, error) {
 				return seriesFigure(r, r.Instances, "instances.csv", "worker", "kv_tokens", id+"__kv", "KV occupancy per worker: "+r.Name, "KV tokens",

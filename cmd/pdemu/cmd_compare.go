@@ -231,7 +231,7 @@ runs/* are used, in name order.`,
 			if plots == "" {
 				plots = filepath.Join(filepath.Dir(out), "plots")
 			}
-			page, err := report.Build(title, runs)
+			page, err := report.Build(title, filepath.Dir(out), runs)
 			if err != nil {
 				return badInput(err)
 			}
