@@ -163,6 +163,22 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newRunCmd(), newCompareCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
 		newScenariosCmd(), newTraceCmd(), newVersionCmd())
+	// cobra's shell completion, created now so its help has examples too.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Example = "  pdemu completion bash > /etc/bash_completion.d/pdemu\n  source <(pdemu completion zsh)"
+		for _, sh := range c.Commands() {
+			sh.Example = map[string]string{
+				"bash":       "  source <(pdemu completion bash)",
+				"zsh":        "  pdemu completion zsh > \"${fpath[1]}/_pdemu\"",
+				"fish":       "  pdemu completion fish | source",
+				"powershell": "  pdemu completion powershell | Out-String | Invoke-Expression",
+			}[sh.Name()]
+		}
+	}
 	return root
 }
 

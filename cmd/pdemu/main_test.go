@@ -3,32 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/pdemu/pdemu/topology"
 )
 
 // exitCode maps run's error to the process exit code main would use.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var de *topology.DiagError
-	if errors.As(err, &de) {
-		return 2
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return 1
-}
+func exitCode(err error) int { return exitCodeOf(err) }
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
