@@ -3,7 +3,7 @@
 // comparison table (compare.csv, compare.json) and an HTML report.
 //
 // Contract: Expand and Plan are pure (no I/O) and deterministic: the runs
-// come in the order scenarios, then --set values (the first --set varying
+// come in the order scenarios, then traces, then --set values (the first --set varying
 // slowest), then seeds. Every run is independent: Execute loads, runs and
 // writes each one alone, so with a virtual clock a run's outputs are
 // byte-identical to running it alone and do not depend on Jobs. Loading
@@ -94,11 +94,13 @@ func Expand(sets []string) ([][]string, []Axis, error) {
 
 // Plan is what to compare.
 type Plan struct {
-	Scenarios   []string // scenario files or embedded names, at least one
-	Set         []string // --set PATH=V[,V...]
-	Seeds       int      // <= 1: each scenario's own seed; N > 1: seeds 1..N
-	Router      string   // --router, "" = each scenario's
-	Trace       string   // --trace, "" = each scenario's workload
+	Scenarios []string // scenario files or embedded names, at least one
+	Set       []string // --set PATH=V[,V...]
+	Seeds     int      // <= 1: each scenario's own seed; N > 1: seeds 1..N
+	Router    string   // --router, "" = each scenario's
+	// Traces replace each scenario's workload (--trace A[,B...]); none =
+	// each scenario's own; several are one more axis of the comparison.
+	Traces      []string
 	Vars        map[string]string
 	MaxRequests int // 0 = each scenario's
 }
@@ -115,6 +117,20 @@ func (p Plan) Runs() ([]report.Params, error) {
 	var varied []string
 	if len(p.Scenarios) > 1 {
 		varied = append(varied, "scenario")
+	}
+	traces := p.Traces
+	if len(traces) == 0 {
+		traces = []string{""}
+	}
+	seenTrace := map[string]bool{}
+	for _, tr := range traces {
+		if seenTrace[tr] {
+			return nil, fmt.Errorf("--trace %s given twice", tr)
+		}
+		seenTrace[tr] = true
+	}
+	if len(traces) > 1 {
+		varied = append(varied, "trace")
 	}
 	variedPath := map[string]bool{}
 	for _, a := range axes {
@@ -135,32 +151,47 @@ func (p Plan) Runs() ([]report.Params, error) {
 	var runs []report.Params
 	used := map[string]int{}
 	for _, sc := range p.Scenarios {
-		for _, c := range combos {
-			for _, seed := range seeds {
-				parts := []string{scenarioStem(sc)}
-				for _, kv := range c {
-					if path, _, _ := strings.Cut(kv, "="); variedPath[path] {
-						parts = append(parts, kv)
+		for _, tr := range traces {
+			for _, c := range combos {
+				for _, seed := range seeds {
+					parts := []string{scenarioStem(sc)}
+					if len(traces) > 1 {
+						parts = append(parts, "trace="+traceStem(tr))
 					}
+					for _, kv := range c {
+						if path, _, _ := strings.Cut(kv, "="); variedPath[path] {
+							parts = append(parts, kv)
+						}
+					}
+					if seed != nil {
+						parts = append(parts, "seed="+strconv.FormatUint(*seed, 10))
+					}
+					name := report.SanitizeName(strings.Join(parts, "__"))
+					if n := used[name]; n > 0 {
+						used[name]++
+						name = fmt.Sprintf("%s__%d", name, n+1)
+					} else {
+						used[name] = 1
+					}
+					runs = append(runs, report.Params{
+						Name: name, Scenario: sc, Router: p.Router, Set: c, Seed: seed,
+						Trace: tr, Vars: p.Vars, MaxRequests: p.MaxRequests, Varied: varied,
+					})
 				}
-				if seed != nil {
-					parts = append(parts, "seed="+strconv.FormatUint(*seed, 10))
-				}
-				name := report.SanitizeName(strings.Join(parts, "__"))
-				if n := used[name]; n > 0 {
-					used[name]++
-					name = fmt.Sprintf("%s__%d", name, n+1)
-				} else {
-					used[name] = 1
-				}
-				runs = append(runs, report.Params{
-					Name: name, Scenario: sc, Router: p.Router, Set: c, Seed: seed,
-					Trace: p.Trace, Vars: p.Vars, MaxRequests: p.MaxRequests, Varied: varied,
-				})
 			}
 		}
 	}
 	return runs, nil
+}
+
+// traceStem names a trace file or directory by its base name without
+// extension.
+func traceStem(s string) string {
+	b := filepath.Base(filepath.Clean(s))
+	if e := filepath.Ext(b); e != "" && e != b {
+		b = strings.TrimSuffix(b, e)
+	}
+	return b
 }
 
 func scenarioStem(s string) string {

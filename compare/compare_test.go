@@ -91,6 +91,17 @@ func TestPlanNamesSayWhatVaried(t *testing.T) {
 	assert.Equal(t, "a__decode._.gpu=A", runs[0].Name, "sanitized for file names")
 	assert.Equal(t, "a__decode._.gpu=A__2", runs[2].Name, "same stem twice: made unique")
 
+	// Several traces are an axis, named by their base name.
+	runs, err = compare.Plan{Scenarios: []string{"dp4"}, Traces: []string{"/t/weka-claude-code", "swe.jsonl"}}.Runs()
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	assert.Equal(t, "dp4__trace=weka-claude-code", runs[0].Name)
+	assert.Equal(t, "/t/weka-claude-code", runs[0].Trace)
+	assert.Equal(t, "dp4__trace=swe", runs[1].Name)
+	assert.Equal(t, []string{"trace"}, runs[1].Varied)
+	_, err = compare.Plan{Scenarios: []string{"dp4"}, Traces: []string{"a", "a"}}.Runs()
+	assert.Error(t, err)
+
 	_, err = compare.Plan{}.Runs()
 	assert.Error(t, err)
 }

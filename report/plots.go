@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"math"
 	"slices"
 	"sort"
@@ -64,6 +65,63 @@ func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// palette is Tableau 10: ten colours told apart on screen and in print;
+// lines beyond ten cycle through it with dashes.
+var palette = []color.RGBA{
+	{0x4e, 0x79, 0xa7, 0xff}, {0xf2, 0x8e, 0x2b, 0xff}, {0xe1, 0x57, 0x59, 0xff}, {0x76, 0xb7, 0xb2, 0xff},
+	{0x59, 0xa1, 0x4f, 0xff}, {0xed, 0xc9, 0x48, 0xff}, {0xb0, 0x7a, 0xa1, 0xff}, {0xff, 0x9d, 0xa7, 0xff},
+	{0x9c, 0x75, 0x5f, 0xff}, {0xba, 0xb0, 0xac, 0xff},
+}
+
+func colorOf(i int) color.Color { return palette[i%len(palette)] }
+
+// maxLinePoints bounds the points drawn per line, so that the SVGs (and
+// the report) stay small for long runs: a day sampled every second is
+// 86,400 points per worker.
+const maxLinePoints = 1000
+
+// downsample keeps at most about n points of xys (in x order): the
+// points are cut into n/2 consecutive groups and each group keeps its
+// lowest and highest point, so spikes survive.
+func downsample(xys plotter.XYs, n int) plotter.XYs {
+	if len(xys) <= n {
+		return xys
+	}
+	groups := n / 2
+	out := make(plotter.XYs, 0, n)
+	for g := range groups {
+		lo, hi := g*len(xys)/groups, (g+1)*len(xys)/groups
+		mn, mx := lo, lo
+		for i := lo; i < hi; i++ {
+			if xys[i].Y < xys[mn].Y {
+				mn = i
+			}
+			if xys[i].Y > xys[mx].Y {
+				mx = i
+			}
+		}
+		a, b := min(mn, mx), max(mn, mx)
+		out = append(out, xys[a])
+		if b != a {
+			out = append(out, xys[b])
+		}
+	}
+	return out
+}
+
+// thinCDF keeps at most n points of a CDF, evenly spaced in rank, always
+// with the last one.
+func thinCDF(xys plotter.XYs, n int) plotter.XYs {
+	if len(xys) <= n {
+		return xys
+	}
+	out := make(plotter.XYs, 0, n+1)
+	for k := range n {
+		out = append(out, xys[k*len(xys)/n])
+	}
+	return append(out, xys[len(xys)-1])
+}
+
 func addLine(p *plot.Plot, i int, name string, xys plotter.XYs) error {
 	if len(xys) == 0 {
 		return nil
@@ -72,8 +130,8 @@ func addLine(p *plot.Plot, i int, name string, xys plotter.XYs) error {
 	if err != nil {
 		return err
 	}
-	l.Color = plotutil.Color(i)
-	l.Dashes = plotutil.Dashes(i / 7)
+	l.Color = colorOf(i)
+	l.Dashes = plotutil.Dashes(i / len(palette))
 	l.Width = vg.Points(1.2)
 	p.Add(l)
 	p.Legend.Add(name, l)
@@ -113,7 +171,7 @@ func cdf(t *Table, col string, floor float64) (plotter.XYs, error) {
 	for i, v := range vs {
 		xys = append(xys, plotter.XY{X: v, Y: 100 * float64(i+1) / float64(len(vs))})
 	}
-	return xys, nil
+	return thinCDF(xys, maxLinePoints), nil
 }
 
 func cdfFigure(runs []*Run, col, id, title string) (*Figure, error) {
@@ -158,7 +216,7 @@ func stackedBars(title, xlabel string, names []string, cats []string, vals [][]f
 		}
 		b.Horizontal = true
 		b.LineStyle.Width = 0
-		b.Color = plotutil.Color(c)
+		b.Color = colorOf(c)
 		if prev != nil {
 			b.StackOn(prev)
 		}
@@ -177,16 +235,22 @@ func barHeight(n int) vg.Length {
 func modeMixFigure(runs []*Run) (*Figure, error) {
 	names := make([]string, len(runs))
 	vals := make([][]float64, len(runs))
+	cats := append(append([]string(nil), Modes...), "no mode (failed)")
 	for i, r := range runs {
 		names[i] = r.Name
-		vals[i] = make([]float64, len(Modes))
-		for j, m := range Modes {
-			if t := r.Summary.Requests.Total; t > 0 {
-				vals[i][j] = 100 * float64(r.Summary.Modes[m]) / float64(t)
-			}
+		vals[i] = make([]float64, len(cats))
+		t := r.Summary.Requests.Total
+		if t == 0 {
+			continue
 		}
+		rest := t
+		for j, m := range Modes {
+			vals[i][j] = 100 * float64(r.Summary.Modes[m]) / float64(t)
+			rest -= r.Summary.Modes[m]
+		}
+		vals[i][len(Modes)] = 100 * float64(max(rest, 0)) / float64(t)
 	}
-	p, err := stackedBars("Mode mix", "share of requests (%)", names, Modes, vals)
+	p, err := stackedBars("Mode mix", "share of requests (%)", names, cats, vals)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +261,7 @@ func modeMixFigure(runs []*Run) (*Figure, error) {
 		return nil, err
 	}
 	return &Figure{ID: "mode_mix", Title: "Mode mix", SVG: svg,
-		Caption: "Share of each run's requests served in each mode (summary.json modes)."}, nil
+		Caption: "Share of each run's requests served in each mode (summary.json modes); requests that failed before a mode was decided are \"no mode\"."}, nil
 }
 
 // directShare bins requests by arrival into windows and returns each
@@ -309,7 +373,7 @@ func seriesFigure(r *Run, t *Table, file, key, val, id, title, ylabel, caption s
 	p := newPlot(title, "time (s, emulated)", ylabel)
 	p.Y.Min = 0
 	for i, k := range keys {
-		if err := addLine(p, i, k, series[k]); err != nil {
+		if err := addLine(p, i, k, downsample(series[k], maxLinePoints)); err != nil {
 			return nil, err
 		}
 	}
@@ -345,7 +409,7 @@ func routerWindowsFigure(r *Run, id string) (*Figure, error) {
 		for j := range v {
 			xys[j] = plotter.XY{X: tm[j] / 1000, Y: v[j]}
 		}
-		if err := addLine(p, i, c, xys); err != nil {
+		if err := addLine(p, i, c, downsample(xys, maxLinePoints)); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot/plotter"
+	"pgregory.net/rapid"
 )
 
 const summaryJSON = `{
@@ -145,4 +148,36 @@ func TestSanitizeName(t *testing.T) {
 	} {
 		assert.Equal(t, want, SanitizeName(in), in)
 	}
+}
+
+func TestDownsampleKeepsExtremes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 5000).Draw(t, "n")
+		ys := rapid.SliceOfN(rapid.Float64Range(-1e6, 1e6), n, n).Draw(t, "ys")
+		xys := make(plotter.XYs, n)
+		for i, y := range ys {
+			xys[i] = plotter.XY{X: float64(i), Y: y}
+		}
+		out := downsample(xys, 100)
+		if len(out) > max(100, 0) && n > 100 {
+			t.Fatalf("%d points", len(out))
+		}
+		if n == 0 {
+			return
+		}
+		mn, mx := math.Inf(1), math.Inf(-1)
+		for _, p := range xys {
+			mn, mx = math.Min(mn, p.Y), math.Max(mx, p.Y)
+		}
+		omn, omx := math.Inf(1), math.Inf(-1)
+		for i, p := range out {
+			omn, omx = math.Min(omn, p.Y), math.Max(omx, p.Y)
+			if i > 0 && p.X <= out[i-1].X {
+				t.Fatalf("x not increasing at %d", i)
+			}
+		}
+		if mn != omn || mx != omx {
+			t.Fatalf("extremes lost: %v %v vs %v %v", mn, mx, omn, omx)
+		}
+	})
 }

@@ -51,8 +51,10 @@ requests, failed, mode shares, TTFT and E2E p50/p90/p99, prefilled and
 cached tokens, transferred bytes, per-worker imbalance), DIR/report.html
 (self-contained, opens offline) and DIR/plots/*.svg.
 
---seeds N runs seeds 1..N (default 1: each scenario's own seed). --trace,
---router, --var and --max-requests apply to every run. Every scenario is
+--seeds N runs seeds 1..N (default 1: each scenario's own seed). --trace
+T1[,T2...] replaces every scenario's workload (keeping its replay
+options); several traces are one more axis. --router, --var and
+--max-requests apply to every run. Every scenario is
 loaded and checked before anything runs. A failed run does not stop the
 others (exit 1 at the end).
 
@@ -60,7 +62,7 @@ others (exit 1 at the end).
 		Example: `  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --out cmp
   pdemu compare 1p3d-mlx5 --set router.tau_append=1024,4096,8192,32768 --out tau
   pdemu compare 1p3d-mlx5 kvc-v1-1p3d --seeds 3 --var sessions=8 --jobs 2 --out seeds
-  pdemu compare claude-code dp4 --trace ../shared/traces/weka-claude-code --max-requests 500 --out cc
+  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
   pdemu compare 1p3d-mlx5 --router vanilla --set workload.loop=open,closed --out loop --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -73,7 +75,7 @@ others (exit 1 at the end).
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.out, "out", "pdemu-compare", "output directory")
-	fl.StringVar(&f.trace, "trace", "", "replay this trace in every run instead of each scenario's workload")
+	fl.StringVar(&f.trace, "trace", "", "replay this trace instead of each scenario's workload; a comma list T1,T2 compares the traces")
 	fl.StringVar(&f.format, "format", "", "trace format for --trace ("+strings.Join(workload.Formats(), ", ")+"; default: detect)")
 	fl.IntVar(&f.seeds, "seeds", 1, "run seeds 1..N (1 = each scenario's own seed)")
 	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "runs at once")
@@ -105,7 +107,16 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 	if err != nil {
 		return err
 	}
-	plan := compare.Plan{Scenarios: scens, Set: f.set, Seeds: f.seeds, Router: f.router, Trace: f.trace, Vars: vars, MaxRequests: f.maxRequests}
+	var traces []string
+	if f.trace != "" {
+		for _, tr := range strings.Split(f.trace, ",") {
+			if tr = strings.TrimSpace(tr); tr == "" {
+				return usageErr("--trace %q: empty path in the list", f.trace)
+			}
+			traces = append(traces, tr)
+		}
+	}
+	plan := compare.Plan{Scenarios: scens, Set: f.set, Seeds: f.seeds, Router: f.router, Traces: traces, Vars: vars, MaxRequests: f.maxRequests}
 	runs, err := plan.Runs()
 	if err != nil {
 		return badInput(err)
