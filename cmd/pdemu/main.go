@@ -103,6 +103,10 @@ func main() {
 	}()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	code := exitCodeOf(err)
+	if s, ok := sig.Load().(os.Signal); ok {
+		fmt.Fprintf(os.Stderr, "pdemu: stopped by %v; outputs written so far are partial\n", s)
+		os.Exit(signalCode(s))
+	}
 	if err != nil {
 		var de *topology.DiagError
 		if errors.As(err, &de) {
@@ -110,9 +114,6 @@ func main() {
 		} else {
 			fmt.Fprintln(os.Stderr, "pdemu:", err)
 		}
-	}
-	if s, ok := sig.Load().(os.Signal); ok {
-		code = signalCode(s)
 	}
 	os.Exit(code)
 }
