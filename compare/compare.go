@@ -3,7 +3,7 @@
 // comparison table (compare.csv, compare.json) and an HTML report.
 //
 // Contract: Expand and Plan are pure (no I/O) and deterministic: the runs
-// come in the order scenarios, then traces, then --set values (the first --set varying
+// come in the order scenarios, then routers, then traces, then --set values (the first --set varying
 // slowest), then seeds. Every run is independent: Execute loads, runs and
 // writes each one alone, so with a virtual clock a run's outputs are
 // byte-identical to running it alone and do not depend on Jobs. Loading
@@ -97,7 +97,9 @@ type Plan struct {
 	Scenarios []string // scenario files or embedded names, at least one
 	Set       []string // --set PATH=V[,V...]
 	Seeds     int      // <= 1: each scenario's own seed; N > 1: seeds 1..N
-	Router    string   // --router, "" = each scenario's
+	// Routers swap each scenario's routing policy (--router A[,B...]);
+	// none = each scenario's own; several are one more axis.
+	Routers []string
 	// Traces replace each scenario's workload (--trace A[,B...]); none =
 	// each scenario's own; several are one more axis of the comparison.
 	Traces      []string
@@ -118,16 +120,16 @@ func (p Plan) Runs() ([]report.Params, error) {
 	if len(p.Scenarios) > 1 {
 		varied = append(varied, "scenario")
 	}
-	traces := p.Traces
-	if len(traces) == 0 {
-		traces = []string{""}
+	routers, err := axis("--router", p.Routers)
+	if err != nil {
+		return nil, err
 	}
-	seenTrace := map[string]bool{}
-	for _, tr := range traces {
-		if seenTrace[tr] {
-			return nil, fmt.Errorf("--trace %s given twice", tr)
-		}
-		seenTrace[tr] = true
+	if len(routers) > 1 {
+		varied = append(varied, "router")
+	}
+	traces, err := axis("--trace", p.Traces)
+	if err != nil {
+		return nil, err
 	}
 	if len(traces) > 1 {
 		varied = append(varied, "trace")
@@ -151,37 +153,58 @@ func (p Plan) Runs() ([]report.Params, error) {
 	var runs []report.Params
 	used := map[string]int{}
 	for _, sc := range p.Scenarios {
-		for _, tr := range traces {
-			for _, c := range combos {
-				for _, seed := range seeds {
-					parts := []string{scenarioStem(sc)}
-					if len(traces) > 1 {
-						parts = append(parts, "trace="+traceStem(tr))
-					}
-					for _, kv := range c {
-						if path, _, _ := strings.Cut(kv, "="); variedPath[path] {
-							parts = append(parts, kv)
+		for _, rt := range routers {
+			for _, tr := range traces {
+				for _, c := range combos {
+					for _, seed := range seeds {
+						parts := []string{scenarioStem(sc)}
+						if len(routers) > 1 {
+							parts = append(parts, "router="+rt)
 						}
+						if len(traces) > 1 {
+							parts = append(parts, "trace="+traceStem(tr))
+						}
+						for _, kv := range c {
+							if path, _, _ := strings.Cut(kv, "="); variedPath[path] {
+								parts = append(parts, kv)
+							}
+						}
+						if seed != nil {
+							parts = append(parts, "seed="+strconv.FormatUint(*seed, 10))
+						}
+						name := report.SanitizeName(strings.Join(parts, "__"))
+						if n := used[name]; n > 0 {
+							used[name]++
+							name = fmt.Sprintf("%s__%d", name, n+1)
+						} else {
+							used[name] = 1
+						}
+						runs = append(runs, report.Params{
+							Name: name, Scenario: sc, Router: rt, Set: c, Seed: seed,
+							Trace: tr, Vars: p.Vars, MaxRequests: p.MaxRequests, Varied: varied,
+						})
 					}
-					if seed != nil {
-						parts = append(parts, "seed="+strconv.FormatUint(*seed, 10))
-					}
-					name := report.SanitizeName(strings.Join(parts, "__"))
-					if n := used[name]; n > 0 {
-						used[name]++
-						name = fmt.Sprintf("%s__%d", name, n+1)
-					} else {
-						used[name] = 1
-					}
-					runs = append(runs, report.Params{
-						Name: name, Scenario: sc, Router: p.Router, Set: c, Seed: seed,
-						Trace: tr, Vars: p.Vars, MaxRequests: p.MaxRequests, Varied: varied,
-					})
 				}
 			}
 		}
 	}
 	return runs, nil
+}
+
+// axis returns vs, or one "" (the scenario's own) when empty; a value
+// given twice is an error.
+func axis(flag string, vs []string) ([]string, error) {
+	if len(vs) == 0 {
+		return []string{""}, nil
+	}
+	seen := map[string]bool{}
+	for _, v := range vs {
+		if seen[v] {
+			return nil, fmt.Errorf("%s %s given twice", flag, v)
+		}
+		seen[v] = true
+	}
+	return vs, nil
 }
 
 // traceStem names a trace file or directory by its base name without

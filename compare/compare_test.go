@@ -102,6 +102,25 @@ func TestPlanNamesSayWhatVaried(t *testing.T) {
 	_, err = compare.Plan{Scenarios: []string{"dp4"}, Traces: []string{"a", "a"}}.Runs()
 	assert.Error(t, err)
 
+	// Several routers too, before the traces in the order.
+	runs, err = compare.Plan{Scenarios: []string{"claude-code"}, Routers: []string{"kvc", "vanilla"}, Traces: []string{"a.jsonl", "b"}}.Runs()
+	require.NoError(t, err)
+	var got []string
+	for _, r := range runs {
+		got = append(got, r.Name+" "+r.Router+" "+r.Trace)
+	}
+	assert.Equal(t, []string{
+		"claude-code__router=kvc__trace=a kvc a.jsonl", "claude-code__router=kvc__trace=b kvc b",
+		"claude-code__router=vanilla__trace=a vanilla a.jsonl", "claude-code__router=vanilla__trace=b vanilla b",
+	}, got)
+	assert.Equal(t, []string{"router", "trace"}, runs[0].Varied)
+	runs, err = compare.Plan{Scenarios: []string{"x"}, Routers: []string{"vanilla"}}.Runs()
+	require.NoError(t, err)
+	assert.Equal(t, "x", runs[0].Name, "one router is not an axis")
+	assert.Equal(t, "vanilla", runs[0].Router)
+	_, err = compare.Plan{Scenarios: []string{"dp4"}, Routers: []string{"a", "a"}}.Runs()
+	assert.Error(t, err)
+
 	_, err = compare.Plan{}.Runs()
 	assert.Error(t, err)
 }

@@ -148,6 +148,8 @@ func TestMoreBadInputExits2(t *testing.T) {
 		{"compare", "dp4", "--seeds", "0"},
 		{"compare", "dp4", "--jobs", "0"},
 		{"compare", "dp4", "--set", "router.tau_append"},
+		{"compare", "dp4", "--router", "kvc,,vanilla"},
+		{"compare", "dp4", "--trace", "a,"},
 		{"report"},
 		{"report", "/nonexistent-dir"},
 		{"scenarios", "show"},
@@ -358,6 +360,15 @@ func TestCompareSetAndRouterEndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rows))
 	require.Len(t, rows, 8)
 	assert.Equal(t, "1p3d-mlx5__decode._.kv_budget_tokens=60000__seed=1", rows[0]["run"])
+
+	out = t.TempDir()
+	stdout, _, err = runCLI(t, "compare", "1p3d-mlx5", "--router", "kvc,vanilla", "--var", "sessions=4", "--max-requests", "20", "--out", out, "--json", "-q")
+	require.NoError(t, err)
+	rows = nil
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rows))
+	require.Len(t, rows, 2)
+	assert.Equal(t, "1p3d-mlx5__router=vanilla", rows[1]["run"])
+	assert.Equal(t, "vanilla", rows[1]["policy"])
 
 	dir := t.TempDir()
 	_, _, err = runCLI(t, "run", "--router", "vanilla", "--var", "sessions=4", "--max-requests", "20", "--out", dir, "-q")

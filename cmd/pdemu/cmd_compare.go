@@ -53,8 +53,9 @@ cached tokens, transferred bytes, per-worker imbalance), DIR/report.html
 
 --seeds N runs seeds 1..N (default 1: each scenario's own seed). --trace
 T1[,T2...] replaces every scenario's workload (keeping its replay
-options); several traces are one more axis. --router, --var and
---max-requests apply to every run. Every scenario is
+options) and --router P1[,P2...] its routing policy; several traces or
+policies are one more axis each. --var and --max-requests apply to every
+run. Every scenario is
 loaded and checked before anything runs. A failed run does not stop the
 others (exit 1 at the end).
 
@@ -63,6 +64,7 @@ others (exit 1 at the end).
   pdemu compare 1p3d-mlx5 --set router.tau_append=1024,4096,8192,32768 --out tau
   pdemu compare 1p3d-mlx5 kvc-v1-1p3d --seeds 3 --var sessions=8 --jobs 2 --out seeds
   pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
+  pdemu compare claude-code --router kvc,vanilla,sticky_only --max-requests 1000 --out cc
   pdemu compare 1p3d-mlx5 --router vanilla --set workload.loop=open,closed --out loop --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -85,6 +87,7 @@ others (exit 1 at the end).
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress and no table on stdout")
 	fl.BoolVar(&f.json, "json", false, "print compare.json's rows on stdout instead of the table")
 	f.scenarioFlags.register(c, "override an HCL attribute in every run, sweeping comma-separated values: --set PATH=V[,V...] (repeatable)")
+	c.Flags().Lookup("router").Usage = "swap the routing policy (with its defaults); a comma list P1,P2 compares the policies"
 	return c
 }
 
@@ -107,16 +110,15 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 	if err != nil {
 		return err
 	}
-	var traces []string
-	if f.trace != "" {
-		for _, tr := range strings.Split(f.trace, ",") {
-			if tr = strings.TrimSpace(tr); tr == "" {
-				return usageErr("--trace %q: empty path in the list", f.trace)
-			}
-			traces = append(traces, tr)
-		}
+	traces, err := commaList("--trace", f.trace)
+	if err != nil {
+		return err
 	}
-	plan := compare.Plan{Scenarios: scens, Set: f.set, Seeds: f.seeds, Router: f.router, Traces: traces, Vars: vars, MaxRequests: f.maxRequests}
+	routers, err := commaList("--router", f.router)
+	if err != nil {
+		return err
+	}
+	plan := compare.Plan{Scenarios: scens, Set: f.set, Seeds: f.seeds, Routers: routers, Traces: traces, Vars: vars, MaxRequests: f.maxRequests}
 	runs, err := plan.Runs()
 	if err != nil {
 		return badInput(err)
@@ -172,6 +174,21 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		return err
 	}
 	return compareTooManyFailed(f.out, res)
+}
+
+// commaList splits a comma-separated flag value ("" = none).
+func commaList(flag, v string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x == "" {
+			return nil, usageErr("%s %q: empty value in the list", flag, v)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // compareTooManyFailed applies the exit-3 hook to each run's summary.
