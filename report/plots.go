@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Figure is one rendered plot.
@@ -39,7 +41,7 @@ func init() {
 	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
 }
 
-// percentTicks marks 0..100 only, leaving the room above 100 to the legend.
+// percentTicks marks 0, 25, 50, 75 and 100.
 var percentTicks = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
 
 func newPlot(title, x, y string) *plot.Plot {
@@ -53,13 +55,27 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
+// render draws p as SVG, w×h for the plot itself and its legend beside
+// it on the right (a legend inside the data area hides lines once there
+// are a dozen runs).
 func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	wt, err := p.WriterTo(w, h, "svg")
-	if err != nil {
-		return nil, err
+	leg := p.Legend
+	p.Legend = plot.NewLegend()
+	legW := vg.Length(0)
+	c0 := draw.New(vgsvg.New(w, h))
+	if r := leg.Rectangle(c0); r.Size().X > 0 {
+		legW = r.Size().X + vg.Points(12)
+	}
+	cv := vgsvg.New(w+legW, h)
+	dc := draw.New(cv)
+	p.Draw(draw.Crop(dc, 0, -legW, 0, 0))
+	if legW > 0 {
+		leg.Top, leg.Left = true, true
+		leg.XOffs, leg.YOffs = vg.Points(6), -vg.Points(24)
+		leg.Draw(draw.Crop(dc, w, 0, 0, 0))
 	}
 	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
+	if _, err := cv.WriteTo(&b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -180,9 +196,6 @@ func cdfFigure(runs []*Run, col, id, title string) (*Figure, error) {
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 100
 	p.Y.Tick.Marker = percentTicks
-	// Bottom right: the empty corner of a CDF.
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.YOffs = vg.Points(4)
 	for i, r := range runs {
 		xys, err := cdf(r.Requests, col, 0.01)
 		if err != nil {
@@ -254,7 +267,7 @@ func modeMixFigure(runs []*Run) (*Figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.X.Min, p.X.Max = 0, 125 // the legend sits right of 100 %
+	p.X.Min, p.X.Max = 0, 100
 	p.X.Tick.Marker = percentTicks
 	svg, err := render(p, figW, barHeight(len(runs)))
 	if err != nil {
@@ -318,9 +331,8 @@ func directShareFigure(runs []*Run) (*Figure, error) {
 	w := niceWindow(span)
 	title := fmt.Sprintf("Direct share over time (%g s windows)", w/1000)
 	p := newPlot(title, "arrival time (s, emulated)", "Direct requests (%)")
-	p.Y.Min, p.Y.Max = 0, 100+8*float64(len(runs)) // the legend sits above 100 %
+	p.Y.Min, p.Y.Max = 0, 100
 	p.Y.Tick.Marker = percentTicks
-	p.Legend.Top = true
 	for i, r := range runs {
 		xys, err := directShare(r.Requests, w)
 		if err != nil {

@@ -128,6 +128,7 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 	if cmd.Flags().Changed("format") {
 		format = &f.format
 	}
+	warnedWall := false // Execute loads the runs one after the other
 	load := func(p report.Params) (*topology.Spec, error) {
 		spec, err := loadSpec(p.Scenario, p.Vars, p.Set, p.Router)
 		if err != nil {
@@ -140,7 +141,14 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		if traceSet {
 			o.trace = &p.Trace
 		}
-		return spec, o.apply(spec)
+		if err := o.apply(spec); err != nil {
+			return nil, err
+		}
+		if spec.Workload.Clock == topology.ClockWall && f.jobs > 1 && !warnedWall {
+			warnedWall = true
+			fmt.Fprintf(stderr, "pdemu: warning: %s runs on the wall clock: runs in parallel (--jobs %d) compete for the CPU and fire their timers later; --jobs 1 measures each alone\n", p.Name, f.jobs)
+		}
+		return spec, nil
 	}
 	prog := newProgress(stderr, f.quiet, len(runs), "runs")
 	opts := compare.Options{
