@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -119,6 +120,37 @@ func MergeUnfinished(recs, unfinished []metrics.Record) []metrics.Record {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// CheckDir reports, before a run starts, whether Write would refuse dir:
+// an ExitError (ExitBadInput) wrapping ErrRunDir when dir holds another
+// run's outputs and force is false. A missing dir is fine.
+func CheckDir(dir string, force bool) error {
+	if force {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &ExitError{Code: ExitBadInput, Err: err}
+	}
+	ours := map[string]bool{}
+	for _, f := range Files {
+		ours[f] = true
+	}
+	var found []string
+	for _, e := range ents {
+		if ours[e.Name()] && !e.IsDir() {
+			found = append(found, e.Name())
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return &ExitError{Code: ExitBadInput, Err: fmt.Errorf("%s: %w (%s); choose another --out or pass --force to replace them",
+		dir, ErrRunDir, strings.Join(found, ", "))}
 }
 
 // prepare refuses (or, with force, clears) a directory that holds another
