@@ -244,6 +244,11 @@ type Router struct {
 	// (false, the default, is the literal used + input_len ≤ ρ·K_d, which
 	// counts the session's resident prefix twice since input_len includes it).
 	NetCapacity bool
+	// OwnOverlap and LoadFloor are opt-in remedies for sessions crowding
+	// onto the decode workers that hold a shared first block (false and 0,
+	// the defaults, are Algorithm 1 literally; policy.KVCConfig).
+	OwnOverlap bool
+	LoadFloor  int
 }
 
 // Clock modes.
