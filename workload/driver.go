@@ -33,14 +33,26 @@ type Driver struct {
 	read     int
 	released int
 	ended    int
+
+	// client cap (see SetClientCap): releases beyond the cap wait in held.
+	clientCap   int
+	outstanding int
+	held        []Release
 }
 
 // NewDriver wraps src. closedLoop selects closed-loop session replay.
+//
+// If src carries a client cap (WithClientCap), the driver applies it as
+// SetClientCap would.
 func NewDriver(src Source, closedLoop bool) *Driver {
-	return &Driver{
+	d := &Driver{
 		src: src, closed: closedLoop,
 		queued: map[int32][]*Request{}, waiting: map[int32]time.Duration{},
 	}
+	if c, ok := src.(ClientCapper); ok {
+		d.SetClientCap(c.ClientCap())
+	}
+	return d
 }
 
 // Read is the number of requests read from the source so far.
@@ -73,9 +85,9 @@ func (d *Driver) pull() (*Request, error) {
 // Start returns the first releases.
 func (d *Driver) Start(now time.Duration) ([]Release, error) {
 	if !d.closed {
-		return d.nextOpen(now)
+		return d.gate(now)(d.nextOpen(now))
 	}
-	return d.scheduleStart(now, nil)
+	return d.gate(now)(d.scheduleStart(now, nil))
 }
 
 func (d *Driver) nextOpen(now time.Duration) ([]Release, error) {
@@ -128,11 +140,11 @@ func (d *Driver) readOne(now time.Duration, out []Release) ([]Release, error) {
 func (d *Driver) Released(r *Request, now time.Duration) ([]Release, error) {
 	d.released++
 	if !d.closed {
-		return d.nextOpen(now)
+		return d.gate(now)(d.nextOpen(now))
 	}
 	if r.Turn == 0 {
 		d.startScheduled = false
-		return d.scheduleStart(now, nil)
+		return d.gate(now)(d.scheduleStart(now, nil))
 	}
 	return nil, nil
 }
@@ -140,6 +152,13 @@ func (d *Driver) Released(r *Request, now time.Duration) ([]Release, error) {
 // Ended must be called once when a request completed or failed.
 func (d *Driver) Ended(r *Request, now time.Duration) ([]Release, error) {
 	d.ended++
+	if d.clientCap > 0 {
+		d.outstanding--
+	}
+	return d.gate(now)(d.ended1(r, now))
+}
+
+func (d *Driver) ended1(r *Request, now time.Duration) ([]Release, error) {
 	if !d.closed {
 		return nil, nil
 	}
