@@ -305,6 +305,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			LoadAlpha: lr.LoadAlpha, ScoreAlpha: lr.ScoreAlpha, ScoreBeta: lr.ScoreBeta, PrefixK: lr.PrefixK, FanOut: lr.FanOut,
 			OverloadFactor: lr.OverloadFactor, KVC: bucket.KVCConfig{Alpha: lr.Alpha},
 			CacheThreshold: &lr.CacheThreshold, BalanceAbs: &lr.BalanceAbs, BalanceRel: &lr.BalanceRel,
+			MissRule: lr.MissRule, InclusiveMatch: lr.InclusiveMatch,
 			// Each bucket draws its own random sequence.
 			Seed: spec.Workload.Seed ^ (uint64(len(pb.configs)) * 0x9e3779b97f4a7c15),
 		}, len(bs.Instances))

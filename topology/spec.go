@@ -97,11 +97,14 @@ type LocalRouter struct {
 	// OverloadFactor × max(mean load, 1) (2).
 	OverloadFactor float64
 	// cache_aware_dp: follow the cache when the matched prompt fraction
-	// reaches CacheThreshold (0.5), unless max−min load > BalanceAbs (32)
-	// and max > BalanceRel·min load (1.0001).
+	// is above CacheThreshold (0.3; at or above with InclusiveMatch),
+	// unless max−min load > BalanceAbs (64) and max > BalanceRel·min load
+	// (1.5); otherwise MissRule ("smallest_tree" | "least_loaded").
 	CacheThreshold float64
 	BalanceAbs     int
 	BalanceRel     float64
+	MissRule       string
+	InclusiveMatch bool
 }
 
 // Worker is one GPU worker (possibly tensor-parallel).
@@ -218,7 +221,7 @@ type Router struct {
 	TauReject     int     // blacklist threshold τ_reject (3)
 	TauAppend     int     // max append tokens for Direct τ_append (8192)
 	Rho           float64 // capacity high-water mark ρ (0.95)
-	Epsilon       int     // max Route→Admit tries before Fallback ε (2)
+	Epsilon       int     // max Route→Admit tries before Fallback ε (HCL default |D|, spec §2.4; DefaultRouter's 2 is §7's 1P3D value)
 	BlockTokens   int     // router block size in tokens (24); a trace's own block size wins when it has one
 	V1            bool    // omit reset-on-success (reproduces the v1 thrashing pathology)
 	ReserveOutput bool    // admission also reserves output tokens (true); false = literal Algorithm 2
