@@ -161,6 +161,7 @@ func build(spec *topology.Spec) (*built, error) {
 		dw, err := gpu.NewDecodeWorker(gpu.DecodeConfig{
 			Name: w.Name, Budget: budget, Rho: r.Rho, TauAppend: r.TauAppend,
 			ReserveOutput: r.ReserveOutput, NetCapacity: r.NetCapacity, MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
+			ResidentAppend: r.ResidentAppend,
 		}, p)
 		if err != nil {
 			return nil, err
@@ -178,7 +179,8 @@ func build(spec *topology.Spec) (*built, error) {
 		if err != nil {
 			return nil, err
 		}
-		pw, err := gpu.NewPrefillWorker(gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens}, p)
+		pw, err := gpu.NewPrefillWorker(gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
+			SnapshotBackup: spec.Router.Policy == "kvc" && !spec.Router.PrefillCacheBackup}, p)
 		if err != nil {
 			return nil, err
 		}

@@ -59,3 +59,13 @@ func defaultEpsilon(rh *routerHCL, spec *Spec) {
 		spec.Router.Epsilon = len(spec.Decode)
 	}
 }
+
+// kvc parameters of issue 10 (both false by default, the spec's reading).
+var (
+	paramResidentAppend = boolParam("resident_append",
+		"measure append_len against what the decode worker last admitted of the session instead of the spec's new-since-the-previous-turn tokens",
+		func(r *Router) *bool { return &r.ResidentAppend })
+	paramPrefillCacheBackup = boolParam("prefill_cache_backup",
+		"let the prefill worker's prefix cache (refreshed by Fallbacks) serve reseeds instead of the seed-time snapshot backup",
+		func(r *Router) *bool { return &r.PrefillCacheBackup })
+)

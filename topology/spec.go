@@ -230,6 +230,15 @@ type Router struct {
 	// (false, the default, is the literal used + input_len ≤ ρ·K_d, which
 	// counts the session's resident prefix twice since input_len includes it).
 	NetCapacity bool
+	// ResidentAppend measures append_len against the decode worker's last
+	// admitted prompt of the session (pdemu before issue 10); false, the
+	// default, uses the spec's append_len (§2.2: new since the previous turn).
+	ResidentAppend bool
+	// PrefillCacheBackup lets P's prefix cache (which Fallbacks refresh)
+	// serve a reseed; false, the default, models P's backup as the spec's
+	// seed-time snapshot (§9 Q4), so a reseed re-prefills every token
+	// appended since the session's last Seed/Reseed.
+	PrefillCacheBackup bool
 }
 
 // Clock modes.

@@ -1,0 +1,71 @@
+package gpu
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/policy"
+)
+
+// TestSpecAppendLen: Algorithm 2's τ_append test uses the spec's append_len
+// (new tokens since the session's previous turn), not the gap to what this
+// worker last saw of the session; the append-prefill still computes that gap.
+func TestSpecAppendLen(t *testing.T) {
+	for _, resident := range []bool{false, true} {
+		w, err := NewDecodeWorker(DecodeConfig{Name: "d0", Budget: 10000, Rho: 1, TauAppend: 100, ReserveOutput: true,
+			NetCapacity: true, ResidentAppend: resident}, linearCost{})
+		require.NoError(t, err)
+		j0 := &Job{Req: req(0, 1, 0, 200, 1)}
+		mode, _ := w.Admit(0, j0)
+		require.Equal(t, policy.ModeSeed, mode)
+		w.Arrive(time.Millisecond, j0)
+		w.Advance(time.Second)
+		w.Events()
+		// Turns 1 and 2 went elsewhere (a Fallback): this worker still holds
+		// 201 tokens. Turn 3 appends 50 tokens to turn 2 but is 400 tokens
+		// past what this worker holds.
+		r := req(3, 1, 3, 600, 1)
+		r.AppendLen = 50
+		j := &Job{Req: r}
+		mode, reason := w.Admit(2*time.Second, j)
+		if resident {
+			assert.Equal(t, policy.ModeNone, mode)
+			assert.Equal(t, "real-large-append", reason)
+		} else {
+			assert.Equal(t, policy.ModeDirect, mode, "spec append_len 50 <= τ_append 100")
+			assert.Equal(t, 600-201, j.PrefillTokens, "the append-prefill covers the stale gap")
+		}
+	}
+}
+
+// TestSnapshotBackup: with SnapshotBackup a Reseed reuses only the
+// session's seed-time snapshot on P, even though P's prefix cache holds a
+// later Fallback prompt; without it the cache serves the Fallback's blocks.
+func TestSnapshotBackup(t *testing.T) {
+	for _, snap := range []bool{false, true} {
+		w, err := NewPrefillWorker(PrefillConfig{Name: "p", CacheTokens: 100000, MaxBatchTokens: 100000, SnapshotBackup: snap}, linearCost{})
+		require.NoError(t, err)
+		run := func(j *Job, at time.Duration) {
+			w.Submit(at, j)
+			w.Advance(at + time.Hour)
+		}
+		run(&Job{Req: req(0, 1, 0, 200, 1), Mode: policy.ModeSeed}, 0)               // snapshot: 20 blocks
+		run(&Job{Req: req(1, 1, 5, 500, 1), Mode: policy.ModeFallback}, 2*time.Hour) // cache holds 50 blocks
+		j := &Job{Req: req(2, 1, 6, 600, 1), Mode: policy.ModeReseed}
+		run(j, 4*time.Hour)
+		if snap {
+			assert.Equal(t, 200, j.CachedTokens, "only the seed-time snapshot")
+			assert.Equal(t, 400, j.PrefillTokens)
+		} else {
+			assert.Equal(t, 500, j.CachedTokens)
+		}
+		// The Reseed refreshed the snapshot: the same prompt again is all
+		// cached (but its last token).
+		j2 := &Job{Req: req(3, 1, 7, 600, 1), Mode: policy.ModeReseed}
+		run(j2, 6*time.Hour)
+		assert.Equal(t, 599, j2.CachedTokens)
+	}
+}
