@@ -101,7 +101,9 @@ func runKVCPaper(ctx context.Context, opts Options) (*Report, error) {
 		// Q4 context: P's backup refreshed by Fallbacks (pdemu before issue 10).
 		add("v2-tcp-cachebackup", "kvc-tcp", map[string]string{"prefill_cache_backup": "true"}, s0, paper)
 	}
-	keep := func(d runDef) bool { return d.name == fmt.Sprintf("v2-tcp-s%d", s0) || d.name == fmt.Sprintf("v2-tcp-s%d-rerun", s0) }
+	keep := func(d runDef) bool {
+		return d.name == fmt.Sprintf("v2-tcp-s%d", s0) || d.name == fmt.Sprintf("v2-tcp-s%d-rerun", s0)
+	}
 	outs, err := execute(ctx, defs, opts, keep)
 	if err != nil {
 		return nil, err
