@@ -69,3 +69,33 @@ func TestSnapshotBackup(t *testing.T) {
 		assert.Equal(t, 599, j2.CachedTokens)
 	}
 }
+
+// TestFusedSharedPool: in SGLang's single pool the output KV of requests in
+// flight comes out of the prefix cache's room; with SeparateCache it does not.
+func TestFusedSharedPool(t *testing.T) {
+	for _, separate := range []bool{false, true} {
+		f, err := NewFusedWorker(FusedConfig{Name: "w", Budget: 1000, Rho: 1, SeparateCache: separate}, linearCost{})
+		require.NoError(t, err)
+		j0 := &Job{Req: req(0, 1, 0, 500, 1)}
+		f.Submit(0, j0)
+		f.Advance(time.Hour)
+		f.Events()
+		require.Equal(t, 50, f.CachedPrefix(j0.Req.Blocks))
+		// A request with a long output: 100 prompt + 600 output tokens.
+		j1 := &Job{Req: req(1, 2, 0, 100, 600)}
+		f.Submit(2*time.Hour, j1)
+		if separate {
+			assert.Equal(t, 50, f.CachedPrefix(j0.Req.Blocks), "separate cache keeps session 1")
+			continue
+		}
+		assert.LessOrEqual(t, f.CacheUsed(), 1000-600, "cache + output reservations fit the pool")
+		assert.Less(t, f.CachedPrefix(j0.Req.Blocks), 50, "session 1's prefix lost room to the output")
+		// Once the request ends the room comes back (the blocks do not).
+		f.Advance(3 * time.Hour)
+		f.Events()
+		j2 := &Job{Req: req(2, 3, 0, 800, 1)}
+		f.Submit(4*time.Hour, j2)
+		f.Advance(5 * time.Hour)
+		assert.Equal(t, 80, f.CachedPrefix(j2.Req.Blocks))
+	}
+}
