@@ -180,7 +180,8 @@ func build(spec *topology.Spec) (*built, error) {
 			return nil, err
 		}
 		pw, err := gpu.NewPrefillWorker(gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
-			SnapshotBackup: spec.Router.Policy == "kvc" && !spec.Router.PrefillCacheBackup}, p)
+			SnapshotBackup:  spec.Router.Policy == "kvc" && !spec.Router.PrefillCacheBackup,
+			FallbackRefresh: spec.Router.DPSync}, p)
 		if err != nil {
 			return nil, err
 		}

@@ -170,6 +170,7 @@ type decodeActor struct {
 	collector *actor.PID
 	series    *metrics.Series
 	wake      waker
+	sync      *dpSync // D→P sync (dpsync.go); nil when off
 }
 
 func (a *decodeActor) handle(msg any) {
@@ -184,6 +185,7 @@ func (a *decodeActor) handle(msg any) {
 		}
 		a.send(a.router, admitReply{job: m.job, ds: m.ds, d: a.idx, mode: mode, reason: reason}, 0)
 	case kvReadyMsg:
+		a.sync.arrived(m.job)
 		a.w.Arrive(now, m.job)
 	case runMsg:
 		m.job.D = a.idx
@@ -195,6 +197,7 @@ func (a *decodeActor) handle(msg any) {
 	for _, ev := range a.w.Events() {
 		switch ev.Kind {
 		case gpu.EvDone, gpu.EvFailed:
+			a.sync.ended(&a.node, ev.Job, a.idx)
 			a.send(a.router, finishedMsg{a.idx}, 0)
 			a.send(a.collector, jobEndedMsg{ev.Job}, 0)
 		case gpu.EvEvicted:
@@ -228,6 +231,9 @@ type prefillActor struct {
 
 func (a *prefillActor) handle(msg any) {
 	now := a.now()
+	if a.handleSync(msg) {
+		msg = nil
+	}
 	switch m := msg.(type) {
 	case prefillMsg:
 		a.w.Submit(now, m.job)
@@ -257,6 +263,7 @@ type linkActor struct {
 	inflight      map[uint64]*gpu.Job
 	done          []transfer.Completion
 	wake          waker
+	sync          *linkSync // D→P sync (dpsync.go); nil when off
 }
 
 func (a *linkActor) handle(msg any) {
@@ -269,11 +276,16 @@ func (a *linkActor) handle(msg any) {
 		id := uint64(j.Req.ID)
 		a.inflight[id] = j
 		a.nic.Start(now, id, j.TransferBytes, a.rateCap[j.D])
+	case syncXferMsg:
+		a.startSync(m)
 	case wakeMsg:
 		a.wake.fired(m)
 	}
 	a.done = a.nic.Advance(now, a.done[:0])
 	for _, c := range a.done {
+		if a.syncDone(c.ID, c.Err) {
+			continue
+		}
 		j := a.inflight[c.ID]
 		delete(a.inflight, c.ID)
 		j.TransferEnd = c.At
@@ -285,7 +297,7 @@ func (a *linkActor) handle(msg any) {
 	// Wake only while transfers are in flight: a scheduled fault with
 	// nothing on the wire changes nothing until the next Start (which
 	// applies it), and waking for it would stretch the run past its end.
-	if len(a.inflight) > 0 {
+	if len(a.inflight)+a.syncsInFlight() > 0 {
 		at, ok := a.nic.NextEvent()
 		a.wake.ensure(&a.node, at, ok)
 	}

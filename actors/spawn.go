@@ -94,6 +94,14 @@ func spawnPD(spec *topology.Spec, b *built, mk func(string) node, spawn func(*no
 	for _, d := range decs {
 		d.router, d.collector = rtrPID, colPID
 	}
+	if spec.Router.DPSync { // D→P incremental KV sync (dpsync.go)
+		for _, d := range decs {
+			d.sync = &dpSync{prefill: prePIDs, backup: map[int32]int{}}
+		}
+		for i, l := range links {
+			l.sync = &linkSync{prefill: prePIDs[b.nics[i].prefill], flying: map[uint64]syncReqMsg{}}
+		}
+	}
 	return &spawned{router: rtrPID, series: series, report: func(ask func(*actor.PID) any) ([]metrics.WorkerSummary, map[int32]policy.SessionStats) {
 		var workers []metrics.WorkerSummary
 		for i, pid := range decPIDs {

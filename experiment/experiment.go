@@ -190,7 +190,20 @@ func runOne(ctx context.Context, d runDef, opts Options, log hclog.Logger, keepR
 	if win <= 0 {
 		win = Window
 	}
-	o := &runOut{def: d, spec: spec, st: computeStats(spec, res, win)}
+	// The trace's own append lengths (the generator again: it is cheap and
+	// deterministic), to split a reseed's re-prefill into its new append and
+	// the stale context.
+	appends := map[int64]int{}
+	if again, err := d.source(d.seed); err == nil {
+		for {
+			r, err := again.Next()
+			if err != nil {
+				break
+			}
+			appends[r.ID] = r.AppendLen
+		}
+	}
+	o := &runOut{def: d, spec: spec, st: computeStats(spec, res, win, appends)}
 	if keepRecords {
 		o.res = res
 	}
@@ -261,7 +274,11 @@ type Report struct {
 	Sections   []Section     `json:"sections"`
 	Runs       []RunSummary  `json:"runs"`
 	Notes      []string      `json:"notes"`
+
+	outs map[string]*runOut // the runs' statistics, for tests
 }
+
+func (r *Report) runOut(name string) *runOut { return r.outs[name] }
 
 // Figure returns the figure called name, or nil.
 func (r *Report) Figure(name string) *Figure {

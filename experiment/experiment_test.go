@@ -126,6 +126,10 @@ func checkDirections(t *testing.T, rep *Report) {
 	if f := rep.Figure("Re-prefill RDMA / TCP"); assert.NotNil(t, f) {
 		assert.InDelta(t, 1, f.Value, 0.5)
 	}
+	// D→P sync (Q4) removes stale context from reseeds.
+	if a, b := rep.runOut("v2-tcp-s"+itoa(s)), rep.runOut("v2-tcp-dpsync"); assert.NotNil(t, a) && assert.NotNil(t, b) {
+		assert.Less(t, quantile(b.st.reseedStale, 0.5), quantile(a.st.reseedStale, 0.5))
+	}
 	// Every figure has a verdict, and every miss and fit an explanation.
 	for _, f := range rep.Figures {
 		assert.Contains(t, []string{VerdictReproduced, VerdictFitted, VerdictMiss}, f.Verdict, f.Name)

@@ -29,10 +29,19 @@ type runStats struct {
 	// cost models give for their tokens and bytes (s).
 	reseedTTFT, reseedPrefill, reseedXfer []float64
 	reseedTokens                          []float64
-	windows                               []windowStats
+	// reseedStale: tokens a reseed re-prefilled beyond its own append
+	// (context the backup lacked); reseedLarge: reseeds whose append
+	// exceeds τ_append (the session left its worker for that append).
+	reseedStale []float64
+	reseedLarge int
+	windows     []windowStats
+	// syncTokens: KV tokens a D→P sync moves (Direct append + output);
+	// pCacheMax: the prefill worker's peak prefix-cache occupancy.
+	syncTokens int64
+	pCacheMax  int
 }
 
-func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration) runStats {
+func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration, appends map[int64]int) runStats {
 	s := res.Summary
 	var st runStats
 	st.sum = RunSummary{
@@ -66,6 +75,11 @@ func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration)
 		}
 	}
 
+	for _, se := range res.Series {
+		if se.Kind == "prefill" {
+			st.pCacheMax = max(st.pCacheMax, se.Max())
+		}
+	}
 	uncached := make([]float64, 0, len(res.Records))
 	last := map[string]string{}
 	for _, r := range res.Records {
@@ -81,6 +95,9 @@ func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration)
 		switch r.Mode {
 		case "Direct":
 			ws.Direct++
+			if !r.Failed { // (a session's last turn is not synced: an upper bound)
+				st.syncTokens += int64(r.AppendTokens + r.OutputTokens)
+			}
 		case "Fallback":
 			ws.Fallbacks++
 		}
@@ -97,6 +114,12 @@ func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration)
 			st.reseedTTFT = append(st.reseedTTFT, r.TTFT.Seconds())
 			st.reseedPrefill = append(st.reseedPrefill, pre(r.AppendTokens, r.CachedTokens).Seconds())
 			st.reseedTokens = append(st.reseedTokens, float64(r.AppendTokens))
+			if a, ok := appends[r.ID]; ok {
+				st.reseedStale = append(st.reseedStale, float64(max(0, r.AppendTokens-a)))
+				if a > spec.Router.TauAppend {
+					st.reseedLarge++
+				}
+			}
 			if c, ok := nics[r.P+"/"+r.D]; ok && c.Validate() == nil {
 				st.reseedXfer = append(st.reseedXfer, transfer.Estimate(c, r.TransferBytes).Seconds())
 			}

@@ -99,3 +99,24 @@ func TestFusedSharedPool(t *testing.T) {
 		assert.Equal(t, 80, f.CachedPrefix(j2.Req.Blocks))
 	}
 }
+
+// TestSyncBackup: a D→P sync advances the session's backup (and a stale
+// one does not move it back); with FallbackRefresh a Fallback's prefill
+// refreshes the backup too.
+func TestSyncBackup(t *testing.T) {
+	w, err := NewPrefillWorker(PrefillConfig{Name: "p", CacheTokens: 100000, MaxBatchTokens: 100000, SnapshotBackup: true, FallbackRefresh: true}, linearCost{})
+	require.NoError(t, err)
+	run := func(j *Job, at time.Duration) {
+		w.Submit(at, j)
+		w.Advance(at + time.Hour)
+	}
+	run(&Job{Req: req(0, 1, 0, 200, 1), Mode: policy.ModeSeed}, 0)
+	w.SyncBackup(1, req(1, 1, 3, 400, 1).Blocks, 10)
+	w.SyncBackup(1, req(1, 1, 2, 300, 1).Blocks, 10) // older: ignored
+	assert.Equal(t, 400, w.BackupTokens(10))
+	j := &Job{Req: req(2, 1, 4, 450, 1), Mode: policy.ModeReseed}
+	run(j, 2*time.Hour)
+	assert.Equal(t, 400, j.CachedTokens, "the synced backup serves the reseed")
+	run(&Job{Req: req(3, 1, 5, 700, 1), Mode: policy.ModeFallback}, 4*time.Hour)
+	assert.Equal(t, 700, w.BackupTokens(10), "the Fallback refreshed the backup")
+}

@@ -20,6 +20,9 @@ type PrefillConfig struct {
 	// everything appended since; a session's first Seed still reuses shared
 	// prefixes (system prompt) from the prefix cache.
 	SnapshotBackup bool
+	// FallbackRefresh (with D→P sync): a Fallback's prefill, which computes
+	// the session's whole prompt on this worker, becomes its backup too.
+	FallbackRefresh bool
 }
 
 // PrefillWorker is a prefill worker's pure state machine: a FIFO queue
@@ -122,7 +125,8 @@ func (w *PrefillWorker) backup(j *Job) {
 	switch {
 	case r.Last:
 		delete(w.snap, r.Session)
-	case j.Mode == policy.ModeSeed || j.Mode == policy.ModeReseed:
+	case j.Mode == policy.ModeSeed || j.Mode == policy.ModeReseed,
+		j.Mode == policy.ModeFallback && w.cfg.FallbackRefresh && w.snap[r.Session] < len(r.Blocks):
 		w.snap[r.Session] = len(r.Blocks)
 	}
 }
@@ -308,4 +312,31 @@ func (c *BlockLRU) evictOldest() {
 	c.used -= int(c.nodes[i].tokens)
 	c.nodes[i].tokens = 0 // freed: no longer a valid lookup hint
 	c.free = append(c.free, i)
+}
+
+// SyncBackup records that the KV of blocks (the prompt of a Direct turn of
+// session s, streamed back from its decode worker: D→P incremental sync,
+// spec §9 Q4) reached this worker: the blocks enter the prefix cache (they
+// take its room) and become the session's backup, so a later Reseed
+// re-prefills only what was appended since. A sync older than the backup
+// changes nothing.
+func (w *PrefillWorker) SyncBackup(s int32, blocks []uint64, blockTokens int) {
+	if w.snap == nil {
+		w.snap = make(map[int32]int)
+	}
+	if n, ok := w.snap[s]; ok && n >= len(blocks) {
+		return
+	}
+	w.cache.Insert(blocks, blockTokens)
+	w.snap[s] = len(blocks)
+}
+
+// BackupTokens is the tokens of every session's backup (their sum; shared
+// prefixes are counted once per session).
+func (w *PrefillWorker) BackupTokens(blockTokens int) int {
+	n := 0
+	for _, b := range w.snap {
+		n += b * blockTokens
+	}
+	return n
 }

@@ -65,6 +65,9 @@ var (
 	paramResidentAppend = boolParam("resident_append",
 		"measure append_len against what the decode worker last admitted of the session instead of the spec's new-since-the-previous-turn tokens",
 		func(r *Router) *bool { return &r.ResidentAppend })
+	paramDPSync = boolParam("dp_sync",
+		"stream each Direct turn's new KV back to the session's backup on P over the link (D→P incremental sync, spec §9 Q4)",
+		func(r *Router) *bool { return &r.DPSync })
 	paramPrefillCacheBackup = boolParam("prefill_cache_backup",
 		"let the prefill worker's prefix cache (refreshed by Fallbacks) serve reseeds instead of the seed-time snapshot backup",
 		func(r *Router) *bool { return &r.PrefillCacheBackup })

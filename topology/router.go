@@ -150,7 +150,7 @@ var policies = append([]policy{
 		params: []routerParam{
 			paramAlpha, paramTauReject, paramTauAppend, paramRho, paramEpsilon,
 			paramBlockTokens, paramV1, paramReserveOutput, paramNetCapacity,
-			paramResidentAppend, paramPrefillCacheBackup, // topology/kvcpaper.go
+			paramResidentAppend, paramPrefillCacheBackup, paramDPSync, // topology/kvcpaper.go
 		},
 	},
 	{

@@ -239,6 +239,10 @@ type Router struct {
 	// seed-time snapshot (§9 Q4), so a reseed re-prefills every token
 	// appended since the session's last Seed/Reseed.
 	PrefillCacheBackup bool
+	// DPSync streams each Direct turn's new KV from the decode worker back
+	// to the session's backup on its prefill worker over their link (D→P
+	// incremental sync, the spec's §9 Q4 future work; false by default).
+	DPSync bool
 }
 
 // Clock modes.

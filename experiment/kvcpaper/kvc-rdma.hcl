@@ -25,6 +25,9 @@ prefill "p0" {
   # re-prefill time is not fitted to the paper.
   mem_fraction_static = 0.835
   reserved_memory     = "1.44GiB"
+  # 0 = derived as above (92,107 tokens); the experiment's Q4 ceiling run
+  # gives P's backups a host-memory-sized store instead.
+  kv_budget_tokens = var.p_cache_tokens
 }
 
 decode "d0" {
@@ -86,6 +89,16 @@ variable "prefill_cache_backup" {
   default     = false
 }
 
+variable "p_cache_tokens" {
+  description = "P's prefix cache / backup store in tokens (0 = derived from the GPU)"
+  default     = 0
+}
+
+variable "dp_sync" {
+  description = "true = D->P incremental KV sync (section 9 Q4; not in the paper)"
+  default     = false
+}
+
 # Section 7 parameters. epsilon = 2 is the 1P3D evaluation's value (the
 # general default is |D|). net_capacity = true counts a resident session's
 # prefix once in Algorithm 2's capacity check, as every shipped KVC
@@ -99,6 +112,7 @@ router "kvc" {
   v1                   = var.v1
   net_capacity         = true
   prefill_cache_backup = var.prefill_cache_backup
+  dp_sync              = var.dp_sync
 }
 
 workload {
