@@ -262,18 +262,39 @@ func build(spec *topology.Spec) (*built, error) {
 func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 	w := spec.Workload
 	if w.Trace != "" {
-		return workload.Open(w.Trace, w.Format, workload.LoadOptions{
+		src, err := workload.Open(w.Trace, w.Format, workload.LoadOptions{
 			SkipBad: skipBad || w.Replay.SkipBad, MaxRequests: w.MaxRequests, Seed: w.Seed,
 			SessionRate: w.Replay.SessionRate, MaxConcurrent: w.Replay.MaxConcurrent, TraceTime: w.Replay.TraceTime,
 			ShareSystemPrefix: w.Replay.SharePrefix, InferSessions: w.Replay.InferSessions,
 		})
+		if err != nil || w.ClientCap <= 0 {
+			return src, err
+		}
+		return workload.WithClientCap(src, w.ClientCap), nil // closes src on Close
 	}
 	g := w.Generator
-	return workload.NewAgentic(workload.AgenticConfig{
-		Sessions: g.Sessions, Turns: g.Turns, SystemTokens: g.SystemTokens, FirstTokens: g.FirstTokens,
-		AppendTokens: g.AppendTokens, OutputTokens: g.OutputTokens, ThinkTime: g.ThinkTime,
-		SessionStagger: g.SessionStagger, BlockTokens: g.BlockTokens,
-	}, w.Seed, w.MaxRequests)
+	var src workload.Source
+	var err error
+	switch g.Kind {
+	case "swebench", "burst": // issue 10's generators (workload/swebench.go, workload/burst.go)
+		if g.Kind == "burst" {
+			src, err = workload.NewBurst(workload.BurstConfig{})
+		} else {
+			src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: g.Sessions, Requests: g.Requests,
+				Content: g.Content, ActiveSessions: g.ActiveSessions, BlockTokens: g.BlockTokens}, w.Seed)
+		}
+		src = workload.Limit(src, w.MaxRequests)
+	default:
+		src, err = workload.NewAgentic(workload.AgenticConfig{
+			Sessions: g.Sessions, Turns: g.Turns, SystemTokens: g.SystemTokens, FirstTokens: g.FirstTokens,
+			AppendTokens: g.AppendTokens, OutputTokens: g.OutputTokens, ThinkTime: g.ThinkTime,
+			SessionStagger: g.SessionStagger, BlockTokens: g.BlockTokens,
+		}, w.Seed, w.MaxRequests)
+	}
+	if err != nil || w.ClientCap <= 0 {
+		return src, err
+	}
+	return workload.WithClientCap(src, w.ClientCap), nil
 }
 
 // poolBuilt is a fused deployment's cores and routers.

@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/workload"
 )
 
 func TestUnknownExperiment(t *testing.T) {
@@ -149,4 +152,31 @@ func checkDirections(t *testing.T, rep *Report) {
 func itoa(x uint64) string {
 	b, _ := json.Marshal(x)
 	return string(b)
+}
+
+// TestHCLWorkloadIsTheExperiments: `pdemu run` on an experiment file
+// replays exactly the workload the experiment gives that run, with the
+// client cap of 32.
+func TestHCLWorkloadIsTheExperiments(t *testing.T) {
+	spec, err := loadSpec("kvc-tcp", map[string]string{"seed": "3"})
+	require.NoError(t, err)
+	src, err := actors.Source(spec, false)
+	require.NoError(t, err)
+	c, ok := src.(workload.ClientCapper)
+	require.True(t, ok)
+	assert.Equal(t, 32, c.ClientCap())
+	exp, err := sweSource(nil, false)(3)
+	require.NoError(t, err)
+	n := 0
+	for {
+		a, errA := src.Next()
+		b, errB := exp.Next()
+		require.Equal(t, errB, errA)
+		if errA != nil {
+			break
+		}
+		require.Equal(t, b, a)
+		n++
+	}
+	assert.Equal(t, 4449, n)
 }

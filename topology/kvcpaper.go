@@ -72,3 +72,89 @@ var (
 		"let the prefill worker's prefix cache (refreshed by Fallbacks) serve reseeds instead of the seed-time snapshot backup",
 		func(r *Router) *bool { return &r.PrefillCacheBackup })
 )
+
+// Generator kinds (generator block labels).
+var generatorKinds = []string{"agentic", "swebench", "burst"}
+
+// generatorKind checks a generator block's label.
+func (c *checker) generatorKind(gh *generatorHCL) {
+	for _, k := range generatorKinds {
+		if gh.Kind == k {
+			return
+		}
+	}
+	c.errorf(gh.KindRange, "Unknown generator",
+		"There is no generator named %q.%s The generators are %s.", gh.Kind, didYouMean(gh.Kind, generatorKinds), quotedList(generatorKinds))
+}
+
+// The SWE-Bench trace's shape (spec §7), generator "swebench"'s defaults.
+const (
+	SWEBenchSessions = 52
+	SWEBenchRequests = 4449
+)
+
+// swebenchContents mirrors workload.SWEBenchContents (topology does not
+// import workload).
+var swebenchContents = []string{"paper", "v0", "v1-stress"}
+
+// kvcGenerator fills and checks the swebench and burst generators' fields:
+// attributes of another generator are errors, not silently ignored.
+func (c *checker) kvcGenerator(gh *generatorHCL, g *Generator) {
+	if gh.Kind == "agentic" {
+		for _, a := range []struct {
+			set  bool
+			rng  hcl.Range
+			name string
+		}{{gh.Content != nil, gh.ContentRange, "content"}, {gh.Requests != nil, gh.RequestsRange, "requests"},
+			{gh.ActiveSessions != nil, gh.ActiveSessionsRange, "active_sessions"}} {
+			if a.set {
+				c.errorf(a.rng, "Not an agentic generator attribute", "%q is an attribute of generator \"swebench\", not of \"agentic\".", a.name)
+			}
+		}
+		return
+	}
+	g.Kind = gh.Kind
+	agentic := []struct {
+		set  bool
+		rng  hcl.Range
+		name string
+	}{
+		{gh.Turns != nil, gh.TurnsRange, "turns"}, {gh.SystemTokens != nil, gh.SystemTokensRange, "system_tokens"},
+		{gh.FirstTokens != nil, gh.FirstTokensRange, "first_tokens"}, {gh.AppendTokens != nil, gh.AppendTokensRange, "append_tokens"},
+		{gh.OutputTokens != nil, gh.OutputTokensRange, "output_tokens"}, {gh.ThinkTime != nil, gh.ThinkTimeRange, "think_time"},
+		{gh.SessionStagger != nil, gh.SessionStaggerRange, "session_stagger"},
+	}
+	if gh.Kind == "burst" {
+		agentic = append(agentic, []struct {
+			set  bool
+			rng  hcl.Range
+			name string
+		}{{gh.Sessions != nil, gh.SessionsRange, "sessions"}, {gh.BlockTokens != nil, gh.BlockTokensRange, "block_tokens"},
+			{gh.Content != nil, gh.ContentRange, "content"}, {gh.Requests != nil, gh.RequestsRange, "requests"},
+			{gh.ActiveSessions != nil, gh.ActiveSessionsRange, "active_sessions"}}...)
+	}
+	for _, a := range agentic {
+		if a.set {
+			c.errorf(a.rng, "Unsupported generator attribute", "Generator %q does not take %q.", gh.Kind, a.name)
+		}
+	}
+	if gh.Kind == "burst" {
+		return
+	}
+	if gh.Sessions == nil {
+		g.Sessions = SWEBenchSessions
+	}
+	if gh.BlockTokens == nil {
+		g.BlockTokens = DefaultBlockTokens
+	}
+	g.Requests = checkNum(c, gh.Requests, gh.RequestsRange, SWEBenchRequests, "requests", "total requests", atLeast(1))
+	g.ActiveSessions = checkNum(c, gh.ActiveSessions, gh.ActiveSessionsRange, 0, "active_sessions",
+		"sessions kept active at once; 0 = the real 5.44 h timeline", atLeast(0))
+	g.Content = "paper"
+	if g.Requests < g.Sessions {
+		c.errorf(gh.RequestsRange, "Too few requests", "requests (%d) must be at least sessions (%d).", g.Requests, g.Sessions)
+	}
+	if gh.Content != nil {
+		g.Content = c.checkEnum(gh.Content, gh.ContentRange, g.Content, "content", swebenchContents...)
+	}
+}

@@ -47,3 +47,28 @@ fused "w0" {
 	assert.Contains(t, msg, `"smallest_tree"?`)
 	assert.Contains(t, msg, "test.hcl:")
 }
+
+// TestSWEBenchGeneratorAndClientCap: generator "swebench" / "burst" and
+// the workload's client_cap decode; attributes of another generator are errors.
+func TestSWEBenchGeneratorAndClientCap(t *testing.T) {
+	wl := func(body string) string { return p0 + d0 + l00 + kvc + "\nworkload {\n" + body + "\n}\n" }
+	w := mustParse(t, wl("client_cap = 32\ngenerator \"swebench\" {\n  content = \"v1-stress\"\n  requests = 900\n  active_sessions = 4\n}"), testOpts).Workload
+	assert.Equal(t, 32, w.ClientCap)
+	assert.Equal(t, Generator{Kind: "swebench", Content: "v1-stress", Requests: 900, ActiveSessions: 4, Sessions: 52, BlockTokens: 24,
+		Turns: w.Generator.Turns, SystemTokens: w.Generator.SystemTokens, FirstTokens: w.Generator.FirstTokens,
+		AppendTokens: w.Generator.AppendTokens, OutputTokens: w.Generator.OutputTokens, ThinkTime: w.Generator.ThinkTime,
+		SessionStagger: w.Generator.SessionStagger}, w.Generator)
+	assert.Equal(t, "burst", mustParse(t, wl("generator \"burst\" {}"), testOpts).Workload.Generator.Kind)
+	assert.Zero(t, mustParse(t, wl("generator \"agentic\" {}"), testOpts).Workload.ClientCap)
+	for src, want := range map[string]string{
+		wl("generator \"swebench\" {\n  turns = 3\n}"):                    "does not take \"turns\"",
+		wl("generator \"agentic\" {\n  content = \"paper\"\n}"):           "Not an agentic generator attribute",
+		wl("generator \"swebench\" {\n  content = \"pappr\"\n}"):          "content",
+		wl("generator \"burst\" {\n  sessions = 3\n}"):                    "does not take \"sessions\"",
+		wl("generator \"swebnch\" {}"):                                    `"swebench"?`,
+		wl("client_cap = -1\ngenerator \"agentic\" {}"):                   "client_cap",
+		wl("generator \"swebench\" {\n  sessions = 9\n  requests = 3\n}"): "Too few requests",
+	} {
+		assert.Contains(t, parseErr(t, src, testOpts), want)
+	}
+}

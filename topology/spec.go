@@ -273,6 +273,9 @@ type Workload struct {
 	MaxRequests    int           // 0 = all
 	Loop           string        // "open" | "closed" (default closed)
 	SampleInterval time.Duration // instances.csv sampling interval (default 1s)
+	// ClientCap caps the requests the replay client keeps outstanding
+	// (0 = none): the KVC paper's "concurrency 32" (workload.WithClientCap).
+	ClientCap int
 }
 
 // TraceReplay holds the trace loader options of the workload block.
@@ -298,4 +301,13 @@ type Generator struct {
 	ThinkTime      time.Duration // mean think/tool time between turns (default 2.5s)
 	SessionStagger time.Duration // mean gap between session starts (default 1s)
 	BlockTokens    int           // block size of the generated hashes (default 24)
+
+	// Kind is the generator block's label: "" or "agentic" (the fields
+	// above), "swebench" (workload.NewSWEBench: Sessions, Requests,
+	// Content, ActiveSessions, BlockTokens; 0 = its defaults) or "burst"
+	// (workload.NewBurst, no parameters).
+	Kind           string
+	Content        string // swebench content model ("paper", "v0", "v1-stress")
+	Requests       int    // swebench total requests
+	ActiveSessions int    // swebench: sessions kept active at once (0 = the real timeline)
 }

@@ -1,6 +1,9 @@
 package workload
 
-import "time"
+import (
+	"io"
+	"time"
+)
 
 // Client concurrency cap.
 //
@@ -35,6 +38,14 @@ type cappedSource struct {
 }
 
 func (c cappedSource) ClientCap() int { return c.cap }
+
+// Close closes the wrapped source if it is an io.Closer.
+func (c cappedSource) Close() error {
+	if cl, ok := c.Source.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}
 
 // WithClientCap returns src carrying a client concurrency cap of n
 // (n <= 0: no cap). NewDriver applies it.

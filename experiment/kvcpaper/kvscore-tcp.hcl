@@ -3,11 +3,9 @@
 # Part of `pdemu experiment kvc-paper` (package experiment): the KVC-Router
 # paper's evaluation setting (spec 000_*, section 7). Qwen3-Coder-30B-A3B on
 # 80 GB H100 SXM GPUs, K_d = 92,104 tokens per worker (SGLang at
-# mem_fraction_static 0.835). The experiment replaces the workload block
-# below by the SWE-Bench-like generator (workload/swebench.go: 52 sessions,
-# 4,449 requests on the 5.44 h timeline) behind a client cap of 32
-# outstanding requests; run on its own, this file replays the small
-# agentic generator.
+# mem_fraction_static 0.835). `pdemu run` on this file replays the paper's
+# workload below; the experiment runs the same (and, for section 9 Q2, a
+# time-compressed variant of it).
 
 name = "kvc-paper-kvscore-tcp"
 
@@ -87,13 +85,24 @@ router "kv_score" {
   alpha = 1
 }
 
-workload {
-  clock = "virtual"
-  seed  = var.seed
-  loop  = "closed"
+variable "content" {
+  description = "SWE-Bench content model: paper | v0 | v1-stress (docs/MODEL.md 6.2)"
+  default     = "paper"
+}
 
-  generator "agentic" {
-    sessions = 4
-    turns    = 8
+# The paper's load: the SWE-Bench-like trace on its real 5.44 h timeline,
+# replayed closed loop by a client that keeps at most 32 requests
+# outstanding (spec section 7: time-scale 1.0, concurrency 32).
+workload {
+  clock      = "virtual"
+  seed       = var.seed
+  loop       = "closed"
+  client_cap = 32
+
+  generator "swebench" {
+    content = var.content
+    # sessions        = 52
+    # requests        = 4449
+    # active_sessions = 0 # > 0: that many sessions at once (compressed timeline)
   }
 }
