@@ -305,7 +305,7 @@ func (r *Report) q1(kvc, van, sticky, score, dp *runOut) {
 }
 
 func (r *Report) dpSection(by map[string]*runOut, dp *runOut) {
-	t := Table{Header: policyHeader}
+	t := Table{Header: append(append([]string(nil), policyHeader...), "busiest worker", "median uncached")}
 	for _, x := range []struct{ n, k string }{
 		{"SGLang cache-aware, current (0.3 / 64 / 1.5, miss → smallest tree)", ""},
 		{"SGLang cache-aware, older (0.5 / 32 / 1.0001, miss → smallest tree)", "dp4-legacy"},
@@ -320,10 +320,10 @@ func (r *Report) dpSection(by map[string]*runOut, dp *runOut) {
 		if o == nil {
 			continue
 		}
-		t.Rows = append(t.Rows, policyRow(x.n, o))
+		t.Rows = append(t.Rows, append(policyRow(x.n, o), pts(o.st.busiest), f0(o.st.medianUncached)))
 	}
 	r.Sections = append(r.Sections, Section{Title: "4-way DP variants", Text: []string{
-		"The DP baseline under each router (fused workers, H100, one KV pool of 92,104 tokens each).",
+		"The DP baseline under each router (fused workers, H100, one KV+cache pool of 92,104 tokens each). \"busiest worker\" is the share of requests the most loaded worker served: SGLang's cache-aware rule follows the shared 3,000-token system prompt (a new session's first prompt matches it above cache_threshold), so most sessions start, and stay, on one worker; only the smallest-tree rule for misses (condensed prompts, evicted prefixes) and the balance rule spread them.",
 	}, Tables: []Table{t}})
 }
 

@@ -39,6 +39,8 @@ type runStats struct {
 	// pCacheMax: the prefill worker's peak prefix-cache occupancy.
 	syncTokens int64
 	pCacheMax  int
+	// busiest: the largest share of requests one decode/fused worker served.
+	busiest float64
 }
 
 func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration, appends map[int64]int) runStats {
@@ -79,6 +81,13 @@ func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration,
 		if se.Kind == "prefill" {
 			st.pCacheMax = max(st.pCacheMax, se.Max())
 		}
+	}
+	perD := map[string]int{}
+	for _, r := range res.Records {
+		perD[r.D]++
+	}
+	for _, n := range perD {
+		st.busiest = max(st.busiest, float64(n)/float64(max(1, len(res.Records))))
 	}
 	uncached := make([]float64, 0, len(res.Records))
 	last := map[string]string{}
