@@ -47,6 +47,9 @@ type Options struct {
 	// OutDir, when set, receives each run's outputs (output.Write) under
 	// OutDir/runs/<run name>/ as the run ends.
 	OutDir string
+	// Force lets a run's directory under OutDir replace a previous run's
+	// outputs (output.WriteOptions.Force).
+	Force bool
 	// Short runs a reduced set (one seed, no sensitivity runs) on a
 	// workload cut to ShortRequests requests (tests).
 	Short bool
@@ -182,7 +185,7 @@ func runOne(ctx context.Context, d runDef, opts Options, log hclog.Logger, keepR
 		return nil, fmt.Errorf("run %s: %w", d.name, err)
 	}
 	if opts.OutDir != "" {
-		if err := output.Write(filepath.Join(opts.OutDir, "runs", d.name), res); err != nil {
+		if err := output.Write(filepath.Join(opts.OutDir, "runs", d.name), res, output.WriteOptions{Force: opts.Force}); err != nil {
 			return nil, fmt.Errorf("run %s: %w", d.name, err)
 		}
 	}

@@ -23,7 +23,7 @@ func TestSpecAppendLen(t *testing.T) {
 		require.Equal(t, policy.ModeSeed, mode)
 		w.Arrive(time.Millisecond, j0)
 		w.Advance(time.Second)
-		w.Events()
+		w.Ready()
 		// Turns 1 and 2 went elsewhere (a Fallback): this worker still holds
 		// 201 tokens. Turn 3 appends 50 tokens to turn 2 but is 400 tokens
 		// past what this worker holds.
@@ -79,7 +79,7 @@ func TestFusedSharedPool(t *testing.T) {
 		j0 := &Job{Req: req(0, 1, 0, 500, 1)}
 		f.Submit(0, j0)
 		f.Advance(time.Hour)
-		f.Events()
+		f.Ready()
 		require.Equal(t, 50, f.CachedPrefix(j0.Req.Blocks))
 		// A request with a long output: 100 prompt + 600 output tokens.
 		j1 := &Job{Req: req(1, 2, 0, 100, 600)}
@@ -92,7 +92,7 @@ func TestFusedSharedPool(t *testing.T) {
 		assert.Less(t, f.CachedPrefix(j0.Req.Blocks), 50, "session 1's prefix lost room to the output")
 		// Once the request ends the room comes back (the blocks do not).
 		f.Advance(3 * time.Hour)
-		f.Events()
+		f.Ready()
 		j2 := &Job{Req: req(2, 3, 0, 800, 1)}
 		f.Submit(4*time.Hour, j2)
 		f.Advance(5 * time.Hour)

@@ -147,9 +147,9 @@ func (c *checker) kvcGenerator(gh *generatorHCL, g *Generator) {
 	if gh.BlockTokens == nil {
 		g.BlockTokens = DefaultBlockTokens
 	}
-	g.Requests = checkNum(c, gh.Requests, gh.RequestsRange, SWEBenchRequests, "requests", "total requests", atLeast(1))
+	g.Requests = checkNum(c, gh.Requests, gh.RequestsRange, SWEBenchRequests, "requests", "total requests", between(1, MaxRequests))
 	g.ActiveSessions = checkNum(c, gh.ActiveSessions, gh.ActiveSessionsRange, 0, "active_sessions",
-		"sessions kept active at once; 0 = the real 5.44 h timeline", atLeast(0))
+		"sessions kept active at once; 0 = the real 5.44 h timeline", between(0, MaxSessions))
 	g.Content = "paper"
 	if g.Requests < g.Sessions {
 		c.errorf(gh.RequestsRange, "Too few requests", "requests (%d) must be at least sessions (%d).", g.Requests, g.Sessions)

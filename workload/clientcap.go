@@ -60,19 +60,16 @@ func (d *Driver) SetClientCap(n int) { d.clientCap = max(0, n) }
 // Held is the number of requests due but waiting for a client slot.
 func (d *Driver) Held() int { return len(d.held) }
 
-// gate applies the client cap to new releases: they join the held set,
-// and the held releases earliest due first take the free slots, released at
-// max(now, due).
-func (d *Driver) gate(now time.Duration) func([]Release, error) ([]Release, error) {
-	return func(rels []Release, err error) ([]Release, error) { return d.gateAt(now, rels, err) }
-}
-
-func (d *Driver) gateAt(now time.Duration, rels []Release, err error) ([]Release, error) {
+// gate applies the client cap to the releases a call appended to d.out
+// after mark (err: the call's error, passed through): they join the held
+// set, and the held releases earliest due first take the free slots,
+// released at max(now, due).
+func (d *Driver) gate(now time.Duration, mark int, err error) error {
 	if err != nil || d.clientCap <= 0 {
-		return rels, err
+		return err
 	}
-	d.held = append(d.held, rels...)
-	var out []Release
+	d.held = append(d.held, d.out[mark:]...)
+	d.out = d.out[:mark]
 	for d.outstanding < d.clientCap && len(d.held) > 0 {
 		b := 0
 		for i := 1; i < len(d.held); i++ {
@@ -85,7 +82,7 @@ func (d *Driver) gateAt(now time.Duration, rels []Release, err error) ([]Release
 		d.held = append(d.held[:b], d.held[b+1:]...)
 		r.At = max(now, r.At)
 		d.outstanding++
-		out = append(out, r)
+		d.out = append(d.out, r)
 	}
-	return out, nil
+	return nil
 }

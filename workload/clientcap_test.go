@@ -33,9 +33,9 @@ func runDriver(t *testing.T, src Source, closed bool, service time.Duration) (ma
 	}
 	var q []ev
 	seq := 0
-	push := func(rels []Release, err error) {
+	push := func(err error) {
 		require.NoError(t, err)
-		for _, r := range rels {
+		for _, r := range d.Ready().Out {
 			seq++
 			q = append(q, ev{at: r.At, rel: true, req: r.Req, seqn: seq})
 		}
