@@ -81,23 +81,27 @@ func peakHeap() (stop func() uint64) {
 }
 
 // scalePoint is one measured size of a scaling benchmark.
-type scalePoint struct{ x, nsPerReq, peakMB float64 }
+type scalePoint struct{ x, nsPerReq, cpuPerReq, peakMB float64 }
 
 // runScale replays spec b.N times (outputs written to a temporary
 // directory, as pdemu run does) and reports ns/req, peak-MB (the largest
 // live heap seen during a run, from a GC'd start) and, against the
 // previous point of the same benchmark, the growth exponents
-// d log(ns/req) / d log x and d log(peak-MB) / d log x.
+// d log(cpu-ns/req) / d log x and d log(peak-MB) / d log x. cpu-ns/req is
+// the process's CPU time (all threads) per request, steadier than ns/req
+// (wall) on a shared machine.
 func runScale(b *testing.B, spec *topology.Spec, x float64, prev *scalePoint) {
 	b.ReportAllocs()
 	var reqs int
 	var peak uint64
+	var cpu time.Duration
 	dir := b.TempDir()
 	for b.Loop() {
 		b.StopTimer()
 		runtime.GC()
 		stop := peakHeap()
 		b.StartTimer()
+		cpu0 := cpuTime()
 		res, err := actors.Run(context.Background(), spec, actors.Options{})
 		if err != nil {
 			b.Fatal(err)
@@ -107,17 +111,20 @@ func runScale(b *testing.B, spec *topology.Spec, x float64, prev *scalePoint) {
 		}
 		reqs += res.Summary.Requests.Total
 		res = nil
+		cpu += cpuTime() - cpu0
 		b.StopTimer()
 		peak = max(peak, stop())
 		b.StartTimer()
 	}
-	p := scalePoint{x: x, nsPerReq: float64(b.Elapsed().Nanoseconds()) / float64(reqs), peakMB: float64(peak) / (1 << 20)}
+	p := scalePoint{x: x, nsPerReq: float64(b.Elapsed().Nanoseconds()) / float64(reqs),
+		cpuPerReq: float64(cpu.Nanoseconds()) / float64(reqs), peakMB: float64(peak) / (1 << 20)}
 	b.ReportMetric(p.nsPerReq, "ns/req")
+	b.ReportMetric(p.cpuPerReq, "cpu-ns/req")
 	b.ReportMetric(p.peakMB, "peak-MB")
 	b.ReportMetric(p.peakMB*(1<<20)/float64(reqs/b.N), "peak-B/req")
 	if prev.x > 0 {
 		lx := math.Log(p.x / prev.x)
-		b.ReportMetric(math.Log(p.nsPerReq/prev.nsPerReq)/lx, "cpu-exp")
+		b.ReportMetric(math.Log(p.cpuPerReq/prev.cpuPerReq)/lx, "cpu-exp")
 		b.ReportMetric(math.Log(p.peakMB/prev.peakMB)/lx, "mem-exp")
 	}
 	*prev = p
