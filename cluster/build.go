@@ -19,6 +19,13 @@ type built struct {
 	perfP   []gpu.Perf
 	nics    []nicSpec
 	pol     RouterPolicy
+	// Fresh workers for restarts after a crash, and the slowdown knobs
+	// (nil without slow faults): faults.go.
+	mkDecode  []func() *gpu.DecodeWorker
+	mkPrefill []func() *gpu.PrefillWorker
+	slowD     []*slowCost
+	slowP     []*slowCost
+	topoNICs  []topology.NIC
 }
 
 type nicSpec struct {
@@ -157,14 +164,21 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		if err != nil {
 			return nil, err
 		}
-		dw, err := gpu.NewDecodeWorker(gpu.DecodeConfig{
+		cost, slow := faultCost(w, p)
+		cfg := gpu.DecodeConfig{
 			Name: w.Name, Budget: budget, Rho: r.Rho, TauAppend: r.TauAppend,
 			ReserveOutput: r.ReserveOutput, NetCapacity: r.NetCapacity, MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
-		}, p)
+		}
+		dw, err := gpu.NewDecodeWorker(cfg, cost)
 		if err != nil {
 			return nil, err
 		}
 		b.decode = append(b.decode, dw)
+		b.slowD = append(b.slowD, slow)
+		b.mkDecode = append(b.mkDecode, func() *gpu.DecodeWorker {
+			fresh, _ := gpu.NewDecodeWorker(cfg, cost) // the same config succeeded above
+			return fresh
+		})
 	}
 	preIdx := map[string]int{}
 	for i, w := range spec.Prefill {
@@ -173,10 +187,17 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		if err != nil {
 			return nil, err
 		}
-		pw, err := gpu.NewPrefillWorker(gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens}, p)
+		cost, slow := faultCost(w, p)
+		cfg := gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens}
+		pw, err := gpu.NewPrefillWorker(cfg, cost)
 		if err != nil {
 			return nil, err
 		}
+		b.slowP = append(b.slowP, slow)
+		b.mkPrefill = append(b.mkPrefill, func() *gpu.PrefillWorker {
+			fresh, _ := gpu.NewPrefillWorker(cfg, cost)
+			return fresh
+		})
 		b.prefill = append(b.prefill, pw)
 		b.perfP = append(b.perfP, p)
 	}
@@ -186,6 +207,7 @@ func buildPD(spec *topology.Spec) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.topoNICs = nics
 	for _, n := range nics {
 		pi, ok := preIdx[n.Prefill]
 		if !ok {

@@ -27,6 +27,7 @@ type Cluster struct {
 	collector *collectorNode
 	router    *routerNode // nil in fused deployments
 	workers   func() []metrics.WorkerSummary
+	faults    *clusterFaults // nil: no faults
 }
 
 // Build builds the cluster of spec around the workload src. Nothing runs
@@ -131,9 +132,10 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 		pres[i] = &prefillNode{w: w, series: s, links: make([]Addr, len(b.decode))}
 		rtr.prefill = append(rtr.prefill, c.add(pres[i], spec.Prefill[i].Name, KindPrefill))
 	}
-	for _, n := range b.nics {
+	links := c.wireFaults(spec, b, rtr, decs, pres)
+	for ni, n := range b.nics {
 		a := c.add(&linkNode{nic: n.nic, bytesPerToken: n.bytesTok, rateCap: n.rateCap, decode: rtr.decode,
-			inflight: map[uint64]*gpu.Job{}}, "link:"+n.name, KindLink)
+			inflight: map[uint64]*gpu.Job{}, f: links[ni]}, "link:"+n.name, KindLink)
 		for d, rc := range n.rateCap {
 			if rc > 0 {
 				pres[n.prefill].links[d] = a

@@ -20,6 +20,7 @@ type driverNode struct {
 	router    Addr
 	collector Addr
 	done      bool
+	faults    *injector // nil: no faults
 }
 
 func (n *driverNode) Handle(now time.Duration, msg any) Ready {
@@ -27,6 +28,9 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 	switch m := msg.(type) {
 	case Start:
 		err = n.drv.Start(now)
+		if n.faults != nil {
+			n.faults.start(&n.outbox, now)
+		}
 	case Release:
 		job := &gpu.Job{Req: m.Req, P: -1, D: -1, Arrival: now}
 		n.send(n.router, NewJob{job}, 0)
@@ -60,10 +64,17 @@ type routerNode struct {
 	prefill   []Addr
 	decode    []Addr
 	decisions int64
+	f         *routerFaults // nil: no faults
 }
 
 func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
 	n.decisions++
+	if n.f != nil {
+		var ok bool
+		if st, ok = n.fix(now, job, ds, st); !ok {
+			return
+		}
+	}
 	switch st.Action {
 	case policy.ActAdmit:
 		n.send(n.decode[st.D], Admit{job, ds}, 0)
@@ -88,6 +99,9 @@ func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch,
 }
 
 func (n *routerNode) Handle(now time.Duration, msg any) Ready {
+	if n.f != nil && n.faultHandle(now, msg) {
+		return n.ready(0, false)
+	}
 	switch m := msg.(type) {
 	case NewJob:
 		ds := policy.NewDispatch(m.Job.Req)
@@ -131,13 +145,22 @@ type decodeNode struct {
 	router    Addr
 	collector Addr
 	series    *metrics.Series
+	f         *decodeFaults // nil: no faults
 }
 
 func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
+	if n.f != nil {
+		if rd, ok := n.faultHandle(now, msg); ok {
+			return rd
+		}
+	}
 	switch m := msg.(type) {
 	case Admit:
 		m.Job.D = n.idx
 		mode, reason := n.w.Admit(now, m.Job)
+		if n.f != nil && mode != policy.ModeNone {
+			n.f.admitted(m.Job, mode)
+		}
 		if mode != policy.ModeNone {
 			// The router does not touch the job until it hears back.
 			m.Job.Tries, m.Job.Reasons = m.DS.Tries+1, m.DS.Reasons
@@ -155,6 +178,13 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 	for _, ev := range rd.Out {
 		switch ev.Kind {
 		case gpu.EvDone, gpu.EvFailed:
+			if n.f != nil {
+				delete(n.f.held, ev.Job.Req.ID)
+				if ev.Job.FaultHit != 0 {
+					n.send(n.router, Retry{ev.Job}, 0)
+					continue
+				}
+			}
 			n.send(n.router, Finished{n.idx}, 0)
 			n.send(n.collector, JobEnded{ev.Job}, 0)
 		case gpu.EvEvicted:
@@ -173,15 +203,24 @@ type prefillNode struct {
 	w      *gpu.PrefillWorker
 	links  []Addr // by decode index
 	series *metrics.Series
+	f      *prefillFaults // nil: no faults
 }
 
 func (n *prefillNode) Handle(now time.Duration, msg any) Ready {
+	if n.f != nil {
+		if rd, ok := n.faultHandle(now, msg); ok {
+			return rd
+		}
+	}
 	if m, ok := msg.(Prefill); ok {
 		n.w.Submit(now, m.Job)
 	}
 	n.w.Advance(now)
 	rd := n.w.Ready()
 	for _, j := range rd.Out {
+		if n.f != nil && !n.f.out(&n.outbox, j) {
+			continue
+		}
 		n.send(n.links[j.D], Transfer{j}, 0)
 	}
 	n.series.Observe(now, n.w.CacheUsed(), n.w.Queued(), n.w.Running())
@@ -199,6 +238,7 @@ type linkNode struct {
 	rateCap       []float64 // per decode index: the link's own line rate
 	decode        []Addr
 	inflight      map[uint64]*gpu.Job
+	f             *linkFaults // nil: no faults
 }
 
 func (n *linkNode) Handle(now time.Duration, msg any) Ready {
@@ -218,6 +258,9 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 		j.TransferEnd = c.At
 		if c.Err != nil {
 			j.Failed = "link: " + c.Err.Error()
+			if n.f != nil {
+				n.f.blame(j, c.At)
+			}
 		}
 		n.send(n.decode[j.D], KVReady{j}, 0)
 	}

@@ -130,6 +130,22 @@ var Protocol = []Hop{
 	{Done{}, KindCollector, KindRun, "—", "-"},
 	{Failed{}, KindCollector, KindRun, "record error", "-"},
 
+	// Faults (faults.go): the driver injects the schedule.
+	{Crash{}, KindDriver, KindDecode, "fault id (timer: the crash time)", "-"},
+	{Crash{}, KindDriver, KindPrefill, "fault id (timer: the crash time)", "-"},
+	{Restart{}, KindDriver, KindDecode, "fault id (timer: the restart time)", "-"},
+	{Restart{}, KindDriver, KindPrefill, "fault id (timer: the restart time)", "-"},
+	{Slowdown{}, KindDriver, KindDecode, "fault id, factor (timer; factor 1 ends it)", "-"},
+	{Slowdown{}, KindDriver, KindPrefill, "fault id, factor (timer; factor 1 ends it)", "-"},
+	{Health{}, KindDriver, KindRouter, "node or link down/up (timer: fault or end + detection delay)", "-"},
+	{Health{}, KindDriver, KindPrefill, "node or link down/up (timer: fault or end + detection delay)", "-"},
+	{Retry{}, KindDecode, KindRouter, "Job hit by a fault (Failed, FaultHit set)", "router"},
+	{Retry{}, KindPrefill, KindRouter, "Job hit by a fault (Failed, FaultHit set)", "router"},
+	{Retry{}, KindRouter, KindRouter, "Job that found no healthy decode worker (timer: detection delay)", "router"},
+	{KVReady{}, KindPrefill, KindDecode, "Job its prefill worker cannot serve (Failed set): the reservation is released", "decode worker"},
+	{KVReady{}, KindRouter, KindDecode, "admitted Job no prefill worker can reach (Failed set): the reservation is released", "decode worker"},
+	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent", "collector"},
+
 	{Wake{}, KindDecode, KindDecode, "wake time (timer)", "-"},
 	{Wake{}, KindPrefill, KindPrefill, "wake time (timer)", "-"},
 	{Wake{}, KindLink, KindLink, "wake time (timer)", "-"},
