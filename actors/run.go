@@ -58,6 +58,8 @@ type Result struct {
 	// header only / router columns 0).
 	Links        *metrics.LinkRecorder
 	RouterEvents *metrics.RouterRecorder
+	// Faults feed faults.csv (nil: header only).
+	Faults []metrics.FaultRecord
 }
 
 // runState is shared by the actors of one run to report its end.

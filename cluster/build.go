@@ -279,6 +279,10 @@ type poolBucket struct {
 	cores    []*gpu.FusedWorker
 	global   []int     // instance → index in spec.Fused
 	rates    []float64 // prefill tokens/s of a cold 8K prompt, for estimated_ttft
+	// Restarts after a crash and slowdowns (faults.go).
+	mkLocal func() bucket.Local
+	mkCore  []func() *gpu.FusedWorker
+	slow    []*slowCost
 }
 
 func buildPool(spec *topology.Spec) (*poolBuilt, error) {
@@ -291,18 +295,23 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 		cfg := bucket.BucketConfig{Name: bs.Name, Range: bucket.Range{Min: bs.Min, Max: bs.Max}, Instances: len(bs.Instances)}
 		pb.configs = append(pb.configs, cfg)
 		lr := spec.LocalRouter
-		local, err := newLocalPolicy(bucket.LocalConfig{
+		lcfg := bucket.LocalConfig{
 			Policy: lr.Policy, MetaStoreTTL: lr.MetaStoreTTL, ProbeLatency: lr.ProbeLatency, ProbeTopK: lr.ProbeTopK,
 			LoadAlpha: lr.LoadAlpha, ScoreAlpha: lr.ScoreAlpha, ScoreBeta: lr.ScoreBeta, PrefixK: lr.PrefixK, FanOut: lr.FanOut,
 			OverloadFactor: lr.OverloadFactor, KVC: bucket.KVCConfig{Alpha: lr.Alpha},
 			CacheThreshold: &lr.CacheThreshold, BalanceAbs: &lr.BalanceAbs, BalanceRel: &lr.BalanceRel,
 			// Each bucket draws its own random sequence.
 			Seed: spec.Workload.Seed ^ (uint64(len(pb.configs)) * 0x9e3779b97f4a7c15),
-		}, len(bs.Instances))
+		}
+		n := len(bs.Instances)
+		local, err := newLocalPolicy(lcfg, n)
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", bs.Name, err)
 		}
-		pbk := poolBucket{cfg: cfg, local: local}
+		pbk := poolBucket{cfg: cfg, local: local, mkLocal: func() bucket.Local {
+			fresh, _ := newLocalPolicy(lcfg, n) // succeeded above
+			return fresh
+		}}
 		for _, name := range bs.Instances {
 			gi, ok := idx[name]
 			if !ok {
@@ -317,12 +326,19 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			if dramBW == 0 {
 				dramBW = topology.DefaultDRAMBandwidth
 			}
-			core, err := gpu.NewFusedWorker(gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
+			cost, slow := faultCost(w, p)
+			fcfg := gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
 				MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
-				DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken()}, p)
+				DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken()}
+			core, err := gpu.NewFusedWorker(fcfg, cost)
 			if err != nil {
 				return nil, err
 			}
+			pbk.slow = append(pbk.slow, slow)
+			pbk.mkCore = append(pbk.mkCore, func() *gpu.FusedWorker {
+				fresh, _ := gpu.NewFusedWorker(fcfg, cost)
+				return fresh
+			})
 			pbk.cores = append(pbk.cores, core)
 			pbk.global = append(pbk.global, gi)
 			pbk.rates = append(pbk.rates, p.PrefillThroughput(8192))

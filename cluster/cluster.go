@@ -174,6 +174,7 @@ func (c *Cluster) addPool(spec *topology.Spec, pb *poolBuilt) {
 		bns = append(bns, bn)
 		g.buckets = append(g.buckets, c.add(bn, "bucket:"+bb.cfg.Name, KindBucket))
 	}
+	c.wirePoolFaults(spec, pb, g, bns)
 	c.workers = func() []metrics.WorkerSummary {
 		var out []metrics.WorkerSummary
 		for _, bn := range bns {

@@ -73,6 +73,13 @@
 //	 KVReady      | prefill → decode   | Job its prefill worker cannot serve (Failed set): the reservation is released      | decode worker
 //	 KVReady      | router → decode    | admitted Job no prefill worker can reach (Failed set): the reservation is released | decode worker
 //	 JobEnded     | router → collector | Job failed: retry budget spent                                                     | collector
+//	 Crash        | driver → bucket    | fault id: an instance or the whole bucket (timer)                                  | -
+//	 Restart      | driver → bucket    | fault id (timer)                                                                   | -
+//	 Slowdown     | driver → bucket    | fault id, factor (timer)                                                           | -
+//	 Health       | driver → bucket    | instance down/up (timer: + detection delay)                                        | -
+//	 Health       | driver → global    | bucket down/up (timer: + detection delay)                                          | -
+//	 Retry        | bucket → global    | Job hit by a fault                                                                 | global router
+//	 Retry        | global → global    | Job whose bucket is down (timer: detection delay)                                  | global router
 //	 Wake         | decode → decode    | wake time (timer)                                                                  | -
 //	 Wake         | prefill → prefill  | wake time (timer)                                                                  | -
 //	 Wake         | link → link        | wake time (timer)                                                                  | -

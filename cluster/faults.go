@@ -57,6 +57,7 @@ type FaultEvent struct {
 	Target Kind   // KindDecode, KindPrefill or KindLink
 	Index  int    // decode or prefill index; link: prefill index
 	Ds     []int  // link: decode indexes served by the NIC
+	Inst   int    // KindBucket: the instance (-1: the whole bucket)
 	Name   string // worker name, or prefill/device for a NIC
 	At     time.Duration
 	End    time.Duration // 0: never ends
@@ -124,9 +125,14 @@ type injector struct {
 	decode  []Addr
 	prefill []Addr
 	router  Addr
+	buckets []Addr // fused deployments
 }
 
 func (in *injector) start(o *outbox, now time.Duration) {
+	if in.buckets != nil {
+		in.startPool(o, now)
+		return
+	}
 	for _, e := range in.events {
 		at := e.At - now
 		var target Addr = -1
@@ -541,7 +547,9 @@ func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
 			}
 		}
 		if j.Retries >= f.budget {
-			j.Failed = fmt.Sprintf("%s (retry budget %d spent)", j.Failed, f.budget)
+			if f.budget > 0 {
+				j.Failed = fmt.Sprintf("%s (retry budget %d spent)", j.Failed, f.budget)
+			}
 			if len(j.RetryReasons) > 0 {
 				j.Failed = "attempts: " + joinReasons(j.RetryReasons) + "; last: " + j.Failed
 			}

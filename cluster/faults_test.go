@@ -334,6 +334,77 @@ func TestFaultProperties(t *testing.T) {
 	t.Logf("%d runs, %d faults, %d requests: %d lost on crashed nodes, %d retries, %d failed", tot.runs, tot.faults, tot.requests, tot.lost, tot.retried, tot.failed)
 }
 
+// randomPoolFaults draws crashes (with or without restart) and slowdowns
+// of fused workers and crashes of buckets.
+func randomPoolFaults(rng *rand.Rand, spec *topology.Spec, horizon time.Duration) {
+	at := func() time.Duration { return time.Duration(rng.Int64N(int64(horizon))) }
+	dur := func() time.Duration { return time.Duration(1+rng.Int64N(int64(horizon/2))) }
+	for i := range spec.Fused {
+		switch rng.IntN(4) {
+		case 1:
+			f := topology.NodeFault{Kind: topology.FaultCrash, At: at()}
+			if rng.IntN(4) > 0 {
+				f.For = dur()
+			}
+			spec.Fused[i].Faults = []topology.NodeFault{f}
+		case 2:
+			spec.Fused[i].Faults = []topology.NodeFault{{Kind: topology.FaultSlow, At: at(), For: dur(), Factor: 1 + 4*rng.Float64()}}
+		}
+	}
+	for i := range spec.Buckets {
+		if rng.IntN(3) == 0 {
+			spec.Buckets[i].Faults = []topology.NodeFault{{Kind: topology.FaultCrash, At: at(), For: dur()}}
+		}
+	}
+}
+
+// poolSpecs are fused deployments with random faults.
+func poolSpecs(t *testing.T, seeds int) []*topology.Spec {
+	var out []*topology.Spec
+	for _, name := range []string{"dp4.hcl", "buckets-3.hcl"} {
+		for seed := range seeds {
+			src, err := scenarios.Read(name)
+			require.NoError(t, err)
+			spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{Vars: map[string]string{"sessions": "6"}})
+			require.NoError(t, err)
+			spec.Workload.Generator.Turns = 6
+			spec.Recovery.RetryBudget = seed % 3
+			randomPoolFaults(rand.New(rand.NewPCG(uint64(seed), 13)), spec, 20*time.Second)
+			out = append(out, spec)
+		}
+	}
+	return out
+}
+
+// TestPoolFaultProperties: random crashes and slowdowns of fused workers
+// and buckets; every request ends exactly once, a second run is
+// byte-identical.
+func TestPoolFaultProperties(t *testing.T) {
+	seeds := 16
+	if testing.Short() {
+		seeds = 4
+	}
+	var lost, retried, failed, n int
+	for i, spec := range poolSpecs(t, seeds) {
+		a := runFaults(t, spec)
+		assert.Empty(t, a.violations)
+		assert.Equal(t, a.read, len(a.recs), "spec %d", i)
+		for _, w := range a.workers {
+			assert.LessOrEqual(t, w.MaxKV, w.CapKV, "spec %d: %s", i, w.Name)
+		}
+		for _, f := range a.faults {
+			lost += f.Lost
+			retried += f.Retried
+			failed += f.Failed
+		}
+		n += len(a.faults)
+		b := runFaults(t, spec)
+		assert.Equal(t, string(a.csv), string(b.csv), "spec %d: deterministic", i)
+	}
+	assert.NotZero(t, lost, "some fused worker died holding requests")
+	t.Logf("%d faults: %d requests lost, %d retries, %d failed", n, lost, retried, failed)
+}
+
 // faultWalkSpecs are fault scenarios that reach every fault hop of the
 // protocol (TestProtocolWalk).
 func faultWalkSpecs(t *testing.T) []*topology.Spec {
@@ -353,7 +424,7 @@ func faultWalkSpecs(t *testing.T) []*topology.Spec {
 			}
 		}
 	}
-	return out
+	return append(out, poolSpecs(t, 6)...)
 }
 
 // raceSpec is a 1P1D KVC cluster whose only link is cut while request 0's

@@ -145,6 +145,13 @@ var Protocol = []Hop{
 	{KVReady{}, KindPrefill, KindDecode, "Job its prefill worker cannot serve (Failed set): the reservation is released", "decode worker"},
 	{KVReady{}, KindRouter, KindDecode, "admitted Job no prefill worker can reach (Failed set): the reservation is released", "decode worker"},
 	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent", "collector"},
+	{Crash{}, KindDriver, KindBucket, "fault id: an instance or the whole bucket (timer)", "-"},
+	{Restart{}, KindDriver, KindBucket, "fault id (timer)", "-"},
+	{Slowdown{}, KindDriver, KindBucket, "fault id, factor (timer)", "-"},
+	{Health{}, KindDriver, KindBucket, "instance down/up (timer: + detection delay)", "-"},
+	{Health{}, KindDriver, KindGlobal, "bucket down/up (timer: + detection delay)", "-"},
+	{Retry{}, KindBucket, KindGlobal, "Job hit by a fault", "global router"},
+	{Retry{}, KindGlobal, KindGlobal, "Job whose bucket is down (timer: detection delay)", "global router"},
 
 	{Wake{}, KindDecode, KindDecode, "wake time (timer)", "-"},
 	{Wake{}, KindPrefill, KindPrefill, "wake time (timer)", "-"},
