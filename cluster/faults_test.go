@@ -338,7 +338,7 @@ func TestFaultProperties(t *testing.T) {
 // of fused workers and crashes of buckets.
 func randomPoolFaults(rng *rand.Rand, spec *topology.Spec, horizon time.Duration) {
 	at := func() time.Duration { return time.Duration(rng.Int64N(int64(horizon))) }
-	dur := func() time.Duration { return time.Duration(1+rng.Int64N(int64(horizon/2))) }
+	dur := func() time.Duration { return time.Duration(1 + rng.Int64N(int64(horizon/2))) }
 	for i := range spec.Fused {
 		switch rng.IntN(4) {
 		case 1:
