@@ -457,3 +457,78 @@ func raceSpec(t *testing.T) (*topology.Spec, *source) {
 	spec.Links[0].Faults = []topology.LinkFault{{At: cut, Kind: topology.FaultCut}, {At: cut + time.Second, Kind: topology.FaultRestore}}
 	return spec, reqs(cut)
 }
+
+// OneDDies is the loss-and-recovery experiment of issue 13: the default
+// workload on KVC (1P3D), vanilla P/D (1P3D) and 4-way DP (four fused
+// workers), where worker 0 (d0, or w0) dies 40 s into the run and
+// restarts with empty memory 30 s later (docs/experiments/one-d-dies).
+// It returns one row per policy.
+func OneDDies(t *testing.T) []OneDDiesRow {
+	var rows []OneDDiesRow
+	for _, name := range []string{"kvc", "vanilla", "dp"} {
+		spec, err := topology.Load(fmt.Sprintf("../docs/experiments/one-d-dies/%s.hcl", name), topology.Options{})
+		require.NoError(t, err)
+		fr := runFaults(t, spec)
+		require.Len(t, fr.faults, 1)
+		f := fr.faults[0]
+		row := OneDDiesRow{Policy: spec.Router.Policy, Requests: len(fr.recs), Lost: f.Lost, LostSessions: f.LostSessions,
+			Retried: f.Retried, Failed: f.Failed, Reseeded: f.Reseeded, Detect: f.Detected - f.At, Recovery: f.Recovery}
+		window := func(lo, hi time.Duration) (ttft time.Duration, direct float64) {
+			var n, d int
+			var sum time.Duration
+			for _, r := range fr.recs {
+				if r.Arrival >= lo && r.Arrival < hi && !r.Failed {
+					n++
+					sum += r.TTFT
+					if r.Mode == "Direct" {
+						d++
+					}
+				}
+			}
+			if n == 0 {
+				return -1, 0
+			}
+			return sum / time.Duration(n), float64(d) / float64(n)
+		}
+		end := f.End
+		row.TTFTBefore, row.DirectBefore = window(f.At-20*time.Second, f.At)
+		row.TTFTDown, row.DirectDown = window(f.At, end)
+		row.TTFTAfter, row.DirectAfter = window(end, end+20*time.Second)
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// OneDDiesRow is one policy's loss and recovery.
+type OneDDiesRow struct {
+	Policy                                string
+	Requests, Lost, LostSessions          int
+	Retried, Failed, Reseeded             int
+	Detect, Recovery                      time.Duration
+	TTFTBefore, TTFTDown, TTFTAfter       time.Duration // mean TTFT of requests arriving 20 s before, while down, 20 s after the restart
+	DirectBefore, DirectDown, DirectAfter float64
+}
+
+// TestOneDDies runs the experiment and prints its table (go test
+// ./cluster -run TestOneDDies -v). Every policy loses the dead worker's
+// work and fails no request within the default retry budget.
+func TestOneDDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	ms := func(d time.Duration) string {
+		if d < 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f", float64(d)/1e6)
+	}
+	t.Log("| policy | requests | lost on the dead worker | sessions lost | retried | failed | reseeded | detected after (ms) | recovery (ms) | mean TTFT before / down / after (ms) | Direct share before / down / after |")
+	t.Log("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range OneDDies(t) {
+		assert.Zero(t, r.Failed, r.Policy)
+		assert.NotZero(t, r.Lost+r.LostSessions, r.Policy)
+		t.Logf("| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s / %s / %s | %.2f / %.2f / %.2f |", r.Policy, r.Requests, r.Lost, r.LostSessions,
+			r.Retried, r.Failed, r.Reseeded, ms(r.Detect), ms(r.Recovery), ms(r.TTFTBefore), ms(r.TTFTDown), ms(r.TTFTAfter),
+			r.DirectBefore, r.DirectDown, r.DirectAfter)
+	}
+}

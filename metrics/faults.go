@@ -47,12 +47,13 @@ const (
 )
 
 // Recover fills each fault's Recovery from the records (sorted or not):
-// the pre-fault level is that of requests arriving in the RecoveryWindow
-// before the fault; windows of the same width are then slid from the fault
-// in steps of a tenth of it, and the first one whose requests are back to
-// that level (and which holds at least one completed request) ends the
-// recovery, at its end. A fault with no request before it recovers at
-// once (0).
+// the pre-fault level is that of the completed requests arriving in the
+// RecoveryWindow before the fault; windows of the same width are then
+// slid from the fault to the last arrival in steps of a tenth of it, and
+// the recovery ends with the last window (holding a completed request)
+// below that level: the run is back to its level for good from then on.
+// 0: no window was below it (or no request came before the fault); -1:
+// the last window of the run still was.
 func Recover(faults []FaultRecord, recs []Record) {
 	if len(faults) == 0 {
 		return
@@ -91,11 +92,15 @@ func Recover(faults []FaultRecord, recs []Record) {
 			f.Recovery = 0
 			continue
 		}
+		// The end of the last window below the level (0 when none was).
+		f.Recovery = 0
 		for lo := f.At; lo <= last; lo += RecoveryWindow / 10 {
 			share, ttft, n := level(lo, lo+RecoveryWindow)
-			if n > 0 && share >= RecoveryShare*share0 && ttft <= RecoveryTTFT*ttft0 {
+			if n > 0 && !(share >= RecoveryShare*share0 && ttft <= RecoveryTTFT*ttft0) {
 				f.Recovery = lo + RecoveryWindow - f.At
-				break
+				if lo+RecoveryWindow > last {
+					f.Recovery = -1 // still below at the end of the run
+				}
 			}
 		}
 	}
