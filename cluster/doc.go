@@ -59,6 +59,7 @@
 //	 *Progress    | collector → run    | requests ended, emulated time                                                      | -
 //	 Done         | collector → run    | —                                                                                  | -
 //	 Failed       | collector → run    | record error                                                                       | -
+//	 InjectTick   | driver → driver    | — (timer: the schedule's next actions, at most 1 s ahead)                          | -
 //	 Crash        | driver → decode    | fault id (timer: the crash time)                                                   | -
 //	 Crash        | driver → prefill   | fault id (timer: the crash time)                                                   | -
 //	 Restart      | driver → decode    | fault id (timer: the restart time)                                                 | -

@@ -126,13 +126,74 @@ type injector struct {
 	prefill []Addr
 	router  Addr
 	buckets []Addr // fused deployments
+
+	actions []action // the schedule's sends, by time (plan)
+	next    int      // the first action not sent yet
+	armed   bool     // an InjectTick is pending
 }
 
+// action is one send of the schedule: msg to to at emulated time at.
+type action struct {
+	at  time.Duration
+	to  Addr
+	msg any
+}
+
+// InjectTick is the driver's timer for the fault schedule's next actions.
+type InjectTick struct{}
+
+// injectHop bounds the time between two InjectTicks: the schedule is
+// sent in steps so that a fault planned after the workload's end never
+// keeps a timer pending beyond injectHop (which would stretch the run).
+const injectHop = time.Second
+
+func (in *injector) at(to Addr, msg any, at time.Duration) {
+	in.actions = append(in.actions, action{at: at, to: to, msg: msg})
+}
+
+// start plans the schedule and arms the first tick.
 func (in *injector) start(o *outbox, now time.Duration) {
-	if in.buckets != nil {
-		in.startPool(o, now)
+	in.plan()
+	slices.SortStableFunc(in.actions, func(a, b action) int {
+		switch {
+		case a.at < b.at:
+			return -1
+		case a.at > b.at:
+			return 1
+		}
+		return 0
+	})
+	in.arm(o, now)
+}
+
+func (in *injector) arm(o *outbox, now time.Duration) {
+	if in.armed || in.next >= len(in.actions) {
 		return
 	}
+	in.armed = true
+	o.send(o.self, InjectTick{}, min(in.actions[in.next].at, now+injectHop)-now)
+}
+
+// tick sends the actions due by now and, while the workload runs
+// (running), arms the next tick.
+func (in *injector) tick(o *outbox, now time.Duration, running bool) {
+	in.armed = false
+	for in.next < len(in.actions) && in.actions[in.next].at <= now {
+		a := in.actions[in.next]
+		o.send(a.to, a.msg, 0)
+		in.next++
+	}
+	if running {
+		in.arm(o, now)
+	}
+}
+
+func (in *injector) plan() {
+	if in.buckets != nil {
+		in.planPool()
+		return
+	}
+	const now = 0
 	for _, e := range in.events {
 		at := e.At - now
 		var target Addr = -1
@@ -143,16 +204,16 @@ func (in *injector) start(o *outbox, now time.Duration) {
 			target = in.prefill[e.Index]
 		}
 		if e.Kind == topology.FaultSlow {
-			o.send(target, Slowdown{e.ID, e.Factor}, at)
+			in.at(target, Slowdown{e.ID, e.Factor}, at)
 			if e.End > 0 {
-				o.send(target, Slowdown{e.ID, 1}, e.End-now)
+				in.at(target, Slowdown{e.ID, 1}, e.End-now)
 			}
 			continue
 		}
 		if target >= 0 {
-			o.send(target, Crash{e.ID}, at)
+			in.at(target, Crash{e.ID}, at)
 			if e.End > 0 {
-				o.send(target, Restart{e.ID}, e.End-now)
+				in.at(target, Restart{e.ID}, e.End-now)
 			}
 		}
 		// The health probe: the router and every prefill worker (which
@@ -161,9 +222,9 @@ func (in *injector) start(o *outbox, now time.Duration) {
 		up := h
 		up.Up = true
 		for _, to := range append([]Addr{in.router}, in.prefill...) {
-			o.send(to, h, at+in.detect)
+			in.at(to, h, at+in.detect)
 			if e.End > 0 {
-				o.send(to, up, e.End-now+in.detect)
+				in.at(to, up, e.End-now+in.detect)
 			}
 		}
 	}

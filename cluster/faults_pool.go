@@ -39,20 +39,21 @@ func poolSchedule(spec *topology.Spec, pb *poolBuilt) []FaultEvent {
 	return out
 }
 
-// poolInjector sends a fused deployment's schedule at Start.
-func (in *injector) startPool(o *outbox, now time.Duration) {
+// planPool plans a fused deployment's schedule.
+func (in *injector) planPool() {
+	const now = 0
 	for _, e := range in.events {
 		target := in.buckets[e.Index]
 		if e.Kind == topology.FaultSlow {
-			o.send(target, Slowdown{e.ID, e.Factor}, e.At-now)
+			in.at(target, Slowdown{e.ID, e.Factor}, e.At-now)
 			if e.End > 0 {
-				o.send(target, Slowdown{e.ID, 1}, e.End-now)
+				in.at(target, Slowdown{e.ID, 1}, e.End-now)
 			}
 			continue
 		}
-		o.send(target, Crash{e.ID}, e.At-now)
+		in.at(target, Crash{e.ID}, e.At-now)
 		if e.End > 0 {
-			o.send(target, Restart{e.ID}, e.End-now)
+			in.at(target, Restart{e.ID}, e.End-now)
 		}
 		h := Health{Fault: e.ID, Target: KindBucket, Index: e.Index}
 		up := h
@@ -63,9 +64,9 @@ func (in *injector) startPool(o *outbox, now time.Duration) {
 		if e.Inst < 0 {
 			to = in.router
 		}
-		o.send(to, h, e.At-now+in.detect)
+		in.at(to, h, e.At-now+in.detect)
 		if e.End > 0 {
-			o.send(to, up, e.End-now+in.detect)
+			in.at(to, up, e.End-now+in.detect)
 		}
 	}
 }

@@ -37,6 +37,8 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 		err = n.drv.Released(m.Req, now)
 	case RequestEnded:
 		err = n.drv.Ended(m.Req, now)
+	case InjectTick:
+		n.faults.tick(&n.outbox, now, !n.drv.Done())
 	}
 	rels := n.drv.Ready()
 	if err != nil {

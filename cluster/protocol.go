@@ -131,6 +131,7 @@ var Protocol = []Hop{
 	{Failed{}, KindCollector, KindRun, "record error", "-"},
 
 	// Faults (faults.go): the driver injects the schedule.
+	{InjectTick{}, KindDriver, KindDriver, "— (timer: the schedule's next actions, at most 1 s ahead)", "-"},
 	{Crash{}, KindDriver, KindDecode, "fault id (timer: the crash time)", "-"},
 	{Crash{}, KindDriver, KindPrefill, "fault id (timer: the crash time)", "-"},
 	{Restart{}, KindDriver, KindDecode, "fault id (timer: the restart time)", "-"},

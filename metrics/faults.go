@@ -37,6 +37,26 @@ type FaultRecord struct {
 	Recovery time.Duration
 }
 
+// FaultsUntil keeps the faults that happened by end (the end of the run):
+// a fault scheduled later never happened, and nothing the run learnt after
+// its end counts.
+func FaultsUntil(faults []FaultRecord, end time.Duration) []FaultRecord {
+	var out []FaultRecord
+	for _, f := range faults {
+		if f.At > end {
+			continue
+		}
+		if f.Detected > end {
+			f.Detected = -1
+		}
+		if f.End > end {
+			f.End = -1
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // RecoveryWindow is the width of the windows Recover compares; a window
 // counts as recovered when its Direct share is at least RecoveryShare of
 // the pre-fault window's and its mean TTFT at most RecoveryTTFT times it.
