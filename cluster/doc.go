@@ -49,6 +49,9 @@
 //	 Finished     | decode → router    | decode index                                                                       | -
 //	 Evicted      | decode → router    | decode index, session                                                              | -
 //	 JobEnded     | decode → collector | ended Job                                                                          | collector
+//	 SyncReq      | decode → prefill   | D→P sync: session, blocks, KV tokens (dp_sync)                                     | -
+//	 SyncXfer     | prefill → link     | D→P sync to put on the wire                                                        | -
+//	 SyncDone     | link → prefill     | D→P sync landed: the backup advances                                               | -
 //	 ViewReq      | global → bucket    | Job (read only: the global router keeps it)                                        | global router
 //	 ViewResp     | bucket → global    | request id, BucketView                                                             | -
 //	 Assign       | global → bucket    | Job, global decision                                                               | bucket

@@ -148,6 +148,7 @@ type decodeNode struct {
 	collector Addr
 	series    *metrics.Series
 	f         *decodeFaults // nil: no faults
+	sync      *dpSync       // D→P sync (dpsync.go); nil when off
 }
 
 func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
@@ -169,6 +170,7 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 		}
 		n.send(n.router, AdmitReply{Job: m.Job, DS: m.DS, D: n.idx, Mode: mode, Reason: reason}, 0)
 	case KVReady:
+		n.sync.arrived(m.Job)
 		n.w.Arrive(now, m.Job)
 	case RunJob:
 		m.Job.D = n.idx
@@ -187,6 +189,7 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 					continue
 				}
 			}
+			n.sync.ended(&n.outbox, ev.Job, n.idx)
 			n.send(n.router, Finished{n.idx}, 0)
 			n.send(n.collector, JobEnded{ev.Job}, 0)
 		case gpu.EvEvicted:
@@ -216,6 +219,8 @@ func (n *prefillNode) Handle(now time.Duration, msg any) Ready {
 	}
 	if m, ok := msg.(Prefill); ok {
 		n.w.Submit(now, m.Job)
+	} else {
+		n.handleSync(msg) // dpsync.go
 	}
 	n.w.Advance(now)
 	rd := n.w.Ready()
@@ -241,9 +246,13 @@ type linkNode struct {
 	decode        []Addr
 	inflight      map[uint64]*gpu.Job
 	f             *linkFaults // nil: no faults
+	sync          *linkSync   // D→P sync (dpsync.go); nil when off
 }
 
 func (n *linkNode) Handle(now time.Duration, msg any) Ready {
+	if m, ok := msg.(SyncXfer); ok {
+		n.startSync(now, m) // dpsync.go
+	}
 	if m, ok := msg.(Transfer); ok {
 		j := m.Job
 		j.TransferBytes = int64(j.Req.InputLen) * n.bytesPerToken
@@ -255,6 +264,9 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 	n.nic.Advance(now)
 	rd := n.nic.Ready()
 	for _, c := range rd.Out {
+		if n.syncDone(c.ID, c.Err) {
+			continue
+		}
 		j := n.inflight[c.ID]
 		delete(n.inflight, c.ID)
 		j.TransferEnd = c.At
@@ -269,7 +281,7 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 	// Wake only while transfers are in flight: a scheduled fault with
 	// nothing on the wire changes nothing until the next Start (which
 	// applies it), and waking for it would stretch the run past its end.
-	return n.ready(rd.Wake, rd.HasWake && len(n.inflight) > 0)
+	return n.ready(rd.Wake, rd.HasWake && len(n.inflight)+n.syncsInFlight() > 0)
 }
 
 // ---------------------------------------------------------------- collector
