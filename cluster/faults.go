@@ -26,8 +26,13 @@ import (
 
 // The fault messages.
 type (
-	// Crash makes a node lose its state and stop (fault Fault).
-	Crash struct{ Fault int }
+	// Crash makes a node lose its state and stop (fault Fault). Node: the
+	// whole node (the actor runtime fails its actor, and the supervisor
+	// restarts it), not one instance of a bucket.
+	Crash struct {
+		Fault int
+		Node  bool
+	}
 	// Restart brings a crashed node back with fresh state.
 	Restart struct{ Fault int }
 	// Slowdown multiplies every forward pass of a node by Factor (1 ends
@@ -211,7 +216,7 @@ func (in *injector) plan() {
 			continue
 		}
 		if target >= 0 {
-			in.at(target, Crash{e.ID}, at)
+			in.at(target, Crash{e.ID, true}, at)
 			if e.End > 0 {
 				in.at(target, Restart{e.ID}, e.End-now)
 			}

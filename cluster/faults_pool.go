@@ -51,7 +51,7 @@ func (in *injector) planPool() {
 			}
 			continue
 		}
-		in.at(target, Crash{e.ID}, e.At-now)
+		in.at(target, Crash{e.ID, e.Inst < 0}, e.At-now)
 		if e.End > 0 {
 			in.at(target, Restart{e.ID}, e.End-now)
 		}

@@ -169,6 +169,9 @@ type FaultSummary struct {
 	DetectionMS float64       `json:"mean_detection_ms"`
 	RecoveryMS  float64       `json:"max_recovery_ms"`
 	List        []FaultReport `json:"list"`
+	// Restarts: the actor runtime's supervisor restarts per actor (an
+	// injected crash fails the node's actor; filled by package actors).
+	Restarts map[string]int `json:"actor_restarts,omitempty"`
 }
 
 // FaultReport is one fault in summary.json.
