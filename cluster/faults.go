@@ -109,7 +109,7 @@ func buildSchedule(spec *topology.Spec, nics []topology.NIC, nicDs [][]int) []Fa
 			switch f.Kind {
 			case topology.FaultCut:
 				if cur == nil {
-					add(FaultEvent{Kind: topology.FaultCut, Target: KindLink, Index: preIdx[n.Prefill], Ds: nicDs[ni], Name: n.Prefill + "/" + n.Device, At: f.At})
+					add(FaultEvent{Kind: topology.FaultCut, Target: KindLink, Index: preIdx[n.Prefill], Ds: nicDs[ni], Name: n.Prefill + "/" + n.Device, At: f.At, Chaos: f.Chaos})
 					cur = &out[len(out)-1]
 				}
 			case topology.FaultRestore:

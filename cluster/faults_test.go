@@ -302,6 +302,12 @@ func TestFaultProperties(t *testing.T) {
 				spec.Workload.Generator.ThinkTime = time.Second
 				spec.Recovery.RetryBudget = seed % 3
 				spec.Recovery.DetectionDelay = time.Duration(1+seed%4) * 250 * time.Millisecond
+				if seed%2 == 1 {
+					// Memory pressure: admissions, evictions and waits for room.
+					for i := range spec.Decode {
+						spec.Decode[i].KVBudgetTokens = 24000
+					}
+				}
 				randomFaults(rand.New(rand.NewPCG(uint64(seed), 7)), spec, 20*time.Second)
 				return spec
 			}
@@ -316,6 +322,9 @@ func TestFaultProperties(t *testing.T) {
 			assert.Equal(t, a.read, len(a.recs), "%s: completed + failed = released", name)
 			for _, w := range a.workers {
 				if w.Kind == "decode" {
+					// K_d, not rho*K_d: Fallback and admission-free requests
+					// reserve up to the pool on arrival, faults or not
+					// (kvc/seed1 without faults peaks at 22043 > 0.95*22800).
 					assert.LessOrEqual(t, w.MaxKV, w.CapKV, "%s: %s", name, w.Name)
 				}
 			}

@@ -312,7 +312,7 @@ func DrawChaos(spec *Spec, k Chaos) {
 	for i := range spec.Links {
 		l := &spec.Links[i]
 		draw(k.MTBFLink, func(at time.Duration) {
-			l.Faults = append(l.Faults, LinkFault{At: at, Kind: FaultCut}, LinkFault{At: at + k.RestartAfter, Kind: FaultRestore})
+			l.Faults = append(l.Faults, LinkFault{At: at, Kind: FaultCut, Chaos: true}, LinkFault{At: at + k.RestartAfter, Kind: FaultRestore, Chaos: true})
 			slices.SortStableFunc(l.Faults, func(a, b LinkFault) int {
 				if a.At < b.At {
 					return -1

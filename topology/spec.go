@@ -240,6 +240,7 @@ type LinkFault struct {
 	At     time.Duration // >= 0
 	Kind   string        // FaultDegrade, FaultCut or FaultRestore
 	Factor float64       // FaultDegrade: in (0, 1]; 0 for the other kinds
+	Chaos  bool          // drawn by the chaos block
 }
 
 // Router is the routing policy and its parameters, with defaults filled in.
