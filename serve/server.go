@@ -511,7 +511,9 @@ func (rl *relay) run(events <-chan Event) {
 			}
 			rl.produced++
 			if rl.c.stream {
-				rl.chunk(fillerToken(rl.seed, ev.Index), ev.Index == 0)
+				// Flush when nothing else is pending: a burst of due
+				// tokens goes out in one write.
+				rl.chunk(fillerToken(rl.seed, ev.Index), ev.Index == 0, len(events) == 0)
 			}
 		case EvDone, EvFailed:
 			end = ev
@@ -560,7 +562,10 @@ func (rl *relay) startStream() {
 }
 
 // sse writes one data: line and flushes it.
-func (rl *relay) sse(v any) {
+func (rl *relay) sse(v any) { rl.write(v, true) }
+
+// write writes one data: line, flushing it if flush is set.
+func (rl *relay) write(v any, flush bool) {
 	if rl.gone {
 		return
 	}
@@ -582,12 +587,15 @@ func (rl *relay) sse(v any) {
 		rl.gone = true
 		return
 	}
+	if !flush {
+		return
+	}
 	if err := rl.rc.Flush(); err != nil {
 		rl.gone = true
 	}
 }
 
-func (rl *relay) chunk(text string, first bool) {
+func (rl *relay) chunk(text string, first, flush bool) {
 	resp := rl.base()
 	ch := chatChoice{Index: 0}
 	if rl.c.chat {
@@ -599,7 +607,7 @@ func (rl *relay) chunk(text string, first bool) {
 		ch.Text = &text
 	}
 	resp.Choices = []chatChoice{ch}
-	rl.sse(resp)
+	rl.write(resp, flush)
 }
 
 func (rl *relay) info(end Event) *pdemuInfo {
