@@ -139,6 +139,30 @@ func (b *Bridge) Close() {
 	}
 }
 
+// Abort closes the Bridge and fails every request in flight with reason
+// (the run behind it stopped: nothing will report them).
+func (b *Bridge) Abort(reason string) {
+	b.Close()
+	now := b.emulated()
+	b.mu.Lock()
+	streams := b.streams
+	b.streams = map[int64]*stream{}
+	b.queue = nil
+	b.mu.Unlock()
+	for _, st := range streams {
+		st.mu.Lock()
+		if !st.hasEnd {
+			arr := st.arrival
+			if !st.hasFirst {
+				arr = now
+			}
+			st.end, st.hasEnd = End{ID: st.req.ID, Worker: st.worker, Arrival: arr, Done: now, Failed: reason, Now: now}, true
+		}
+		st.mu.Unlock()
+		st.poke()
+	}
+}
+
 // Wait returns when every stream has emitted its last event.
 func (b *Bridge) Wait() { b.wg.Wait() }
 

@@ -123,3 +123,28 @@ func TestBridgeBehindServer(t *testing.T) {
 	assert.Equal(t, 40, b.Lag().Samples)
 	assert.EqualValues(t, 20, b.nextID)
 }
+
+// Abort fails what is in flight (the run behind the bridge stopped) and
+// Next returns EOF.
+func TestBridgeAbortFailsInFlight(t *testing.T) {
+	b := NewBridge(BridgeOptions{})
+	ev1, err := b.Submit(context.Background(), &workload.Request{OutputLen: 5})
+	require.NoError(t, err)
+	r, err := b.Next()
+	require.NoError(t, err)
+	b.FirstToken(r.ID, "d0", 0, time.Millisecond, time.Millisecond)
+	ev2, err := b.Submit(context.Background(), &workload.Request{OutputLen: 5})
+	require.NoError(t, err)
+	b.Abort("stopped")
+	for _, ev := range []<-chan Event{ev1, ev2} {
+		var last Event
+		for e := range ev {
+			last = e
+		}
+		assert.Equal(t, EvFailed, last.Kind)
+		assert.Equal(t, "stopped", last.Reason)
+	}
+	_, err = b.Next()
+	assert.ErrorIs(t, err, io.EOF)
+	b.Wait()
+}

@@ -102,5 +102,5 @@ type RouterState struct {
 type LinkState struct {
 	Name        string
 	Bytes       int64   // KV bytes moved so far (monotonic)
-	Utilisation float64 // fraction of line rate in use now, 0..1
+	Utilisation float64 // busy fraction (a transfer in flight) recently, 0..1
 }

@@ -131,7 +131,7 @@ var (
 	descBlack    = prometheus.NewDesc("pdemu_router_blacklists_total", "Workers blacklisted for a request after a rejection.", []string{"model_name"}, nil)
 	descReject   = prometheus.NewDesc("pdemu_router_rejections_total", "Admission rejections.", []string{"model_name"}, nil)
 	descLinkB    = prometheus.NewDesc("pdemu_link_bytes_total", "KV bytes moved over the link.", []string{"model_name", "link"}, nil)
-	descLinkU    = prometheus.NewDesc("pdemu_link_utilisation", "Fraction of the link's line rate in use, 0 to 1.", []string{"model_name", "link"}, nil)
+	descLinkU    = prometheus.NewDesc("pdemu_link_utilisation", "Fraction of emulated time the link had a transfer in flight over the last emulated second, 0 to 1.", []string{"model_name", "link"}, nil)
 	descLag      = prometheus.NewDesc("pdemu_clock_lag_seconds", "How far emulated time is behind wall time × time scale (emulated seconds).", []string{"model_name"}, nil)
 	descEmu      = prometheus.NewDesc("pdemu_emulated_seconds", "Emulated clock.", []string{"model_name"}, nil)
 )
