@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"errors"
-	"io"
 	"sort"
 	"sync"
 	"time"
@@ -11,12 +10,12 @@ import (
 	"github.com/pdemu/pdemu/workload"
 )
 
-// Bridge is the Cluster side of a wall-clock run of the emulated cluster:
-// the run reads its requests from the Bridge (it is the run's
-// workload.Source: Next blocks until a request is submitted, and returns
-// io.EOF once the Bridge is closed and its queue is empty) and reports
-// each request's first token and end to it (FirstToken, Ended). The Bridge
-// turns those reports into the Event stream of Cluster.Submit.
+// Bridge is the Cluster side of a wall-clock run of the emulated cluster.
+// Submit queues a request and calls the notify function (SetNotify); the
+// run then Takes the queued requests and releases each at the emulated
+// time it takes it, and reports each request's first token and end
+// (FirstToken, Ended). The Bridge turns those reports into the Event
+// stream of Cluster.Submit.
 //
 // Token timing: the first token and the last one are emitted when the run
 // reports them (emulated TTFT and E2E are the run's own). The emulated
@@ -28,8 +27,9 @@ import (
 // if the end comes first, the remaining tokens are emitted at once, and if
 // the pacing runs ahead, the last token waits for the end.
 //
-// FirstToken and Ended never block (they are called on actor goroutines);
-// each stream has its own goroutine that waits for a slow consumer.
+// FirstToken, Ended and Take never block (they are called on actor
+// goroutines); each stream has its own goroutine that waits for a slow
+// consumer.
 type Bridge struct {
 	scale float64
 	guess func(worker string, r *workload.Request) time.Duration
@@ -37,7 +37,7 @@ type Bridge struct {
 	mu      sync.Mutex
 	now     func() time.Duration
 	queue   []*workload.Request
-	wake    chan struct{}
+	notify  func()
 	closed  bool
 	nextID  int64
 	streams map[int64]*stream
@@ -73,7 +73,7 @@ func NewBridge(o BridgeOptions) *Bridge {
 	if o.StepGuess == nil {
 		o.StepGuess = func(string, *workload.Request) time.Duration { return 20 * time.Millisecond }
 	}
-	return &Bridge{scale: o.TimeScale, guess: o.StepGuess, wake: make(chan struct{}, 1),
+	return &Bridge{scale: o.TimeScale, guess: o.StepGuess,
 		streams: map[int64]*stream{}, steps: map[string]time.Duration{}, workers: map[string]WorkerState{},
 		links: map[string]LinkState{}}
 }
@@ -96,47 +96,53 @@ func (b *Bridge) emulated() time.Duration {
 	return f()
 }
 
+// SetNotify sets the function Submit and Close call (with no lock held)
+// to tell the run that requests wait to be taken or that the Bridge
+// closed. It must not block.
+func (b *Bridge) SetNotify(f func()) {
+	b.mu.Lock()
+	b.notify = f
+	b.mu.Unlock()
+}
+
 func (b *Bridge) signal() {
-	select {
-	case b.wake <- struct{}{}:
-	default:
+	b.mu.Lock()
+	f := b.notify
+	b.mu.Unlock()
+	if f != nil {
+		f()
 	}
 }
 
-// Next implements workload.Source for the run's driver: it blocks until a
-// request is submitted (or returns io.EOF once closed and drained).
-// Requests come out in submission order with dense IDs from 0 and Arrival
-// 0 (released at once: their arrival is the emulated time they come out).
-func (b *Bridge) Next() (*workload.Request, error) {
-	for {
-		b.mu.Lock()
-		if len(b.queue) > 0 {
-			r := b.queue[0]
-			b.queue[0] = nil
-			b.queue = b.queue[1:]
-			b.mu.Unlock()
-			return r, nil
-		}
-		closed := b.closed
-		b.mu.Unlock()
-		if closed {
-			return nil, io.EOF
-		}
-		<-b.wake
+// Take returns the next submitted request if there is one (in submission
+// order, with dense IDs from 0; the run sets its arrival). drained
+// reports that the Bridge is closed and every request was taken.
+func (b *Bridge) Take() (r *workload.Request, ok, drained bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) > 0 {
+		r = b.queue[0]
+		b.queue[0] = nil
+		b.queue = b.queue[1:]
+		return r, true, false
 	}
+	return nil, false, b.closed
 }
 
-// Close stops accepting requests; Next returns io.EOF once the requests
-// already submitted were read. Streams in flight run to their end.
+// Submitted is the number of requests submitted so far.
+func (b *Bridge) Submitted() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.nextID
+}
+
+// Close stops accepting requests; Take reports drained once the requests
+// already submitted were taken. Streams in flight run to their end.
 func (b *Bridge) Close() {
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
 	b.signal()
-	select { // wake Next even if a signal is pending
-	case b.wake <- struct{}{}:
-	default:
-	}
 }
 
 // Abort closes the Bridge and fails every request in flight with reason
@@ -178,7 +184,6 @@ func (b *Bridge) Submit(_ context.Context, r *workload.Request) (<-chan Event, e
 		return nil, ErrClosed
 	}
 	r.ID = b.nextID
-	r.Arrival = 0
 	b.nextID++
 	st := &stream{b: b, req: r, out: make(chan Event, 64), notify: make(chan struct{}, 1)}
 	b.streams[r.ID] = st

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"io"
 	"sync"
 	"testing"
 	"time"
@@ -21,27 +20,38 @@ func fakeRun(t *testing.T, b *Bridge, ttft, itl time.Duration, fail func(*worklo
 	start := time.Now()
 	now := func() time.Duration { return time.Since(start) }
 	b.Attach(now)
+	kick := make(chan struct{}, 1)
+	b.SetNotify(func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for {
-			r, err := b.Next()
-			if err == io.EOF {
-				return
-			}
-			require.NoError(t, err)
-			wg.Go(func() {
-				arr := now()
-				time.Sleep(ttft)
-				first := arr + ttft
-				if reason := fail(r); reason != "" {
-					b.Ended(End{ID: r.ID, Worker: "d0", Arrival: arr, Done: first, Failed: reason, Now: now()})
+		for range kick {
+			for {
+				r, ok, drained := b.Take()
+				if drained {
 					return
 				}
-				b.FirstToken(r.ID, "d0", arr, first, now())
-				d := itl * time.Duration(r.OutputLen-1)
-				time.Sleep(d)
-				b.Ended(End{ID: r.ID, Worker: "d0", Mode: "Seed", CachedTokens: 24, Arrival: arr, FirstToken: first, Done: first + d, Now: now()})
-			})
+				if !ok {
+					break
+				}
+				wg.Go(func() {
+					arr := now()
+					time.Sleep(ttft)
+					first := arr + ttft
+					if reason := fail(r); reason != "" {
+						b.Ended(End{ID: r.ID, Worker: "d0", Arrival: arr, Done: first, Failed: reason, Now: now()})
+						return
+					}
+					b.FirstToken(r.ID, "d0", arr, first, now())
+					d := itl * time.Duration(r.OutputLen-1)
+					time.Sleep(d)
+					b.Ended(End{ID: r.ID, Worker: "d0", Mode: "Seed", CachedTokens: 24, Arrival: arr, FirstToken: first, Done: first + d, Now: now()})
+				})
+			}
 		}
 	})
 	return &wg
@@ -125,13 +135,13 @@ func TestBridgeBehindServer(t *testing.T) {
 }
 
 // Abort fails what is in flight (the run behind the bridge stopped) and
-// Next returns EOF.
+// Take reports drained.
 func TestBridgeAbortFailsInFlight(t *testing.T) {
 	b := NewBridge(BridgeOptions{})
 	ev1, err := b.Submit(context.Background(), &workload.Request{OutputLen: 5})
 	require.NoError(t, err)
-	r, err := b.Next()
-	require.NoError(t, err)
+	r, ok, _ := b.Take()
+	require.True(t, ok)
 	b.FirstToken(r.ID, "d0", 0, time.Millisecond, time.Millisecond)
 	ev2, err := b.Submit(context.Background(), &workload.Request{OutputLen: 5})
 	require.NoError(t, err)
@@ -144,7 +154,8 @@ func TestBridgeAbortFailsInFlight(t *testing.T) {
 		assert.Equal(t, EvFailed, last.Kind)
 		assert.Equal(t, "stopped", last.Reason)
 	}
-	_, err = b.Next()
-	assert.ErrorIs(t, err, io.EOF)
+	_, ok, drained := b.Take()
+	assert.False(t, ok)
+	assert.True(t, drained)
 	b.Wait()
 }
