@@ -183,10 +183,28 @@ func (s *Server) httpServer() *http.Server {
 func (s *Server) Serve(l net.Listener) error { return s.httpServer().Serve(l) }
 
 // Shutdown drains: new requests get 503, the listener closes, and it
-// returns when every in-flight request has ended (or ctx expires).
+// returns when every in-flight request has ended (or ctx expires). Once
+// none is in flight, connections still open (idle keep-alives, and ones a
+// client opened but never used, which http.Server.Shutdown would wait 5 s
+// for) are closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
-	return s.httpServer().Shutdown(ctx)
+	srv := s.httpServer()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if s.InFlight() == 0 {
+				_ = srv.Close()
+				return <-done
+			}
+		}
+	}
 }
 
 // InFlight is the number of requests admitted and not yet ended.
