@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/pdemu/pdemu/metrics"
 )
 
 // Clock carries every message between actors, now or after an emulated
@@ -194,6 +196,13 @@ func (c *VirtualClock) Run(ctx context.Context, horizon time.Duration) error {
 // ---------------------------------------------------------------- wall
 
 // WallClock runs emulated time as real time multiplied by Scale.
+//
+// It measures its own fidelity (Judge): how late each timer delivery was,
+// in real and in emulated time, and the share of real time the process was
+// saturated: at least one delivered message not yet handled by its actor
+// (shell reports each handled message). A run that keeps up spends most of
+// its real time waiting for timers; one that cannot is always busy, and
+// its messages queue in mailboxes on top of the timer lateness.
 type WallClock struct {
 	sys   *actor.ActorSystem
 	scale float64
@@ -202,6 +211,12 @@ type WallClock struct {
 	stopped atomic.Bool
 	mu      sync.Mutex
 	late    []time.Duration
+
+	busyMu    sync.Mutex
+	pending   int64 // delivered messages not yet handled
+	busySince time.Time
+	busy      time.Duration
+	stopAt    time.Time
 }
 
 // NewWallClock starts a wall clock now; scale must be > 0.
@@ -214,13 +229,24 @@ func (c *WallClock) Now() time.Duration {
 	return time.Duration(float64(time.Since(c.start)) * c.scale)
 }
 
+// deliver hands msg to its actor and counts it as pending until handled.
+func (c *WallClock) deliver(to *actor.PID, msg any) {
+	c.busyMu.Lock()
+	if c.pending == 0 {
+		c.busySince = time.Now()
+	}
+	c.pending++
+	c.busyMu.Unlock()
+	c.sys.Root.Send(to, &envelope{msg})
+}
+
 // Send implements Clock.
 func (c *WallClock) Send(_ int32, _ uint64, to *actor.PID, msg any, d time.Duration) {
 	if c.stopped.Load() {
 		return
 	}
 	if d <= 0 {
-		c.sys.Root.Send(to, &envelope{msg})
+		c.deliver(to, msg)
 		return
 	}
 	real := time.Duration(float64(d) / c.scale)
@@ -233,14 +259,28 @@ func (c *WallClock) Send(_ int32, _ uint64, to *actor.PID, msg any, d time.Durat
 		c.mu.Lock()
 		c.late = append(c.late, late)
 		c.mu.Unlock()
-		c.sys.Root.Send(to, &envelope{msg})
+		c.deliver(to, msg)
 	})
 }
 
-func (c *WallClock) handled() {}
+func (c *WallClock) handled() {
+	c.busyMu.Lock()
+	c.pending--
+	if c.pending == 0 {
+		c.busy += time.Since(c.busySince)
+	}
+	c.busyMu.Unlock()
+}
 
 // Stop makes pending and future timers drop their messages.
-func (c *WallClock) Stop() { c.stopped.Store(true) }
+func (c *WallClock) Stop() {
+	c.stopped.Store(true)
+	c.busyMu.Lock()
+	if c.stopAt.IsZero() {
+		c.stopAt = time.Now()
+	}
+	c.busyMu.Unlock()
+}
 
 // Lateness returns the timer lateness samples (real time), sorted.
 func (c *WallClock) Lateness() []time.Duration {
@@ -249,4 +289,31 @@ func (c *WallClock) Lateness() []time.Duration {
 	out := append([]time.Duration(nil), c.late...)
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// SaturatedShare is the share of the real time from start to Stop (or
+// now) during which some delivered message was not yet handled.
+func (c *WallClock) SaturatedShare() float64 {
+	c.busyMu.Lock()
+	defer c.busyMu.Unlock()
+	end := c.stopAt
+	if end.IsZero() {
+		end = time.Now()
+	}
+	busy := c.busy
+	if c.pending > 0 {
+		busy += end.Sub(c.busySince)
+	}
+	total := end.Sub(c.start)
+	if total <= 0 {
+		return 0
+	}
+	return min(1, max(0, float64(busy)/float64(total)))
+}
+
+// Judge fills the clock section of a wall run's summary: lateness in real
+// and emulated time, saturated share and the fidelity verdict against the
+// run's TTFT p50 (emulated ms); see metrics.JudgeWall for the bound.
+func (c *WallClock) Judge(clk *metrics.Clock, ttftP50 float64) {
+	metrics.JudgeWall(clk, c.Lateness(), c.scale, c.SaturatedShare(), ttftP50)
 }

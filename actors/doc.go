@@ -1,10 +1,16 @@
-// Package actors runs pdemu's pure state machines (policy, gpu, transfer,
-// workload) as protoactor-go actors in emulated time. It is, with cmd/, the
-// only package that imports protoactor.
+// Package actors runs a pdemu cluster (package cluster: pure nodes wired
+// by address) as protoactor-go actors in emulated time. It is, with cmd/,
+// the only package that imports protoactor.
 //
-// Every actor is a thin adapter: it turns a message into a call on its pure
-// core and the core's results into sends and timers. All sends and timers
-// go through one Clock:
+// There is one actor type, shell: it hosts one cluster node, hands it each
+// clock-delivered message through cluster.Host, and sends what the node
+// returns (envelopes to addresses, resolved here to PIDs, and its Wake
+// timer) through the run's Clock. Messages to cluster.RunAddr end the run
+// or report progress instead. No actor holds state of its own or writes a
+// gpu.Job; Run builds the cluster from the Spec, spawns one shell per
+// node, runs the clock and summarises.
+//
+// All sends and timers go through one Clock:
 //
 //   - VirtualClock is a deterministic discrete-event clock (BSP): every
 //     message is queued under the key (time, sender id, sender sequence);
@@ -12,7 +18,9 @@
 //     one goroutine, waits until every actor has finished handling them (an
 //     in-flight counter), then moves on. Actors run in parallel within a
 //     step but each sees the same message order in every run, so outputs
-//     are byte-identical across runs and GOMAXPROCS values.
+//     are byte-identical across runs and GOMAXPROCS values (and equal to
+//     cluster/clustertest's in-memory network, which delivers in the same
+//     order without actors).
 //   - WallClock runs in real time scaled by a factor S (an emulated delay d
 //     fires after d/S of real time) and measures timer lateness.
 //

@@ -3,10 +3,12 @@ package actors
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/policy"
 	"github.com/pdemu/pdemu/workload"
@@ -16,22 +18,25 @@ import (
 // request finished, so the benchmark measures the router actor and the
 // message hops, not a worker model.
 type instantDecode struct {
-	node
 	idx    int
-	router *actor.PID
+	router cluster.Addr
+	out    []cluster.Envelope
 	done   *atomic.Int64
 	target int64
 	finish chan struct{}
 }
 
-func (a *instantDecode) handle(msg any) {
-	if m, ok := msg.(admitMsg); ok {
-		a.send(a.router, admitReply{job: m.job, ds: m.ds, d: a.idx, mode: policy.ModeDirect}, 0)
-		a.send(a.router, finishedMsg{a.idx}, 0)
+func (a *instantDecode) Handle(_ time.Duration, msg any) cluster.Ready {
+	a.out = a.out[:0]
+	if m, ok := msg.(cluster.Admit); ok {
+		a.out = append(a.out,
+			cluster.Envelope{To: a.router, Msg: cluster.AdmitReply{Job: m.Job, DS: m.DS, D: a.idx, Mode: policy.ModeDirect}},
+			cluster.Envelope{To: a.router, Msg: cluster.Finished{D: a.idx}})
 		if a.done.Add(1) == a.target {
 			close(a.finish)
 		}
 	}
+	return cluster.Ready{Out: a.out}
 }
 
 type counter struct {
@@ -76,31 +81,29 @@ func BenchmarkRouterActor(b *testing.B) {
 		}
 		var done atomic.Int64
 		finish := make(chan struct{})
-		rtr := &routerActor{node: node{id: 1, name: "router", clk: clk}, pol: k, adm: k, fb: k}
-		spawn := func(n *node, h handler) *actor.PID {
-			sh := &shell{n: n, h: h, run: rs}
-			pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return sh }))
-			n.self = pid
-			return pid
-		}
-		rpid := spawn(&rtr.node, rtr)
-		var pids []*actor.PID
+		cl := &cluster.Cluster{}
+		var decode []cluster.Addr
 		for d := 0; d < nd; d++ {
-			dec := &instantDecode{node: node{id: int32(2 + d), clk: clk}, idx: d, router: rpid, done: &done, target: int64(b.N), finish: finish}
-			pids = append(pids, spawn(&dec.node, dec))
+			decode = append(decode, cluster.Addr(d+1))
 		}
-		rtr.decode = pids
+		cl.Nodes = append(cl.Nodes, cluster.NewRouter(k, nil, decode))
+		for d := 0; d < nd; d++ {
+			cl.Nodes = append(cl.Nodes, &instantDecode{idx: d, router: 0, done: &done, target: int64(b.N), finish: finish})
+		}
+		cl.Names = make([]string, len(cl.Nodes))
+		pids := spawn(sys, cl, clk, rs, false)
+		rpid := pids[0]
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			r := reqs[i%len(reqs)]
-			sys.Root.Send(rpid, &envelope{newJobMsg{&gpu.Job{Req: r, P: -1, D: -1}}})
+			sys.Root.Send(rpid, &envelope{cluster.NewJob{Job: &gpu.Job{Req: r, P: -1, D: -1}}})
 		}
 		<-finish
 		b.StopTimer()
 		routed = float64(b.N) / b.Elapsed().Seconds()
 		b.ReportMetric(routed, "req/s")
-		for _, p := range append(pids, rpid) {
+		for _, p := range pids {
 			_ = sys.Root.StopFuture(p).Wait()
 		}
 	})
@@ -111,7 +114,7 @@ func BenchmarkRouterActor(b *testing.B) {
 		sys := ps.sys
 		c := &counter{target: int64(b.N), finish: make(chan struct{})}
 		pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
-		msg := &envelope{startMsg{}}
+		msg := &envelope{cluster.Start{}}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -230,7 +231,7 @@ func TestVirtualClockSurvivesDeadLetters(t *testing.T) {
 	defer sys.EventStream.Unsubscribe(sub)
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	require.NoError(t, sys.Root.StopFuture(pid).Wait())
-	clk.Send(1, 1, pid, startMsg{}, time.Second)
+	clk.Send(1, 1, pid, cluster.Start{}, time.Second)
 	done := make(chan error, 1)
 	go func() { done <- clk.Run(context.Background(), 0) }()
 	select {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdemu/pdemu/bench"
 	"github.com/pdemu/pdemu/policy"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -117,7 +118,7 @@ func BenchmarkRoute(b *testing.B) {
 	}
 }
 
-// BenchmarkRouteParallel routes through policy.SyncKVC from GOMAXPROCS
+// BenchmarkRouteParallel routes through bench.SyncKVC from GOMAXPROCS
 // goroutines (every goroutine its own warm or cold sessions) and reports
 // decisions/s and the speed-up over the same front driven by one
 // goroutine (measured in the same run, before the parallel phase).
@@ -129,7 +130,7 @@ func BenchmarkRouteParallel(b *testing.B) {
 	}{{"warm", 64}, {"warm", 4096}, {"cold", 4096}} {
 		b.Run(fmt.Sprintf("D=%d/blocks=%d/%s", decode, c.n, c.kind), func(b *testing.B) {
 			procs := runtime.GOMAXPROCS(0)
-			front, err := policy.NewSyncKVC(policy.KVCConfig{Alpha: 1, TauReject: 3, Epsilon: 2, Prefill: 1, Decode: decode})
+			front, err := bench.NewSyncKVC(policy.KVCConfig{Alpha: 1, TauReject: 3, Epsilon: 2, Prefill: 1, Decode: decode})
 			if err != nil {
 				b.Fatal(err)
 			}

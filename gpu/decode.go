@@ -214,6 +214,7 @@ func (w *DecodeWorker) Admit(now time.Duration, j *Job) (policy.Mode, string) {
 		return mode, reason
 	}
 	j.Mode, j.Admitted = mode, now
+	j.DGot, j.KVReserved = now, now
 	footprint := r.InputLen + reserve
 	if s == nil {
 		s = &residency{}
@@ -270,6 +271,7 @@ func (w *DecodeWorker) evictFor(now time.Duration, keep int32, need int, minIdle
 // with an EvEvicted so that the router forgets it too.
 func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 	w.advance(now)
+	j.DGot = now
 	if j.Failed != "" {
 		if j.Mode != policy.ModeFallback && j.Mode != policy.ModeVanilla {
 			if s := w.sess[j.Req.Session]; s != nil {
@@ -311,7 +313,7 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 // and the request waits FIFO until its KV fits, evicting idle sessions.
 func (w *DecodeWorker) Run(now time.Duration, j *Job) {
 	w.advance(now)
-	j.Mode = policy.ModeDirect
+	j.Mode, j.DGot = policy.ModeDirect, now
 	app := realAppend(j, w.sess[j.Req.Session])
 	j.PrefillTokens, j.CachedTokens = app, j.Req.InputLen-app
 	w.waitRoom = append(w.waitRoom, j)
@@ -358,7 +360,7 @@ func (w *DecodeWorker) admitRoom(now time.Duration) {
 		s.blocks = r.Blocks
 		s.active++
 		s.lastUse = now
-		j.Admitted = now
+		j.Admitted, j.KVReserved = now, now
 		if j.Mode == policy.ModeDirect {
 			w.prefillQ = append(w.prefillQ, j)
 			w.kick(now)
@@ -367,228 +369,4 @@ func (w *DecodeWorker) admitRoom(now time.Duration) {
 			w.drainReady(now)
 		}
 	}
-}
-
-// kick starts the next mixed pass if prefill work is pending and no pass is
-// in flight: a chunk of the current (or next queued) append-prefill plus
-// one decode step of the running batch.
-func (w *DecodeWorker) kick(now time.Duration) {
-	if w.curChunk > 0 {
-		return
-	}
-	if w.cur == nil {
-		if len(w.prefillQ) == 0 {
-			return
-		}
-		w.cur = w.prefillQ[0]
-		w.prefillQ = w.prefillQ[1:]
-		w.cur.PrefillStart = now
-		w.cur.chunkDone = 0
-	}
-	j := w.cur
-	w.curChunk = max(1, min(w.cfg.ChunkTokens, j.PrefillTokens-j.chunkDone))
-	var pass Pass
-	pass.AddPrefill(w.curChunk, j.CachedTokens+j.chunkDone)
-	pass.AddDecode(len(w.running), w.context())
-	w.curDec = len(w.running)
-	w.curEnd = now + w.cost.StepTime(pass)
-}
-
-// drainReady moves ready jobs into the batch while slots allow. Jobs whose
-// KV is already reserved (admitted ones) go first come first served; a job
-// that still needs room (Fallback/Vanilla) waits until it fits, and the
-// ones needing room behind it wait too (FIFO among them), but it never
-// blocks a reserved job: that could deadlock the pool.
-func (w *DecodeWorker) drainReady(now time.Duration) {
-	kept := w.ready[:0]
-	blocked := false
-	for _, j := range w.ready {
-		if len(w.running) >= w.cfg.MaxRunning {
-			kept = append(kept, j)
-			continue
-		}
-		if j.footprint > 0 && !j.reserved {
-			if blocked {
-				kept = append(kept, j)
-				continue
-			}
-			w.evictFor(now, -1, j.footprint, 0)
-			if w.used+j.footprint > w.cap {
-				blocked = true
-				kept = append(kept, j)
-				continue
-			}
-			w.setUsed(w.used + j.footprint)
-			j.reserved = true
-		}
-		w.join(now, j)
-	}
-	clear(w.ready[len(kept):])
-	w.ready = kept
-	w.afterFree()
-}
-
-// afterFree lets requests waiting for memory in when a request finished.
-// It runs after the loops that finish requests, never inside them.
-func (w *DecodeWorker) afterFree() {
-	for w.freed {
-		w.freed = false
-		t := w.freedAt
-		w.admitRoom(t)
-		if w.afterFinish != nil {
-			w.afterFinish(t)
-		}
-	}
-}
-
-func (w *DecodeWorker) join(now time.Duration, j *Job) {
-	j.FirstToken = now
-	j.remaining = float64(j.Req.OutputLen - 1)
-	w.out = append(w.out, Event{Kind: EvFirstToken, Job: j, At: now})
-	if j.remaining <= 0 {
-		w.finish(now, j)
-		return
-	}
-	w.running = append(w.running, j)
-}
-
-func (w *DecodeWorker) finish(now time.Duration, j *Job) {
-	j.Done = now
-	w.freed, w.freedAt = true, now
-	if j.footprint > 0 {
-		w.setUsed(w.used - j.footprint)
-		j.footprint, j.reserved = 0, false
-	} else if s := w.sess[j.Req.Session]; s != nil {
-		s.active--
-		s.lastUse = now
-		if grown := j.Req.InputLen + j.Req.OutputLen; grown > s.tokens {
-			// Output KV that was not reserved at admission.
-			w.setUsed(w.used + grown - s.tokens)
-			s.tokens = grown
-		}
-		if j.Req.Last && s.active == 0 {
-			// The session's final turn: the client closes the session and
-			// its KV is freed at once (reported like an eviction).
-			delete(w.sess, j.Req.Session)
-			w.setUsed(w.used - s.tokens)
-			w.out = append(w.out, Event{Kind: EvEvicted, Session: j.Req.Session, At: now})
-		}
-	}
-	w.out = append(w.out, Event{Kind: EvDone, Job: j, At: now})
-}
-
-// context is the KV tokens the running batch attends over.
-func (w *DecodeWorker) context() int64 {
-	var ctx int64
-	for _, j := range w.running {
-		ctx += int64(j.Req.InputLen+j.Req.OutputLen) - int64(j.remaining)
-	}
-	return ctx
-}
-
-func (w *DecodeWorker) stepTime() time.Duration {
-	return w.cost.DecodeStepTime(len(w.running), w.context())
-}
-
-func (w *DecodeWorker) minRemaining() float64 {
-	m := math.Inf(1)
-	for _, j := range w.running {
-		m = min(m, j.remaining)
-	}
-	return m
-}
-
-const eps = 1e-9
-
-// advance runs the worker up to now.
-func (w *DecodeWorker) advance(now time.Duration) {
-	for {
-		if w.curChunk > 0 {
-			if w.curEnd > now {
-				w.last = now // decodes advance only at the end of the mixed pass
-				return
-			}
-			t, j := w.curEnd, w.cur
-			// The pass decoded one token for the requests running when it began.
-			for _, r := range w.running[:w.curDec] {
-				r.remaining--
-			}
-			w.last = t
-			w.retire(t)
-			j.chunkDone += w.curChunk
-			w.curChunk = 0
-			if j.chunkDone >= j.PrefillTokens {
-				w.cur = nil
-				w.ready = append(w.ready, j)
-			}
-			w.kick(t)
-			w.drainReady(t)
-			continue
-		}
-		if len(w.running) == 0 {
-			w.last = now
-			return
-		}
-		step := w.stepTime()
-		minRem := w.minRemaining()
-		tc := w.last + time.Duration(math.Ceil(minRem*float64(step)))
-		if tc > now {
-			if step > 0 {
-				w.progress(float64(now-w.last) / float64(step))
-			}
-			w.last = now
-			return
-		}
-		w.progress(minRem)
-		w.last = tc
-		w.retire(tc)
-		w.drainReady(tc)
-	}
-}
-
-// retire finishes the running requests that produced their last token.
-func (w *DecodeWorker) retire(t time.Duration) {
-	kept := w.running[:0]
-	var done []*Job
-	for _, j := range w.running {
-		if j.remaining <= eps {
-			done = append(done, j)
-		} else {
-			kept = append(kept, j)
-		}
-	}
-	clear(w.running[len(kept):])
-	w.running = kept
-	for _, j := range done {
-		w.finish(t, j)
-	}
-	w.afterFree()
-}
-
-func (w *DecodeWorker) progress(steps float64) {
-	for _, j := range w.running {
-		j.remaining -= steps
-	}
-}
-
-// Advance runs the worker up to now; Events tells what happened.
-func (w *DecodeWorker) Advance(now time.Duration) { w.advance(now) }
-
-// Events returns and clears the events produced since the last call. The
-// slice is reused: consume it before calling any other method.
-func (w *DecodeWorker) Events() []Event {
-	ev := w.out
-	w.out = w.out[:0]
-	return ev
-}
-
-// NextEvent is when Advance must be called next, if anything is pending.
-func (w *DecodeWorker) NextEvent() (time.Duration, bool) {
-	if w.curChunk > 0 {
-		return w.curEnd, true
-	}
-	if len(w.running) == 0 {
-		return 0, false
-	}
-	return w.last + time.Duration(math.Ceil(w.minRemaining()*float64(w.stepTime()))), true
 }

@@ -8,8 +8,9 @@
 //
 // Contract: every worker is a pure state machine driven by explicit
 // emulated times (`now`, a time.Duration since the start of the run) that
-// must never decrease. Methods return the events that happened (first
-// tokens, completions, evictions) and NextEvent tells the caller when to
-// call Advance again; nothing here reads the wall clock, sleeps or starts a
-// goroutine, so a run is a function of its inputs.
+// must never decrease. Inputs go in through methods (Submit, Admit,
+// Arrive, Run, Advance); Ready returns what happened since the last call
+// (first tokens, completions, evictions, finished prefills) and when to
+// call Advance next, as an effect.Ready; nothing here reads the wall clock,
+// sleeps or starts a goroutine, so a run is a function of its inputs.
 package gpu

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/policy"
 )
 
@@ -147,7 +148,7 @@ func (f *FusedWorker) Submit(now time.Duration, j *Job) {
 	cached := max(0, min((hbm+dram)*r.BlockTokens, r.InputLen-1))
 	j.loadTokens = max(0, cached-hbm*r.BlockTokens)
 	j.Mode = policy.ModeFused
-	j.Admitted = now
+	j.Admitted, j.DGot = now, now
 	j.CachedTokens, j.PrefillTokens = cached, r.InputLen-cached
 	j.footprint = r.InputLen + r.OutputLen
 	if j.footprint > f.d.cap {
@@ -168,7 +169,7 @@ func (f *FusedWorker) admit(now time.Duration) {
 		}
 		f.waitMem = f.waitMem[1:]
 		f.d.setUsed(f.d.used + j.footprint)
-		j.reserved = true
+		j.reserved, j.KVReserved = true, now
 		f.insert(j.Req.Blocks, j.Req.BlockTokens)
 		if j.loadTokens > 0 {
 			// Its DRAM-resident prefix comes back over PCIe first.
@@ -211,15 +212,16 @@ func (f *FusedWorker) Advance(now time.Duration) {
 	}
 }
 
-// Events returns and clears what happened since the last call; evicted
-// cache blocks come as one EvBlocksEvicted event.
-func (f *FusedWorker) Events() []Event {
-	ev := f.d.Events()
+// Ready returns and clears what happened since the last call, with
+// NextEvent as its wake-up; evicted cache blocks come as one
+// EvBlocksEvicted event. Out is reused: consume it before the next call.
+func (f *FusedWorker) Ready() effect.Ready[Event] {
+	at, ok := f.NextEvent()
 	if len(f.evicted) > 0 {
-		ev = append(ev, Event{Kind: EvBlocksEvicted, Blocks: f.evicted})
+		f.d.out = append(f.d.out, Event{Kind: EvBlocksEvicted, Blocks: f.evicted})
 		f.evicted = nil
 	}
-	return ev
+	return effect.Take(&f.d.out, at, ok)
 }
 
 // NextEvent is when Advance must be called next.

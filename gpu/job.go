@@ -16,7 +16,9 @@ type Cost interface {
 }
 
 // Job is one request on its way through the cluster, with its timeline. It
-// is owned by exactly one actor at a time and handed over in messages.
+// is owned by exactly one cluster node at a time and handed over in
+// messages (cluster.Protocol says who owns it after each); outside this
+// package only the cluster nodes write it.
 type Job struct {
 	Req  *workload.Request
 	Mode policy.Mode
@@ -30,6 +32,13 @@ type Job struct {
 	TransferEnd   time.Duration
 	FirstToken    time.Duration
 	Done          time.Duration
+	// Timeline points that split the TTFT (metrics.Collector.Add; 0 = not
+	// reached, which a job's later points never are, see metrics.SplitTTFT).
+	PQueued       time.Duration // the prefill worker got the job
+	DGot          time.Duration // the decode (or fused) worker got the job (last time, for Seed/Reseed: its KV)
+	KVReserved    time.Duration // its KV room on the decode worker was reserved
+	DPrefillStart time.Duration // append-prefill on the decode/fused worker started
+	DPrefillEnd   time.Duration // and ended
 
 	PrefillTokens int   // tokens actually computed by a prefill (P or append-prefill on D)
 	CachedTokens  int   // prompt tokens served from a cache

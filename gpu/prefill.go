@@ -3,6 +3,8 @@ package gpu
 import (
 	"fmt"
 	"time"
+
+	"github.com/pdemu/pdemu/effect"
 )
 
 // PrefillConfig configures a prefill worker.
@@ -48,6 +50,7 @@ func (w *PrefillWorker) CacheUsed() int { return w.cache.Used() }
 // Submit queues j for prefill.
 func (w *PrefillWorker) Submit(now time.Duration, j *Job) {
 	w.advance(now)
+	j.PQueued = now
 	w.queue = append(w.queue, j)
 	w.start(now)
 }
@@ -94,13 +97,15 @@ func (w *PrefillWorker) advance(now time.Duration) {
 	}
 }
 
-// Advance runs the worker to now and returns the jobs whose prefill ended
-// (in completion order; the slice is reused by the next call).
-func (w *PrefillWorker) Advance(now time.Duration) []*Job {
-	w.advance(now)
-	d := w.done
-	w.done = w.done[:0]
-	return d
+// Advance runs the worker to now; Ready tells which prefills ended.
+func (w *PrefillWorker) Advance(now time.Duration) { w.advance(now) }
+
+// Ready returns and clears the jobs whose prefill ended since the last call
+// (in completion order), with NextEvent as its wake-up. Out is reused:
+// consume it before the next call.
+func (w *PrefillWorker) Ready() effect.Ready[*Job] {
+	at, ok := w.NextEvent()
+	return effect.Take(&w.done, at, ok)
 }
 
 // NextEvent is when the current batch ends.

@@ -62,7 +62,7 @@ func TestDecodeAdmitModes(t *testing.T) {
 	assert.Equal(t, 203, w.Used(), "input + reserved output")
 	w.Arrive(time.Millisecond, j0)
 	w.Advance(time.Second)
-	assert.Equal(t, []EventKind{EvFirstToken, EvDone}, kinds(w.Events()))
+	assert.Equal(t, []EventKind{EvFirstToken, EvDone}, kinds(w.Ready().Out))
 	assert.Equal(t, time.Millisecond, j0.FirstToken)
 	// Two decode steps of batch 1 after the first token.
 	assert.Equal(t, time.Millisecond+2*(time.Millisecond+time.Microsecond), j0.Done)
@@ -74,7 +74,7 @@ func TestDecodeAdmitModes(t *testing.T) {
 	assert.Equal(t, 50, j1.PrefillTokens)
 	assert.Equal(t, 203, j1.CachedTokens)
 	w.Advance(3 * time.Second)
-	assert.Equal(t, []EventKind{EvFirstToken, EvDone}, kinds(w.Events()))
+	assert.Equal(t, []EventKind{EvFirstToken, EvDone}, kinds(w.Ready().Out))
 	assert.Equal(t, 2*time.Second+50*time.Microsecond, j1.FirstToken)
 
 	// A large append is rejected before any eviction.
@@ -95,7 +95,7 @@ func TestDecodeCapacityAndIdleEviction(t *testing.T) {
 	require.Equal(t, policy.ModeSeed, mode)
 	w.Arrive(0, a) // output 1: done at its first token
 	w.Advance(0)
-	w.Events()
+	w.Ready()
 	require.Equal(t, 501, w.Used())
 
 	// Session 1 is idle but young: a 600-token newcomer does not fit.
@@ -108,7 +108,7 @@ func TestDecodeCapacityAndIdleEviction(t *testing.T) {
 	mode, _ = w.Admit(11*time.Second, &Job{Req: req(2, 2, 0, 600, 1)})
 	assert.Equal(t, policy.ModeSeed, mode)
 	assert.False(t, w.Resident(1))
-	evs := w.Events()
+	evs := w.Ready().Out
 	require.Len(t, evs, 1)
 	assert.Equal(t, EvEvicted, evs[0].Kind)
 	assert.EqualValues(t, 1, evs[0].Session)
@@ -119,7 +119,7 @@ func TestDecodeFallbackWaitsForRoomOrFails(t *testing.T) {
 	w := newDecode(t, 1000)
 	big := &Job{Req: req(0, 1, 0, 2000, 5), Mode: policy.ModeFallback}
 	w.Arrive(0, big)
-	evs := w.Events()
+	evs := w.Ready().Out
 	require.Len(t, evs, 1)
 	assert.Equal(t, EvFailed, evs[0].Kind)
 	assert.Equal(t, ReasonExceedsPool, big.Failed)
@@ -149,7 +149,7 @@ func TestDecodeAppendPrefillRunsInMixedPass(t *testing.T) {
 	_, _ = w.Admit(0, b0)
 	w.Arrive(0, b0)
 	w.Advance(0)
-	w.Events()
+	w.Ready()
 	b1 := &Job{Req: req(2, 2, 1, 191, 1)} // 90-token append
 	mode, _ := w.Admit(10*time.Millisecond, b1)
 	require.Equal(t, policy.ModeDirect, mode)
@@ -210,7 +210,7 @@ func TestDecodeNeverExceedsCap(t *testing.T) {
 				w.Arrive(now, j)
 			}
 			w.Advance(now)
-			w.Events()
+			w.Ready()
 			if w.Used() > w.Cap() {
 				t.Fatalf("used %d > cap %d at step %d", w.Used(), w.Cap(), i)
 			}
@@ -230,10 +230,12 @@ func TestPrefillBatchesAndPrefixCache(t *testing.T) {
 	w.Submit(0, j3)
 	// j1 runs alone (it started an empty worker); j2 and j3 fit together.
 	assert.Equal(t, 1, w.Running())
-	done := w.Advance(200 * time.Microsecond)
+	w.Advance(200 * time.Microsecond)
+	done := w.Ready().Out
 	require.Len(t, done, 1)
 	assert.Equal(t, 2, w.Running())
-	done = w.Advance(time.Second)
+	w.Advance(time.Second)
+	done = w.Ready().Out
 	require.Len(t, done, 2)
 	assert.Equal(t, 450*time.Microsecond, j3.PrefillEnd)
 
@@ -268,14 +270,14 @@ func TestDecodeFailedTransferReleasesReservation(t *testing.T) {
 	require.Equal(t, 305, w.Used())
 	j.Failed = "link: cut"
 	w.Arrive(time.Millisecond, j)
-	assert.Equal(t, []EventKind{EvEvicted, EvFailed}, kinds(w.Events()))
+	assert.Equal(t, []EventKind{EvEvicted, EvFailed}, kinds(w.Ready().Out))
 	assert.Zero(t, w.Used())
 	assert.False(t, w.Resident(1))
 	assert.Zero(t, w.Running())
 
 	f := &Job{Req: req(1, 2, 0, 300, 5), Mode: policy.ModeFallback, Failed: "link: cut"}
 	w.Arrive(time.Millisecond, f)
-	assert.Equal(t, []EventKind{EvFailed}, kinds(w.Events()))
+	assert.Equal(t, []EventKind{EvFailed}, kinds(w.Ready().Out))
 	assert.Zero(t, w.Used())
 }
 
@@ -294,7 +296,7 @@ func TestDecodeChunkedPrefill(t *testing.T) {
 	_, _ = w.Admit(0, j0)
 	w.Arrive(0, j0)
 	w.Advance(0)
-	w.Events()
+	w.Ready()
 	j1 := &Job{Req: req(1, 1, 1, 351, 1)} // 250-token append: chunks of 100, 100, 50
 	mode, _ := w.Admit(time.Second, j1)
 	require.Equal(t, policy.ModeDirect, mode)
@@ -316,7 +318,7 @@ func TestFusedWorkerPrefixCacheAndMemoryQueue(t *testing.T) {
 	assert.Equal(t, 1, len(f.waitMem))
 	assert.Equal(t, int64(500+450+100), f.QueuedPrefillTokens(), "a prefilling, b queued behind it, c waiting for memory")
 	f.Advance(time.Hour)
-	evs := f.Events()
+	evs := f.Ready().Out
 	assert.Equal(t, policy.ModeFused, c.Mode)
 	assert.GreaterOrEqual(t, c.PrefillStart, a.Done, "c is admitted when a frees its KV")
 	assert.Zero(t, f.Used())
@@ -339,11 +341,11 @@ func TestFusedWorkerReportsCacheEvictions(t *testing.T) {
 	require.NoError(t, err)
 	f.Submit(0, &Job{Req: req(0, 1, 0, 200, 1)})
 	f.Advance(time.Second)
-	f.Events()
+	f.Ready()
 	f.Submit(time.Second, &Job{Req: req(1, 2, 0, 200, 1)})
 	f.Advance(2 * time.Second)
 	var evicted []uint64
-	for _, e := range f.Events() {
+	for _, e := range f.Ready().Out {
 		if e.Kind == EvBlocksEvicted {
 			evicted = append(evicted, e.Blocks...)
 		}
@@ -358,7 +360,7 @@ func TestDecodeUnadmittedRunAndSeed(t *testing.T) {
 	s0 := &Job{Req: req(0, 1, 0, 400, 1), Mode: policy.ModeSeed, Unadmitted: true}
 	w.Arrive(0, s0)
 	w.Advance(0)
-	w.Events()
+	w.Ready()
 	assert.True(t, w.Resident(1))
 	assert.Equal(t, 401, w.Used())
 	// Direct without admission over the resident prefix: only the append.
@@ -375,7 +377,7 @@ func TestDecodeUnadmittedRunAndSeed(t *testing.T) {
 	w.Run(time.Second, d3)
 	assert.Equal(t, 1, len(w.waitRoom))
 	w.Advance(time.Hour)
-	for _, e := range w.Events() {
+	for _, e := range w.Ready().Out {
 		assert.NotEqual(t, EvFailed, e.Kind)
 	}
 	assert.Positive(t, d3.Done)
@@ -422,7 +424,7 @@ func TestFusedWorkerDRAMTier(t *testing.T) {
 	f.Advance(time.Second)
 	f.Submit(time.Second, &Job{Req: req(1, 2, 0, 200, 1)})
 	f.Advance(2 * time.Second)
-	for _, e := range f.Events() {
+	for _, e := range f.Ready().Out {
 		assert.NotEqual(t, EvBlocksEvicted, e.Kind, "evicted HBM blocks stay on the worker, in DRAM")
 	}
 	assert.Equal(t, 20, f.CachedPrefix(blocks(1, 20)), "session 1 is still whole across HBM and DRAM")

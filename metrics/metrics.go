@@ -44,7 +44,23 @@ type Record struct {
 	LengthBucketMatch     bool
 	BucketPredictedPrefix int
 	RouteLog              []byte // routing_log.jsonl line
+
+	// State is completed, failed or unfinished (a request still in the
+	// cluster when a partial run stopped; see Summary.Partial).
+	State string
+	// Parts split the TTFT (valid when HasParts): their sum is TTFT
+	// exactly, in nanoseconds. TPOT is -1 when undefined.
+	Parts    TTFTParts
+	HasParts bool
+	TPOT     time.Duration
 }
+
+// Request states (per_request.csv state column).
+const (
+	StateCompleted  = "completed"
+	StateFailed     = "failed"
+	StateUnfinished = "unfinished"
+)
 
 // Collector accumulates finished jobs.
 type Collector struct {
@@ -74,6 +90,7 @@ func (c *Collector) Add(j *gpu.Job) error {
 	}
 	c.seen[r.ID] = true
 	rec := Record{
+		TPOT: -1, State: StateCompleted,
 		ID: r.ID, Session: r.SessionName, SessionIdx: r.Session, Turn: r.Turn, Arrival: j.Arrival,
 		TTFT: -1, E2E: -1, Mode: j.Mode.String(), Failed: j.Failed != "",
 		P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
@@ -88,6 +105,7 @@ func (c *Collector) Add(j *gpu.Job) error {
 	}
 	if rec.Failed {
 		c.failed++
+		rec.State = StateFailed
 		rec.Reason = j.Failed
 		if j.FirstToken > 0 {
 			rec.TTFT = j.FirstToken - j.Arrival
@@ -96,9 +114,38 @@ func (c *Collector) Add(j *gpu.Job) error {
 		rec.TTFT = j.FirstToken - j.Arrival
 		rec.E2E = j.Done - j.Arrival
 		rec.Reason = strings.Join(j.Reasons, ";")
+		if r.OutputLen > 1 {
+			rec.TPOT = (j.Done - j.FirstToken) / time.Duration(r.OutputLen-1)
+		}
+	}
+	if rec.TTFT >= 0 {
+		rec.Parts, rec.HasParts = SplitTTFT(j), true
 	}
 	c.recs = append(c.recs, rec)
 	return nil
+}
+
+// Unfinished describes a job still in the cluster when a partial run
+// stopped (Result.Unfinished): State "unfinished", no e2e, the TTFT (and
+// its parts) only if its first token came. It is not recorded as ended.
+func (c *Collector) Unfinished(j *gpu.Job) Record {
+	r := j.Req
+	rec := Record{
+		TPOT: -1, State: StateUnfinished, TTFT: -1, E2E: -1,
+		ID: r.ID, Session: r.SessionName, SessionIdx: r.Session, Turn: r.Turn, Arrival: j.Arrival,
+		Mode: j.Mode.String(), P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
+		InputTokens: r.InputLen, OutputTokens: r.OutputLen, AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
+		TransferBytes: j.TransferBytes, Tries: j.Tries, Bucket: j.Bucket, BucketPolicy: j.BucketPolicy,
+		Reason: strings.Join(j.Reasons, ";"),
+	}
+	if !j.Mode.UsesPrefill() {
+		rec.P = ""
+	}
+	if j.FirstToken > 0 {
+		rec.TTFT = j.FirstToken - j.Arrival
+		rec.Parts, rec.HasParts = SplitTTFT(j), true
+	}
+	return rec
 }
 
 // Ended is the number of requests recorded; Failed how many failed.

@@ -3,6 +3,8 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +67,9 @@ func TestCollectorRejectsDuplicatesAndSummarizes(t *testing.T) {
 	assert.Equal(t, policy.ReasonNoCapacity, recs[1].Reason)
 
 	s := Summarize(recs)
-	assert.Equal(t, Counts{Total: 3, Completed: 2, Failed: 1, FailReasons: map[string]int{gpu.ReasonExceedsPool: 1}}, s.Requests)
+	assert.Equal(t, Counts{Total: 3, Completed: 2, Failed: 1, FailReasons: map[string]int{gpu.ReasonExceedsPool: 1}, FailedShare: 0.3333}, s.Requests)
+	require.Len(t, s.Warnings, 1)
+	assert.Equal(t, "1 of 3 requests failed (33.3%): exceeds-kv-pool 1", s.Warnings[0])
 	assert.Equal(t, 100.0, s.TTFT.P50)
 	assert.Equal(t, 1, s.Modes["Direct"])
 	assert.Equal(t, 0, s.Modes["Fallback"], "failed requests are not counted in modes")
@@ -88,11 +92,44 @@ func TestWritePerRequestAndInstances(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 2)
 	assert.Equal(t, strings.Join(PerRequestHeader, ","), lines[0])
-	assert.Equal(t, "0,s1,0,1000.000,100.000,1000.000,Direct,no-d-capacity,,,100,10,0,0,0,0,false,,,,", lines[1])
+	assert.Equal(t, "0,s1,0,1000.000,100.000,1000.000,Direct,no-d-capacity,,,100,10,0,0,0,0,false,,,,"+
+		",0.000,0.000,0.000,0.000,0.000,0.000,100.000,100.000,completed", lines[1])
 
 	s := NewSeries("d0", "decode")
 	s.Observe(500*time.Millisecond, 7, 1, 2)
 	b.Reset()
-	require.NoError(t, WriteInstances(&b, []*Series{s}, time.Second, 1500*time.Millisecond))
-	assert.Equal(t, "t_ms,worker,kind,bucket,kv_tokens,queue,running\n0.000,d0,decode,,0,0,0\n1000.000,d0,decode,,7,1,2\n2000.000,d0,decode,,7,1,2\n", b.String())
+	require.NoError(t, WriteInstances(&b, []*Series{s}, time.Second, 1500*time.Millisecond, map[string]int{"d0": 64}))
+	assert.Equal(t, "t_ms,worker,kind,bucket,kv_tokens,queue,running,cap_kv_tokens\n0.000,d0,decode,,0,0,0,64\n1000.000,d0,decode,,7,1,2,64\n2000.000,d0,decode,,7,1,2,64\n", b.String())
+}
+
+func TestUnfinishedRecord(t *testing.T) {
+	c := NewCollector([]string{"p0"}, []string{"d0", "d1"})
+	j := job(5, policy.ModeSeed, "")
+	j.FirstToken = 0
+	r := c.Unfinished(j)
+	assert.Equal(t, StateUnfinished, r.State)
+	assert.Equal(t, time.Duration(-1), r.TTFT)
+	assert.False(t, r.HasParts)
+	assert.Equal(t, "p0", r.P)
+	assert.False(t, c.Seen(5), "not recorded as ended")
+	s := Summarize([]Record{r})
+	assert.Equal(t, 0, s.Requests.Total)
+	assert.Equal(t, 1, s.Requests.Unfinished)
+}
+
+func TestDigest(t *testing.T) {
+	assert.Equal(t, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", Digest(nil))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte("x"), 0o644))
+	d1, err := DigestPath(dir)
+	require.NoError(t, err)
+	f, err := DigestPath(filepath.Join(dir, "a.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, Digest([]byte("x")), f)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte("y"), 0o644))
+	d2, err := DigestPath(dir)
+	require.NoError(t, err)
+	assert.NotEqual(t, d1, d2, "a directory's digest follows its files")
+	_, err = DigestPath(filepath.Join(dir, "missing"))
+	assert.Error(t, err)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -15,6 +16,13 @@ var PerRequestHeader = []string{
 	"p_worker", "d_worker", "input_tokens", "output_tokens", "append_tokens",
 	"cached_tokens", "transfer_bytes", "tries", "failed",
 	"bucket", "bucket_policy", "length_bucket_match", "bucket_predicted_prefix",
+	"ttft_route_ms", "ttft_p_queue_ms", "ttft_prefill_ms", "ttft_transfer_ms",
+	"ttft_kv_wait_ms", "ttft_d_prefill_ms", "ttft_first_token_ms", "tpot_ms", "state",
+}
+
+// fmsSigned formats a duration in ms, negative values included.
+func fmsSigned(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
 }
 
 func fms(d time.Duration) string {
@@ -24,7 +32,8 @@ func fms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
 }
 
-// WritePerRequest writes per_request.csv rows sorted by request id.
+// WritePerRequest writes per_request.csv rows sorted by request id (recs
+// must be sorted; see MergeUnfinished for partial runs).
 func WritePerRequest(w io.Writer, recs []Record) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(PerRequestHeader); err != nil {
@@ -39,6 +48,21 @@ func WritePerRequest(w io.Writer, recs []Record) error {
 			strconv.FormatBool(r.Failed),
 			r.Bucket, r.BucketPolicy, boolIf(r.Bucket != "", r.LengthBucketMatch), intIf(r.Bucket != "", r.BucketPredictedPrefix),
 		}
+		for _, d := range r.Parts.Slice() {
+			if r.HasParts {
+				row = append(row, fmsSigned(d))
+			} else {
+				row = append(row, "")
+			}
+		}
+		st := r.State
+		if st == "" {
+			st = StateCompleted
+			if r.Failed {
+				st = StateFailed
+			}
+		}
+		row = append(row, fms(r.TPOT), st)
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -78,20 +102,33 @@ func WriteRoutingLog(w io.Writer, recs []Record) error {
 	return nil
 }
 
+// InstancesHeader is the header of instances.csv.
+var InstancesHeader = []string{"t_ms", "worker", "kind", "bucket", "kv_tokens", "queue", "running", "cap_kv_tokens"}
+
 // WriteInstances writes instances.csv: every series resampled every
 // interval from 0 to end inclusive, rows ordered by time then worker.
-func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration) error {
+// caps gives each worker's KV capacity in tokens by name (its
+// cap_kv_tokens column; empty when unknown or 0). Callers bound the rows
+// with InstancesPlan.
+func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration, caps map[string]int) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"t_ms", "worker", "kind", "bucket", "kv_tokens", "queue", "running"}); err != nil {
+	if err := cw.Write(InstancesHeader); err != nil {
 		return err
+	}
+	capOf := make([]string, len(series))
+	for i, s := range series {
+		if c := caps[s.Worker]; c > 0 {
+			capOf[i] = strconv.Itoa(c)
+		}
 	}
 	if interval <= 0 {
 		interval = time.Second
 	}
-	for t := time.Duration(0); t <= end+interval-1; t += interval {
-		for _, s := range series {
+	for k, n := int64(0), samples(interval, end); k < n; k++ {
+		t := sampleAt(k, interval)
+		for i, s := range series {
 			p := s.At(t)
-			if err := cw.Write([]string{fms(t), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running)}); err != nil {
+			if err := cw.Write([]string{fms(t), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running), capOf[i]}); err != nil {
 				return err
 			}
 		}
@@ -102,6 +139,15 @@ func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration) 
 
 // Summary is summary.json. Keys documented in the README are stable.
 type Summary struct {
+	SchemaVersion  int               `json:"schema_version"`
+	PdemuVersion   string            `json:"pdemu_version"`
+	ScenarioDigest string            `json:"scenario_digest"` // Digest of the scenario's HCL bytes (filled by the caller)
+	Vars           map[string]string `json:"vars"`            // --var values (filled by the caller)
+	Trace          TraceInfo         `json:"trace"`           // replayed trace (filled by the caller)
+	// Partial: the run was stopped (StoppedBy) before every request ended.
+	Partial   bool   `json:"partial"`
+	StoppedBy string `json:"stopped_by"`
+
 	Scenario string         `json:"scenario"`
 	Policy   string         `json:"policy"`
 	Seed     uint64         `json:"seed"`
@@ -120,6 +166,14 @@ type Summary struct {
 	Router *RouterTotals `json:"router,omitempty"`
 	// PerBucket breaks a bucketed run down by bucket (sorted by name).
 	PerBucket []BucketSummary `json:"per_bucket,omitempty"`
+
+	TTFTParts  PartsSummary `json:"ttft_parts_ms"`
+	TTFTTail   TailParts    `json:"ttft_tail"`
+	TPOT       Tail         `json:"tpot_ms"`
+	Throughput Throughput   `json:"throughput"`
+	Balance    []Balance    `json:"balance"`
+	Outputs    OutputInfo   `json:"outputs"`
+	Warnings   []string     `json:"warnings"`
 }
 
 // BucketSummary is one bucket's share of a bucketed run.
@@ -146,6 +200,12 @@ type Clock struct {
 	Mode      string    `json:"mode"`
 	TimeScale float64   `json:"time_scale"`
 	Lateness  *Lateness `json:"lateness_ms,omitempty"`
+	// Wall clock only: the lateness of deliveries in emulated time, the
+	// share of real time the process was saturated, and the verdict.
+	EmulatedLateness *Lateness `json:"emulated_lateness_ms,omitempty"`
+	SaturatedShare   *float64  `json:"saturated_share,omitempty"`
+	Fidelity         string    `json:"fidelity,omitempty"`
+	FidelityBound    string    `json:"fidelity_bound,omitempty"`
 }
 
 // Lateness is the wall clock's timer lateness in real milliseconds.
@@ -163,6 +223,8 @@ type Counts struct {
 	Failed      int            `json:"failed"`
 	FailReasons map[string]int `json:"fail_reasons"`
 	SkippedBad  int            `json:"skipped_bad_records"`
+	FailedShare float64        `json:"failed_share"` // failed / total (0 when total is 0)
+	Unfinished  int            `json:"unfinished"`   // partial runs: requests still in the cluster, not in total
 }
 
 // Runtime reports the actor runtime's health.
@@ -175,12 +237,13 @@ type Runtime struct {
 
 // WorkerSummary reports a worker's KV high-water mark.
 type WorkerSummary struct {
-	Name     string `json:"name"`
-	Kind     string `json:"kind"`
-	Bucket   string `json:"bucket,omitempty"`
-	MaxKV    int    `json:"max_kv_tokens"`
-	CapKV    int    `json:"cap_kv_tokens,omitempty"`
-	Requests int    `json:"requests"`
+	Name     string  `json:"name"`
+	Kind     string  `json:"kind"`
+	Bucket   string  `json:"bucket,omitempty"`
+	MaxKV    int     `json:"max_kv_tokens"`
+	CapKV    int     `json:"cap_kv_tokens,omitempty"`
+	Requests int     `json:"requests"`
+	Share    float64 `json:"request_share"` // of the requests its kind of worker served
 }
 
 // Summarize fills the request-derived fields of a Summary.
@@ -191,6 +254,10 @@ func Summarize(recs []Record) Summary {
 	var end time.Duration
 	usedP := 0
 	for _, r := range recs {
+		if r.State == StateUnfinished {
+			s.Requests.Unfinished++
+			continue
+		}
 		s.Requests.Total++
 		if r.Failed {
 			s.Requests.Failed++
@@ -212,6 +279,13 @@ func Summarize(recs []Record) Summary {
 		s.PrefillShare = round3(float64(usedP) / float64(s.Requests.Completed))
 	}
 	s.EmulatedSeconds = round3(end.Seconds())
+	if s.Requests.Total > 0 {
+		s.Requests.FailedShare = math.Round(float64(s.Requests.Failed)/float64(s.Requests.Total)*1e4) / 1e4
+	}
+	s.SchemaVersion = SchemaVersion
+	s.Vars = map[string]string{}
+	explain(&s, recs)
+	s.Warnings = Warnings(s)
 	return s
 }
 

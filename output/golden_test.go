@@ -1,11 +1,13 @@
 package output_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/cluster/clustertest"
+	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -34,12 +38,7 @@ func runScenario(t *testing.T, name string) (dir string, ok bool) {
 
 func runScenarioOpts(t *testing.T, name string, opts actors.Options) (dir string, ok bool) {
 	t.Helper()
-	src, err := scenarios.Read(name)
-	require.NoError(t, err)
-	base, err := filepath.Abs("../scenarios")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: base})
-	require.NoError(t, err)
+	spec := parseScenario(t, name)
 	if tr := spec.Workload.Trace; tr != "" {
 		if _, err := os.Stat(tr); err != nil {
 			return "", false
@@ -48,8 +47,22 @@ func runScenarioOpts(t *testing.T, name string, opts actors.Options) (dir string
 	res, err := actors.Run(context.Background(), spec, opts)
 	require.NoError(t, err)
 	dir = t.TempDir()
-	require.NoError(t, output.Write(dir, res))
+	res.Summary.PdemuVersion = "golden"                            // the build's version is not part of the golden output
+	res.Summary.Trace.Path = filepath.Base(res.Summary.Trace.Path) // the checkout's location is not part of the golden output
+	require.NoError(t, output.Write(dir, res, output.WriteOptions{}))
 	return dir, true
+}
+
+// parseScenario parses an embedded scenario.
+func parseScenario(t *testing.T, name string) *topology.Spec {
+	t.Helper()
+	src, err := scenarios.Read(name)
+	require.NoError(t, err)
+	base, err := filepath.Abs("../scenarios")
+	require.NoError(t, err)
+	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: base})
+	require.NoError(t, err)
+	return spec
 }
 
 // digests lists every file of dir with its SHA-256, one "name  hash" line
@@ -119,7 +132,8 @@ func TestMetamorphicGOMAXPROCS(t *testing.T) {
 }
 
 // TestMetamorphicFreshSystem: a pooled actor system (reused across runs)
-// and a fresh one write byte-identical outputs.
+// and a fresh one write byte-identical outputs. (TestMetamorphicInMemory
+// compares the actors with no actors at all.)
 func TestMetamorphicFreshSystem(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -129,6 +143,42 @@ func TestMetamorphicFreshSystem(t *testing.T) {
 			a, _ := runScenario(t, name)
 			b, _ := runScenarioOpts(t, name, actors.Options{FreshSystem: true})
 			require.Equal(t, digests(t, a), digests(t, b))
+		})
+	}
+}
+
+// TestMetamorphicInMemory: every embedded scenario run through clustertest's
+// in-memory network (the cluster tier without protoactor, delivering in the
+// virtual clock's order) writes the per_request.csv that the actors write:
+// its SHA-256 is the golden one TestGolden checks the actors against.
+func TestMetamorphicInMemory(t *testing.T) {
+	for _, name := range scenarios.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			spec := parseScenario(t, name)
+			if tr := spec.Workload.Trace; tr != "" {
+				if testing.Short() {
+					t.Skip("-short: generator scenarios only")
+				}
+				if _, err := os.Stat(tr); err != nil {
+					t.Skip("trace not on this machine (../shared/traces)")
+				}
+			}
+			src, err := actors.Source(spec, false)
+			require.NoError(t, err)
+			if c, ok := src.(io.Closer); ok {
+				defer c.Close()
+			}
+			net, err := clustertest.New(spec, src)
+			require.NoError(t, err)
+			require.NoError(t, net.Run())
+			var mem bytes.Buffer
+			require.NoError(t, metrics.WritePerRequest(&mem, net.Cluster.Collector().Records()))
+			sum := sha256.Sum256(mem.Bytes())
+			dig, err := os.ReadFile(filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".hcl"), "digests.txt"))
+			require.NoError(t, err)
+			require.Contains(t, string(dig), "per_request.csv  "+hex.EncodeToString(sum[:])+"\n",
+				"per_request.csv differs between the in-memory network and the actors' golden output")
 		})
 	}
 }

@@ -1,55 +1,222 @@
 // Package output writes a run's result (actors.Result) as the files of a
-// run directory: per_request.csv, instances.csv, summary.json and, where
-// the policy has them, sessions.csv and routing_log.jsonl.
+// run directory and judges it: Check turns a run that must not look clean
+// (too many failed requests, a distorted wall clock) into an error that
+// carries the process exit code.
 //
-// Contract: Write is deterministic (the same Result gives the same bytes)
-// and never leaves a file of another run in the directory it writes.
+// Contract:
+//   - Write is deterministic (the same Result gives the same bytes) and
+//     writes the same set of files for every policy (Files; header-only or
+//     empty where a file does not apply). docs/OUTPUTS.md documents every
+//     column and key, and a test checks the files of real runs against it.
+//   - Every file is written atomically: to a temporary name in the same
+//     directory, then renamed. summary.json, the marker of a run
+//     directory, is renamed last.
+//   - Write never mixes two runs: it refuses a directory that holds
+//     another run's outputs unless WriteOptions.Force, which first removes
+//     the files a pdemu run writes (Files) and nothing else.
 package output
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/metrics"
 )
 
+// Files are the files of a run directory, in the order Write writes them
+// (summary.json, the marker, last).
+var Files = []string{
+	"per_request.csv", "instances.csv", "links.csv", "router_windows.csv",
+	"sessions.csv", "routing_log.jsonl", "summary.json",
+}
+
+// Marker is the file that makes a directory a run directory.
+const Marker = "summary.json"
+
+// tmpPrefix starts the temporary names of files being written.
+const tmpPrefix = ".pdemu-tmp-"
+
+// WriteOptions adjust Write.
+type WriteOptions struct {
+	// Force clears the pdemu files of a previous run from the directory
+	// first (files pdemu did not write are left alone).
+	Force bool
+}
+
+// ErrRunDir is wrapped by Write's error when dir holds another run.
+var ErrRunDir = errors.New("directory holds another run's outputs")
+
 // Write writes res into dir, creating it if needed.
-func Write(dir string, res *actors.Result) error {
+func Write(dir string, res *actors.Result, opts WriteOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	write := func(name string, f func(io.Writer) error) error {
-		fh, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
+	if err := prepare(dir, opts.Force); err != nil {
+		return err
+	}
+	sum := res.Summary
+	if sum.PdemuVersion == "" {
+		sum.PdemuVersion = metrics.Version()
+	}
+	if sum.Vars == nil {
+		sum.Vars = map[string]string{}
+	}
+	sum.Warnings = metrics.Warnings(sum) // whatever the caller set last (partial, clock, workers)
+	if sum.Workers == nil {
+		sum.Workers = []metrics.WorkerSummary{}
+	}
+	if sum.Balance == nil {
+		sum.Balance = []metrics.Balance{}
+	}
+	if sum.SchemaVersion == 0 {
+		sum.SchemaVersion = metrics.SchemaVersion
+	}
+	interval, rows, widened := metrics.InstancesPlan(len(res.Series), res.SampleInterval, res.End)
+	window := metrics.RouterWindow(res.End)
+	sum.Outputs = metrics.OutputInfo{
+		InstancesIntervalMS: float64(interval.Microseconds()) / 1000, InstancesRows: rows, InstancesWidened: widened,
+		LinksRows: res.Links.Rows(), LinksDropped: res.Links.Dropped(), RouterWindowMS: float64(window.Microseconds()) / 1000,
+	}
+	caps := map[string]int{}
+	for _, w := range sum.Workers {
+		caps[w.Name] = w.CapKV
+	}
+	recs := MergeUnfinished(res.Records, res.Unfinished)
+	writers := map[string]func(io.Writer) error{
+		"per_request.csv":    func(w io.Writer) error { return metrics.WritePerRequest(w, recs) },
+		"instances.csv":      func(w io.Writer) error { return metrics.WriteInstances(w, res.Series, interval, res.End, caps) },
+		"links.csv":          func(w io.Writer) error { return metrics.WriteLinks(w, res.Links) },
+		"router_windows.csv": func(w io.Writer) error { return metrics.WriteRouterWindows(w, recs, res.RouterEvents, window) },
+		"sessions.csv":       func(w io.Writer) error { return metrics.WriteSessions(w, res.Sessions) },
+		"routing_log.jsonl":  func(w io.Writer) error { return metrics.WriteRoutingLog(w, recs) },
+		"summary.json":       func(w io.Writer) error { return metrics.WriteSummary(w, sum) },
+	}
+	for _, name := range Files {
+		if err := writeAtomic(dir, name, writers[name]); err != nil {
 			return err
 		}
-		if err := f(fh); err != nil {
-			fh.Close()
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return fh.Close()
 	}
-	return errors.Join(
-		write("per_request.csv", func(w io.Writer) error { return metrics.WritePerRequest(w, res.Records) }),
-		write("instances.csv", func(w io.Writer) error {
-			return metrics.WriteInstances(w, res.Series, res.SampleInterval, res.End)
-		}),
-		write("summary.json", func(w io.Writer) error { return metrics.WriteSummary(w, res.Summary) }),
-		func() error {
-			if res.Summary.PerBucket == nil {
-				return nil
+	return nil
+}
+
+// MergeUnfinished returns the records and the unfinished requests in
+// request id order, the latter marked with State "unfinished".
+func MergeUnfinished(recs, unfinished []metrics.Record) []metrics.Record {
+	if len(unfinished) == 0 {
+		return recs
+	}
+	out := make([]metrics.Record, 0, len(recs)+len(unfinished))
+	out = append(out, recs...)
+	for _, u := range unfinished {
+		u.State = metrics.StateUnfinished
+		out = append(out, u)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// CheckDir reports, before a run starts, whether Write would refuse dir:
+// an ExitError (ExitBadInput) wrapping ErrRunDir when dir holds another
+// run's outputs and force is false. A missing dir is fine.
+func CheckDir(dir string, force bool) error {
+	if force {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &ExitError{Code: ExitBadInput, Err: err}
+	}
+	ours := map[string]bool{}
+	for _, f := range Files {
+		ours[f] = true
+	}
+	var found []string
+	for _, e := range ents {
+		if ours[e.Name()] && !e.IsDir() {
+			found = append(found, e.Name())
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return &ExitError{Code: ExitBadInput, Err: fmt.Errorf("%s: %w (%s); choose another --out or pass --force to replace them",
+		dir, ErrRunDir, strings.Join(found, ", "))}
+}
+
+// prepare refuses (or, with force, clears) a directory that holds another
+// run's outputs. Temporary files left by an interrupted Write are removed.
+func prepare(dir string, force bool) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	ours := map[string]bool{}
+	for _, f := range Files {
+		ours[f] = true
+	}
+	var found []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return err
 			}
-			return write("routing_log.jsonl", func(w io.Writer) error { return metrics.WriteRoutingLog(w, res.Records) })
-		}(),
-		func() error {
-			if res.Sessions == nil {
-				return nil
-			}
-			return write("sessions.csv", func(w io.Writer) error { return metrics.WriteSessions(w, res.Sessions) })
-		}(),
-	)
+			continue
+		}
+		if ours[e.Name()] && !e.IsDir() {
+			found = append(found, e.Name())
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	if !force {
+		return &ExitError{Code: ExitBadInput, Err: fmt.Errorf("%s: %w (%s); choose another --out or pass --force to replace them",
+			dir, ErrRunDir, strings.Join(found, ", "))}
+	}
+	for _, f := range found {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes name in dir through a temporary file in dir, renamed
+// into place once complete.
+func writeAtomic(dir, name string, f func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(dir, tmpPrefix+name+"-*")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := f(tmp); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	ok = true
+	return nil
 }

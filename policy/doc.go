@@ -4,9 +4,9 @@
 // reset-on-success) and the baselines that take it apart.
 //
 // Contract: nothing in this package reads the wall clock or imports
-// protoactor, and nothing but SyncKVC (a mutex-guarded front for callers
-// on many goroutines) is safe for concurrent use; no policy starts a
-// goroutine. A router actor feeds a policy the events it sees (a new
+// protoactor, and nothing is safe for concurrent use (KVC.RouteShared
+// only reads, so callers may run it under a shared lock: bench.SyncKVC
+// does); no policy starts a goroutine. A router node feeds a policy the events it sees (a new
 // request, an admission reply, a completion, an eviction notice) and
 // carries out the Step the policy returns. Given the same sequence of calls
 // a policy returns the same Steps.

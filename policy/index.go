@@ -31,7 +31,7 @@ import (
 //
 // Writes (Set, Remove) need exclusive access; the read methods other than
 // LongestPrefix (which uses a scratch vector) may run concurrently with
-// each other, which SyncKVC relies on.
+// each other, which KVC.RouteShared (and bench.SyncKVC) rely on.
 type ResidentIndex struct {
 	n     int // workers
 	words int // bitset words per ext record

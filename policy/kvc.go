@@ -203,6 +203,17 @@ func (k *KVC) Route(ds *Dispatch) int {
 	return d
 }
 
+// RouteShared is Route for concurrent readers under a shared lock: it
+// changes nothing (RouteStats does not count) and uses the caller's
+// scratch ov (len ≥ Decode). fast reports whether Begin, given ds.Tries <
+// Epsilon, would do nothing but ask d for admission: the session is known,
+// a worker was found and line 4's degenerate branch was not taken.
+func (k *KVC) RouteShared(ds *Dispatch, ov []int) (d int, fast bool) {
+	st := k.sess[ds.Req.Session]
+	d, degenerate, _ := k.route(ds, st, ov)
+	return d, st != nil && d >= 0 && !degenerate
+}
+
 type routeHow uint8
 
 const (

@@ -2,150 +2,18 @@
 #
 # The KVC-Router paper ran its 1P3D setup with Mooncake's TCP transport on a
 # single node: the reseed tail (TCP transfer 1.5-4 s) dominated TTFT p99.
-# This scenario models that: the three links are TCP over one loopback-like
-# path ("lo") at ~25 Gb/s with 50 us latency, and since they name the same
-# device on the same prefill worker they SHARE that bandwidth. Everything
-# else is identical to 1p3d-mlx5.hcl.
-#
-# Copy this file and edit it; override the variables below on the command
-# line with -var NAME=VALUE (e.g. -var sessions=52).
-#
-# Every attribute below that is marked "(default)" may be deleted without
-# changing the result. Numbers accept expressions and the functions min,
-# max, floor and ceil, e.g. max_running = min(256, var.sessions * 4).
+# Here the three links are TCP over one loopback-like device "lo" at
+# ~25 Gb/s (single-stream kernel TCP) with 50 us latency; since they name
+# the same device on the same prefill worker they SHARE that bandwidth.
 
-name = "1p3d-tcp"
+extends = "1p3d-mlx5.hcl"
+name    = "1p3d-tcp"
 
-# Variables can be overridden from the command line with -var NAME=VALUE
-# and are referenced as var.NAME.
-variable "sessions" {
-  description = "Number of concurrent agentic sessions."
-  default     = 16
-}
-
-variable "seed" {
-  description = "Workload RNG seed; identical inputs and seed give identical virtual runs."
-  default     = 42
-}
-
-# ---------------------------------------------------------------------------
-# Workers. Names are unique across prefill, decode and fused blocks.
-# gpu and model are names of pdemu's GPU and model presets; both required.
-# ---------------------------------------------------------------------------
-
-prefill "p0" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-  tp    = 1 # tensor-parallel degree (default 1)
-
-  # Prefix-cache capacity in tokens. Omitted (or 0): derived SGLang-style
-  # from GPU memory, model weights and mem_fraction_static.
-  # kv_budget_tokens = 400000
-  mem_fraction_static = 0.88  # (default)
-  max_batch_tokens    = 16384 # tokens prefilled per iteration (default)
-}
-
-# Decode workers hold the sessions' KV. kv_budget_tokens is K_d, the KV
-# pool size in tokens; KVC-Router admits a request only while the pool stays
-# under rho * K_d.
-decode "d0" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104
-  max_running      = 256   # concurrently decoding requests (default)
-  max_batch_tokens = 16384 # chunked-prefill size for Direct append-prefill (default)
-}
-
-decode "d1" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104
-  max_running      = 256
-}
-
-decode "d2" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104
-  max_running      = 256
-}
-
-# ---------------------------------------------------------------------------
-# KV links: link "PREFILL" "DECODE". kvc and vanilla need one from every
-# prefill worker to every decode worker. All three links below name device
-# "lo" on p0, so concurrent transfers share its 25 Gb/s (processor sharing).
-# Give each link its own device to model independent NICs instead.
-# bandwidth takes "200Gbps", "200 Gb/s", "25GB/s", "1.5GiB/s", "100Mbps" or
-# bytes/s (lower-case b = bits, upper-case B = bytes).
-# latency is Go duration syntax ("10us", "1.5ms").
-# ---------------------------------------------------------------------------
-
-link "p0" "d0" {
-  transport = "tcp" # rdma | tcp
-  device    = "lo"
-  bandwidth = "25Gbps" # ~3 GB/s: single-stream kernel TCP, far below RDMA line rate
-  latency   = "50us"
-}
-
-link "p0" "d1" {
-  transport = "tcp"
-  device    = "lo"
-  bandwidth = "25Gbps"
-  latency   = "50us"
-}
-
-link "p0" "d2" {
-  transport = "tcp"
-  device    = "lo"
-  bandwidth = "25Gbps"
-  latency   = "50us"
-}
-
-# ---------------------------------------------------------------------------
-# Router. The label is the policy: "kvc" (KVC-Router) or "vanilla"
-# (round-robin P/D). Every value below is the KVC-Router default.
-# ---------------------------------------------------------------------------
-
-router "kvc" {
-  alpha          = 1     # sticky bonus added to the prefix overlap of the session's current D
-  tau_reject     = 3     # rejections of a session by a D before that D is blacklisted for it
-  tau_append     = 8192  # largest append (tokens) served Direct on the resident D
-  rho            = 0.95  # admit only while used + input <= rho * K_d
-  epsilon        = 2     # Route->Admit tries before falling back to vanilla P/D
-  block_tokens   = 24    # prefix-hash block size (a trace's own block size wins)
-  v1             = false # true = omit reset-on-success (reproduces v1 session thrashing)
-  reserve_output = true  # admission also reserves the output tokens
-  # Capacity check of Algorithm 2. false (the literal rule, default):
-  # used + input_len <= rho * K_d, which counts a resident session's prefix
-  # twice (it is in used and in input_len). true: count it once.
-  net_capacity   = true
-}
-
-# ---------------------------------------------------------------------------
-# Workload. Either a trace (trace = "path", relative to this file) or the
-# agentic generator below.
-# ---------------------------------------------------------------------------
-
-workload {
-  clock           = "virtual" # virtual (as fast as possible, deterministic) | wall
-  time_scale      = 1         # wall clock only: emulated d takes d/time_scale (default 1)
-  seed            = var.seed
-  loop            = "closed" # closed: a session's next turn waits for the previous answer | open
-  max_requests    = 0        # 0 = all
-  sample_interval = "1s"     # instances.csv sampling interval (default)
-
-  # trace  = "../traces/mooncake/synthetic_trace.jsonl"
-  # format = "mooncake"
-
-  generator "agentic" {
-    sessions        = var.sessions
-    turns           = 24     # turns per session
-    system_tokens   = 4000   # shared system + tools prefix
-    first_tokens    = 2000   # first user message after the prefix
-    append_tokens   = 600    # mean tokens appended per turn (tool results, user text)
-    output_tokens   = 150    # mean output tokens per turn
-    think_time      = "2.5s" # mean think/tool time between turns
-    session_stagger = "1s"   # mean gap between session starts
-    block_tokens    = 24     # block size of the generated prefix hashes
+dynamic "link" {
+  content {
+    transport = "tcp"
+    device    = "lo"
+    bandwidth = "25Gbps"
+    latency   = "50us"
   }
 }

@@ -4,9 +4,9 @@
 # its own prefix caches and meta-store. The global router picks a bucket,
 # the local router an instance inside it.
 #
-# This file uses global_router "bucket_score"; buckets-3-strict.hcl is the
-# same deployment with "strict_input_length" (an HCL block label cannot be
-# a variable). Compare the two runs' per_bucket and length_bucket_match.
+# This file uses global_router "bucket_score"; buckets-3-strict.hcl extends
+# it with "strict_input_length" (so does --router strict_input_length).
+# Compare the two runs' per_bucket and length_bucket_match.
 # Outputs add routing_log.jsonl (one line per decision, with every bucket's
 # and instance's score) and a per_bucket breakdown in summary.json.
 
@@ -21,54 +21,14 @@ variable "seed" {
   default = 42
 }
 
-fused "s0" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-fused "s1" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-fused "s2" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-fused "m0" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-fused "m1" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-fused "m2" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-fused "m3" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-fused "l0" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-fused "l1" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-fused "l2" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
+# Ten fused workers: s0-s2 (short), m0-m3 (medium) and l0-l2 (long).
+dynamic "fused" {
+  for_each = ["s0", "s1", "s2", "m0", "m1", "m2", "m3", "l0", "l1", "l2"]
+  labels   = [fused.value]
+  content {
+    gpu   = "H200-SXM"
+    model = "qwen3-coder-30b-a3b"
+  }
 }
 
 # Input-length ranges (tokens, inclusive) must tile without gaps or
@@ -109,9 +69,7 @@ local_router "cache_affinity" {
 }
 
 workload {
-  clock = "virtual"
-  seed  = var.seed
-  loop  = "closed"
+  seed = var.seed # virtual clock, closed loop (the defaults)
 
   generator "agentic" {
     sessions      = var.sessions

@@ -10,51 +10,14 @@
 #
 # The prompts are far larger than the KVC paper's K_d = 92,104 tokens, so
 # the decode pools here are derived from memory (H200, ~718K tokens each;
-# `pdemu models` shows the figure).
+# `pdemu models` shows the figure). The cluster is base/pd.hcl.
 
-name = "claude-code"
+extends = "base/pd.hcl"
+name    = "claude-code"
 
 variable "max_concurrent" {
   description = "At most this many sessions overlap (staggered starts)."
   default     = 16
-}
-
-prefill "p0" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-decode "d0" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-decode "d1" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-decode "d2" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-link "p0" "d0" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "200Gbps"
-}
-
-link "p0" "d1" {
-  transport = "rdma"
-  device    = "mlx5_1"
-  bandwidth = "200Gbps"
-}
-
-link "p0" "d2" {
-  transport = "rdma"
-  device    = "mlx5_2"
-  bandwidth = "200Gbps"
 }
 
 router "kvc" {

@@ -21,30 +21,15 @@ variable "seed" {
   default = 42
 }
 
-fused "w0" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104 # the paper's per-GPU pool
-  # dram_cache_tokens = 2000000 # optional DRAM (L1) prefix tier below HBM
-  # dram_bandwidth    = "25GB/s" # its load rate (default)
-}
-
-fused "w1" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104 # the paper's per-GPU pool
-}
-
-fused "w2" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104 # the paper's per-GPU pool
-}
-
-fused "w3" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104 # the paper's per-GPU pool
+# Four fused workers w0..w3 with the paper's per-GPU pool.
+dynamic "fused" {
+  for_each = range(4)
+  labels   = ["w${fused.value}"]
+  content {
+    gpu              = "H200-SXM"
+    model            = "qwen3-coder-30b-a3b"
+    kv_budget_tokens = 92104
+  }
 }
 
 router "cache_aware_dp" {

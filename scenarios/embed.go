@@ -1,6 +1,10 @@
 // Package scenarios embeds the HCL scenario files that ship with pdemu.
-// They are complete, commented examples meant to be copied and edited; the
-// topology package parses them (this package does not import it).
+// They are commented examples meant to be copied and edited; most extend a
+// shared base (extends = "base/pd.hcl" or another scenario) and change a
+// few lines, so a copy needs its base too, or extends =
+// "<embedded>/NAME.hcl" to keep using the embedded one. The topology
+// package parses them and resolves extends in FS (this package does not
+// import it).
 package scenarios
 
 import (
@@ -10,9 +14,10 @@ import (
 	"strings"
 )
 
-// FS holds every *.hcl scenario in this directory, at the root.
+// FS holds every *.hcl scenario in this directory, at the root, and the
+// shared bases they extend under base/ (not scenarios on their own).
 //
-//go:embed *.hcl
+//go:embed *.hcl base/*.hcl
 var FS embed.FS
 
 // Default is the scenario used when the user names none.

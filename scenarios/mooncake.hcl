@@ -8,128 +8,23 @@
 # (1,455 of the 3,993 do), so KVC-Router can serve them Direct.
 # The trace path is relative to this file's directory (scenarios/).
 
-name = "mooncake"
+extends = "base/pd.hcl"
+name    = "mooncake"
 
-prefill "p0" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-prefill "p1" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
+variable "prefills" {
+  default = 4
 }
 
-prefill "p2" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
+variable "decodes" {
+  default = 4
 }
 
-prefill "p3" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-decode "d0" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-decode "d1" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-decode "d2" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-decode "d3" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-}
-
-# Each prefill node has one 400 Gb/s NIC shared by its four links.
-link "p0" "d0" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p0" "d1" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p0" "d2" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p0" "d3" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p1" "d0" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p1" "d1" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p1" "d2" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p1" "d3" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p2" "d0" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p2" "d1" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p2" "d2" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p2" "d3" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p3" "d0" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p3" "d1" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p3" "d2" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
-}
-link "p3" "d3" {
-  transport = "rdma"
-  device    = "mlx5_0"
-  bandwidth = "400Gbps"
+# Each prefill worker has one 400 Gb/s NIC, shared by its four links.
+dynamic "link" {
+  content {
+    device    = "mlx5_0"
+    bandwidth = "400Gbps"
+  }
 }
 
 router "kvc" {

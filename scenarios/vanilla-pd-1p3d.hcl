@@ -1,141 +1,15 @@
 # vanilla-pd-1p3d.hcl -- the naive P/D baseline for 1p3d-mlx5.hcl.
 #
-# Exactly the cluster and workload of 1p3d-mlx5.hcl (1 prefill + 3 decode
+# The cluster and workload of 1p3d-mlx5.hcl (extended: 1 prefill + 3 decode
 # H200 SXM workers, Qwen3-Coder-30B-A3B, one 200 Gb/s RDMA NIC per link), but
 # routed by vanilla P/D: every request is prefilled on a round-robin prefill
 # worker, its KV moved over the link, and decoded on a round-robin decode
 # worker. No session affinity and no Direct path, so every turn re-prefills
 # the whole context. Compare its TTFT with 1p3d-mlx5.hcl.
-#
-# Copy this file and edit it; override the variables below on the command
-# line with -var NAME=VALUE (e.g. -var sessions=52).
-#
-# Every attribute below that is marked "(default)" may be deleted without
-# changing the result. Numbers accept expressions and the functions min,
-# max, floor and ceil, e.g. max_running = min(256, var.sessions * 4).
 
-name = "vanilla-pd-1p3d"
-
-# Variables can be overridden from the command line with -var NAME=VALUE
-# and are referenced as var.NAME.
-variable "sessions" {
-  description = "Number of concurrent agentic sessions."
-  default     = 16
-}
-
-variable "seed" {
-  description = "Workload RNG seed; identical inputs and seed give identical virtual runs."
-  default     = 42
-}
-
-# ---------------------------------------------------------------------------
-# Workers. Names are unique across prefill, decode and fused blocks.
-# gpu and model are names of pdemu's GPU and model presets; both required.
-# ---------------------------------------------------------------------------
-
-prefill "p0" {
-  gpu   = "H200-SXM"
-  model = "qwen3-coder-30b-a3b"
-  tp    = 1 # tensor-parallel degree (default 1)
-
-  # Prefix-cache capacity in tokens. Omitted (or 0): derived SGLang-style
-  # from GPU memory, model weights and mem_fraction_static.
-  # kv_budget_tokens = 400000
-  mem_fraction_static = 0.88  # (default)
-  max_batch_tokens    = 16384 # tokens prefilled per iteration (default)
-}
-
-# Decode workers hold the sessions' KV. kv_budget_tokens is K_d, the KV
-# pool size in tokens; KVC-Router admits a request only while the pool stays
-# under rho * K_d (vanilla has no admission control but the pool size still
-# bounds what a decode worker can hold).
-decode "d0" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104
-  max_running      = 256   # concurrently decoding requests (default)
-  max_batch_tokens = 16384 # chunked-prefill size for Direct append-prefill (default)
-}
-
-decode "d1" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104
-  max_running      = 256
-}
-
-decode "d2" {
-  gpu              = "H200-SXM"
-  model            = "qwen3-coder-30b-a3b"
-  kv_budget_tokens = 92104
-  max_running      = 256
-}
-
-# ---------------------------------------------------------------------------
-# KV links: link "PREFILL" "DECODE". kvc and vanilla need one from every
-# prefill worker to every decode worker. Links that name the same device on
-# the same prefill worker share that NIC's bandwidth; here each link has a
-# NIC of its own.
-# bandwidth takes "200Gbps", "200 Gb/s", "25GB/s", "1.5GiB/s", "100Mbps" or
-# bytes/s (lower-case b = bits, upper-case B = bytes).
-# latency is Go duration syntax ("10us", "1.5ms").
-# ---------------------------------------------------------------------------
-
-link "p0" "d0" {
-  transport = "rdma" # rdma | tcp
-  device    = "mlx5_0"
-  bandwidth = "200Gbps" # ConnectX-6 port: 25 GB/s
-  latency   = "10us"    # (default)
-}
-
-link "p0" "d1" {
-  transport = "rdma"
-  device    = "mlx5_1"
-  bandwidth = "200Gbps"
-  latency   = "10us"
-}
-
-link "p0" "d2" {
-  transport = "rdma"
-  device    = "mlx5_2"
-  bandwidth = "200Gbps"
-  latency   = "10us"
-}
-
-# ---------------------------------------------------------------------------
-# Router. "vanilla" takes no KVC-Router parameters; block_tokens only sets
-# the block size used to hash prefixes for the prefix-cache statistics.
-# ---------------------------------------------------------------------------
+extends = "1p3d-mlx5.hcl"
+name    = "vanilla-pd-1p3d"
 
 router "vanilla" {
-  block_tokens = 24 # (default)
-}
-
-# ---------------------------------------------------------------------------
-# Workload. Either a trace (trace = "path", relative to this file) or the
-# agentic generator below.
-# ---------------------------------------------------------------------------
-
-workload {
-  clock           = "virtual" # virtual (as fast as possible, deterministic) | wall
-  time_scale      = 1         # wall clock only: emulated d takes d/time_scale (default 1)
-  seed            = var.seed
-  loop            = "closed" # closed: a session's next turn waits for the previous answer | open
-  max_requests    = 0        # 0 = all
-  sample_interval = "1s"     # instances.csv sampling interval (default)
-
-  # trace  = "../traces/mooncake/synthetic_trace.jsonl"
-  # format = "mooncake"
-
-  generator "agentic" {
-    sessions        = var.sessions
-    turns           = 24     # turns per session
-    system_tokens   = 4000   # shared system + tools prefix
-    first_tokens    = 2000   # first user message after the prefix
-    append_tokens   = 600    # mean tokens appended per turn (tool results, user text)
-    output_tokens   = 150    # mean output tokens per turn
-    think_time      = "2.5s" # mean think/tool time between turns
-    session_stagger = "1s"   # mean gap between session starts
-    block_tokens    = 24     # block size of the generated prefix hashes
-  }
+  block_tokens = 24
 }

@@ -169,7 +169,12 @@ func singlePoolPolicies() []policy {
 }
 
 func lookupDisaggregated(name string) bool {
-	return name == "kvc" || name == "vanilla" || name == "sticky_only" || name == "kv_score"
+	for _, p := range disaggregatedPolicies {
+		if p.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // globalPolicy is a global_router policy and the parameters it takes.

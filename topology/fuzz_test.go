@@ -19,7 +19,12 @@ func FuzzParse(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(string(src), "sessions=3")
+		f.Add(string(src), "router.rho=0.5")
+		f.Add(string(src), "@vanilla")
 	}
+	f.Add("extends = \"1p3d-tcp.hcl\"\ndynamic \"link\" {\n  content {\n    latency = \"1s\"\n  }\n}\n", "decode.*.gpu=H100-SXM")
+	f.Add("extends = \"fuzz.hcl\"\n", "x=1")
+	f.Add("x = "+strings.Repeat("[", 100)+strings.Repeat("]", 100), "x=1")
 	for _, src := range []string{
 		"",
 		"name = 1",
@@ -57,10 +62,17 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src, kv string) {
 		o := opts
-		if k, v, ok := strings.Cut(kv, "="); ok {
+		// "k=v" is a -var; "a.b=v" a --set; "@p" a --router p.
+		switch k, v, ok := strings.Cut(kv, "="); {
+		case strings.HasPrefix(kv, "@"):
+			o.Router = kv[1:]
+		case ok && strings.Contains(k, "."):
+			o.Set = []string{kv}
+		case ok:
 			o.Vars = map[string]string{k: v}
 		}
-		spec, err := parse(hclparse.NewParser(), "fuzz.hcl", []byte(src), o)
+		// Embedded, so that extends resolves in the shipped scenarios.
+		spec, err := parse(hclparse.NewParser(), EmbeddedPrefix+"fuzz.hcl", []byte(src), o)
 		if err != nil {
 			de, ok := err.(*DiagError)
 			if !ok {

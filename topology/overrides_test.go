@@ -160,7 +160,7 @@ func TestPerfOverrides(t *testing.T) {
   mbu               = min(0.7, 0.75)
   step_overhead     = "1.5ms"
   allreduce_latency = "0s"
-  reserved_memory   = 1181116006`)
+  reserved_memory   = "1181116006B"`)
 	spec := mustParse(t, src, testOpts)
 	assert.Equal(t, PerfOverrides{
 		MFU: ptr(0.55), CommEfficiency: ptr(0.8), PrefillOverhead: ptr(time.Duration(0)),
@@ -181,7 +181,7 @@ func TestPerfOverrides(t *testing.T) {
 	// Overrides from variables.
 	vsrc := "variable \"mfu\" { default = 0.35 }\nvariable \"mem\" { default = \"1.1GiB\" }\n" +
 		inDecode("  mfu = var.mfu\n  reserved_memory = var.mem")
-	spec = mustParse(t, vsrc, Options{Vars: map[string]string{"mfu": "0.5", "mem": "2147483648"}})
+	spec = mustParse(t, vsrc, Options{Vars: map[string]string{"mfu": "0.5", "mem": "2GiB"}})
 	assert.Equal(t, ptr(0.5), spec.Decode[0].Perf.MFU)
 	assert.Equal(t, ptr(2147483648.0), spec.Decode[0].Perf.ReservedMemory)
 }

@@ -2,16 +2,21 @@ package topology
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"math"
-	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/dynblock"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -58,6 +63,12 @@ type Options struct {
 	// Router, when set, swaps the routing policy (with that policy's
 	// defaults) on a cluster that can run it. The CLI's --router.
 	Router string
+
+	// FS, when set, is the file system a scenario's extends names are
+	// read from (relative to the directory of the extending file). The
+	// default is the OS file system, and the embedded scenarios for a name
+	// starting with EmbeddedPrefix. ParseFS sets it.
+	FS fs.FS
 }
 
 // DiagError is the error Parse and Load return for invalid input. It holds
@@ -104,7 +115,7 @@ func (e *DiagError) Write(w io.Writer, color bool) error {
 // errors are returned as they are (wrapped); invalid content yields a
 // *DiagError.
 func Load(path string, opts Options) (*Spec, error) {
-	src, err := os.ReadFile(path)
+	src, err := readLimited(path)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
@@ -134,24 +145,26 @@ func Parse(filename string, src []byte, opts Options) (spec *Spec, err error) {
 
 // parse is Parse without the recover.
 func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec, error) {
-	if len(opts.Set) > 0 || opts.Router != "" {
-		return nil, fmt.Errorf("topology: --set and --router are not implemented yet")
-	}
-	file, diags := p.ParseHCL(src, filename)
 	fail := func(d hcl.Diagnostics) (*Spec, error) {
 		sortDiags(d)
-		return nil, &DiagError{Diags: d, Files: p.Files()}
+		return nil, &DiagError{Diags: dedupDiags(d), Files: p.Files()}
 	}
-	if diags.HasErrors() || file == nil {
+	var files []*hcl.File
+	body, diags := layer(p, filename, src, opts, 0, &files)
+	if diags.HasErrors() || body == nil {
 		return fail(diags)
 	}
-	if diags = append(diags, checkNumberLiterals(file)...); diags.HasErrors() {
+	for _, f := range files {
+		diags = append(diags, checkNumberLiterals(f)...)
+	}
+	if diags.HasErrors() {
 		return fail(diags)
 	}
+	fileStart := files[0].Body.MissingItemRange()
 
 	// Pass 1: variables, so that every other expression can use them.
 	var vh variablesHCL
-	diags = append(diags, gohcl.DecodeBody(file.Body, nil, &vh)...)
+	diags = append(diags, gohcl.DecodeBody(body, nil, &vh)...)
 	if diags.HasErrors() {
 		return fail(diags)
 	}
@@ -165,14 +178,28 @@ func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec
 		Functions: functions(),
 	}
 
-	// Pass 2: the rest, then semantic validation.
+	// Pass 2: the rest, with dynamic blocks expanded and the command
+	// line's --set and --router applied, then semantic validation.
 	c := &checker{opts: opts}
+	c.recordBodies(body)
+	ov, odiags := newOverrides(opts, p.Files())
+	diags = append(diags, odiags...)
+	if diags.HasErrors() {
+		return fail(diags)
+	}
+	rest := ov.wrap(dynblock.Expand(vh.Remain, ctx))
 	var fh fileHCL
-	c.decoded(gohcl.DecodeBody(vh.Remain, ctx, &fh))
-	spec := c.build(filename, &fh, ctx, file.Body.MissingItemRange())
+	c.decoded(gohcl.DecodeBody(rest, ctx, &fh))
+	spec := c.build(filename, &fh, ctx, fileStart)
+	if spec != nil {
+		spec.Digest = digestFiles(files)
+		spec.Vars = maps.Clone(opts.Vars)
+		spec.Set = slices.Clone(opts.Set)
+	}
+	c.diags = append(c.diags, ov.unused()...)
 
 	diags = append(diags, c.diags...)
-	suggestVarNames(diags, file, vars)
+	suggestVarNames(diags, p.Files(), vars)
 	diags = tidyDecodeDiags(diags)
 	if diags.HasErrors() {
 		return fail(diags)
@@ -215,6 +242,10 @@ func functions() map[string]function.Function {
 		"max":   stdlib.MaxFunc,
 		"floor": stdlib.FloorFunc,
 		"ceil":  stdlib.CeilFunc,
+		// For dynamic blocks: for_each = range(3), setproduct(a, b).
+		"range":      stdlib.RangeFunc,
+		"setproduct": boundedSetProduct,
+		"format":     stdlib.FormatFunc,
 	}
 }
 
@@ -320,13 +351,17 @@ var unsupportedAttrDetail = regexp.MustCompile(`^This object does not have an at
 
 // suggestVarNames adds "Did you mean" to HCL's diagnostic for a reference to
 // an undeclared var.x (HCL suggests root names, not object attributes).
-func suggestVarNames(diags hcl.Diagnostics, file *hcl.File, vars map[string]cty.Value) {
+func suggestVarNames(diags hcl.Diagnostics, files map[string]*hcl.File, vars map[string]cty.Value) {
 	names := make([]string, 0, len(vars))
 	for k := range vars {
 		names = append(names, k)
 	}
 	for _, d := range diags {
-		if d.Summary != "Unsupported attribute" || d.Subject == nil || file == nil {
+		if d.Summary != "Unsupported attribute" || d.Subject == nil {
+			continue
+		}
+		file := files[d.Subject.Filename]
+		if file == nil {
 			continue
 		}
 		m := unsupportedAttrDetail.FindStringSubmatch(d.Detail)
@@ -398,4 +433,58 @@ func sortDiags(diags hcl.Diagnostics) {
 			return a.Start.Byte < b.Start.Byte
 		}
 	})
+}
+
+// maxSetProduct bounds setproduct's result, as cty bounds range to 1024
+// values: for_each over more blocks than that is a mistake, not a cluster.
+const maxSetProduct = 1024
+
+// boundedSetProduct is stdlib's setproduct with at most maxSetProduct
+// elements.
+var boundedSetProduct = function.New(&function.Spec{
+	Description: "setproduct, with at most 1024 elements",
+	VarParam:    &function.Parameter{Name: "sets", Type: cty.DynamicPseudoType},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		return stdlib.SetProductFunc.ReturnTypeForValues(args)
+	},
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		n := 1
+		for _, a := range args {
+			if a.IsKnown() && !a.IsNull() && a.CanIterateElements() {
+				n *= a.LengthInt()
+				if n > maxSetProduct {
+					return cty.NilVal, fmt.Errorf("the product has more than %d elements", maxSetProduct)
+				}
+			}
+		}
+		return stdlib.SetProductFunc.Call(args)
+	},
+})
+
+// dedupDiags drops a diagnostic identical to the one before it (sorted):
+// an attribute in the content of a dynamic block is checked once per
+// generated block, and one message per source location is enough.
+func dedupDiags(diags hcl.Diagnostics) hcl.Diagnostics {
+	out := diags[:0]
+	for i, d := range diags {
+		if i > 0 {
+			p := diags[i-1]
+			if p.Severity == d.Severity && p.Summary == d.Summary && p.Detail == d.Detail &&
+				(p.Subject == nil) == (d.Subject == nil) && (p.Subject == nil || *p.Subject == *d.Subject) {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// digestFiles is Spec.Digest of the files a scenario was composed from.
+func digestFiles(files []*hcl.File) string {
+	h := sha256.New()
+	for i := len(files) - 1; i >= 0; i-- { // base first
+		fmt.Fprintf(h, "%d\n", len(files[i].Bytes))
+		h.Write(files[i].Bytes)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

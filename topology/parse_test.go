@@ -135,8 +135,8 @@ func TestDiagnostics(t *testing.T) {
 		{"duplicate worker across kinds", minimal + "fused \"p0\" { #!\n  gpu = \"H200-SXM\"\n  model = \"m\"\n}\n", Options{}, []string{"Duplicate worker name", `prefill worker named "p0" was already declared at test.hcl:2`}},
 		{"duplicate decode worker", p0 + d0 + replace(d0, `decode "d0" {`, `decode "d0" { #!`) + l00 + kvc, Options{}, []string{"Duplicate worker name", "must be unique"}},
 		{"invalid worker name", replace(minimal, `decode "d0" {`, `decode "d 0" { #!`), Options{}, []string{"Invalid worker name"}},
-		{"tp zero", replace(minimal, `decode "d0" {`, "decode \"d0\" {\n  tp = 0 #!"), Options{}, []string{`Invalid value for "tp"`, "must be at least 1; got 0"}},
-		{"negative kv budget", replace(minimal, `decode "d0" {`, "decode \"d0\" {\n  kv_budget_tokens = -1 #!"), Options{}, []string{`Invalid value for "kv_budget_tokens"`, "at least 0; got -1"}},
+		{"tp zero", replace(minimal, `decode "d0" {`, "decode \"d0\" {\n  tp = 0 #!"), Options{}, []string{`Invalid value for "tp"`, "must be between 1 and 64; got 0"}},
+		{"negative kv budget", replace(minimal, `decode "d0" {`, "decode \"d0\" {\n  kv_budget_tokens = -1 #!"), Options{}, []string{`Invalid value for "kv_budget_tokens"`, "between 0 and 1073741824; got -1"}},
 		{"mem fraction zero", replace(minimal, `prefill "p0" {`, "prefill \"p0\" {\n  mem_fraction_static = 0 #!"), Options{}, []string{`Invalid value for "mem_fraction_static"`, "(0, 1]"}},
 		{"mem fraction above one", replace(minimal, `prefill "p0" {`, "prefill \"p0\" {\n  mem_fraction_static = 1.2 #!"), Options{}, []string{`Invalid value for "mem_fraction_static"`, "got 1.2"}},
 		{"max_batch_tokens zero", replace(minimal, `prefill "p0" {`, "prefill \"p0\" {\n  max_batch_tokens = 0 #!"), Options{}, []string{`Invalid value for "max_batch_tokens"`}},
@@ -193,7 +193,7 @@ func TestDiagnostics(t *testing.T) {
 		{"negative seed", minimal + "workload {\n  seed = -1 #!\n}\n", Options{}, []string{"Unsuitable value type", "whole number"}},
 		{"negative max_requests", minimal + "workload {\n  max_requests = -1 #!\n}\n", Options{}, []string{`Invalid value for "max_requests"`}},
 		{"bad sample_interval", minimal + "workload {\n  sample_interval = \"often\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`}},
-		{"zero sample_interval", minimal + "workload {\n  sample_interval = \"0s\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`, "at least 1µs"}},
+		{"zero sample_interval", minimal + "workload {\n  sample_interval = \"0s\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`, "at least 1ms"}},
 		{"dram tier on a decode worker", replace(minimal, `decode "d0" {`, "decode \"d0\" {\n  dram_cache_tokens = 1000 #!"), Options{}, []string{"DRAM tier on a decode worker"}},
 		{"trace option without trace", minimal + "workload {\n  share_prefix = true #!\n}\n", Options{}, []string{"Trace option without trace", `"share_prefix"`}},
 		{"session_rate zero", minimal + "workload {\n  trace = \"x\"\n  session_rate = 0 #!\n}\n", Options{}, []string{`Invalid value for "session_rate"`}},
@@ -205,7 +205,21 @@ func TestDiagnostics(t *testing.T) {
 		{"unknown generator", minimal + "workload {\n  generator \"agentc\" { #!\n  }\n}\n", Options{}, []string{"Unknown generator", `Did you mean "agentic"?`}},
 		{"duplicate generator", minimal + "workload {\n  generator \"agentic\" {}\n  generator \"agentic\" {} #!\n}\n", Options{}, []string{"Duplicate generator block"}},
 		{"duplicate workload", minimal + "workload {}\nworkload {} #!\n", Options{}, []string{"Duplicate workload block"}},
-		{"generator sessions zero", minimal + "workload {\n  generator \"agentic\" {\n    sessions = 0 #!\n  }\n}\n", Options{}, []string{`Invalid value for "sessions"`, "at least 1"}},
+		{"generator sessions zero", minimal + "workload {\n  generator \"agentic\" {\n    sessions = 0 #!\n  }\n}\n", Options{}, []string{`Invalid value for "sessions"`, "between 1 and 1048576"}},
+		// Input bounds: implausible values are refused with the bound.
+		{"implausible latency", replace(minimal, `bandwidth = "200Gbps"`, "bandwidth = \"200Gbps\"\n  latency = \"2562047h\" #!"), Options{}, []string{`Implausible duration for "latency"`, "must be at most 10s; got 2562047h0m0s"}},
+		{"implausible bandwidth", replace(minimal, `bandwidth = "200Gbps"`, "bandwidth = \"1bps\" #!"), Options{}, []string{"Invalid bandwidth", "between 1Mbps and 100Tbps"}},
+		{"bandwidth without a unit", replace(minimal, `bandwidth = "200Gbps"`, "bandwidth = 200 #!"), Options{}, []string{"Invalid bandwidth", `did you mean "200Gbps"?`}},
+		{"max_rate without a unit", replace(minimal, `bandwidth = "200Gbps"`, "bandwidth = \"200Gbps\"\n  max_rate = 1.5e9 #!"), Options{}, []string{`did you mean "1.5GB/s"?`}},
+		{"reserved_memory without a unit", replace(minimal, `decode "d0" {`, "decode \"d0\" {\n  reserved_memory = 1181116006 #!"), Options{}, []string{`Invalid size for "reserved_memory"`, `did you mean "1.1GiB"?`}},
+		{"implausible think time", minimal + "workload {\n  generator \"agentic\" {\n    think_time = \"1000h\" #!\n  }\n}\n", Options{}, []string{`Implausible duration for "think_time"`, "at most 24h0m0s"}},
+		{"implausible fault time", replace(minimal, `bandwidth = "200Gbps"`, "bandwidth = \"200Gbps\"\n  fault {\n    at = \"100000h\" #!\n    cut = true\n  }"), Options{}, []string{`Implausible duration for "at"`, "at most 8760h"}},
+		{"implausible time_scale", minimal + "workload {\n  time_scale = 1e9 #!\n}\n", Options{}, []string{`Invalid value for "time_scale"`, "at most 1e+06"}},
+		{"implausible session_rate", strings.Replace(minimal, "router", "workload {\n  trace = \"x.jsonl\"\n  session_rate = 1e7 #!\n}\nrouter", 1), Options{}, []string{`Invalid value for "session_rate"`, "at most 1e+06"}},
+		{"implausible kv budget", replace(minimal, `decode "d0" {`, "decode \"d0\" {\n  kv_budget_tokens = 1e12 #!"), Options{}, []string{`Invalid value for "kv_budget_tokens"`, "between 0 and 1073741824"}},
+		{"too fine sampling", minimal + "workload {\n  sample_interval = \"10us\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`, "at least 1ms"}},
+		{"too coarse sampling", minimal + "workload {\n  sample_interval = \"2h\" #!\n}\n", Options{}, []string{`Implausible duration for "sample_interval"`, "at most 1h0m0s"}},
+		{"append_tokens zero", minimal + "workload {\n  generator \"agentic\" {\n    append_tokens = 0 #!\n  }\n}\n", Options{}, []string{`Invalid value for "append_tokens"`, "every turn appends at least one"}},
 		{"generator negative think time", minimal + "workload {\n  generator \"agentic\" {\n    think_time = \"-2s\" #!\n  }\n}\n", Options{}, []string{`Invalid duration for "think_time"`, "negative"}},
 		{"generator misspelt attribute", minimal + "workload {\n  generator \"agentic\" {\n    sesions = 3 #!\n  }\n}\n", Options{}, []string{"Unsupported argument", `Did you mean "sessions"?`}},
 
@@ -284,7 +298,7 @@ func TestDiagErrorFormat(t *testing.T) {
 	assert.True(t, strings.HasPrefix(msg, "dir/test.hcl:8:3: Error: Invalid value for \"tp\"\n"), msg)
 	assert.Contains(t, msg, "on dir/test.hcl line 8, in decode \"d0\":")
 	assert.Contains(t, msg, "   8:   tp = 0\n", "source snippet")
-	assert.Contains(t, msg, "must be at least 1; got 0.")
+	assert.Contains(t, msg, "must be between 1 and 64; got 0.")
 	assert.NotContains(t, msg, "\x1b[")
 
 	var buf bytes.Buffer

@@ -141,7 +141,12 @@ var disaggregated = []Kind{KindPrefill, KindDecode}
 // policies is the router policy table, keyed by the router block label:
 // the disaggregated policies, then every bucket local policy but kvc (the
 // label is the disaggregated KVC-Router's) over one pool of fused workers.
-var policies = append([]policy{
+// The constructors are cluster.Registry (a test there checks the names).
+var policies = append(disaggregatedPolicies, singlePoolPolicies()...)
+
+// disaggregatedPolicies are the router policies over prefill and decode
+// workers.
+var disaggregatedPolicies = []policy{
 	{
 		name:     "kvc",
 		doc:      "KVC-Router: session-aware routing over disaggregated prefill and decode workers",
@@ -173,7 +178,7 @@ var policies = append([]policy{
 		fullMesh: true,
 		params:   []routerParam{paramAlpha, paramBlockTokens},
 	},
-}, singlePoolPolicies()...)
+}
 
 // Policies returns the router policy names the HCL format accepts, sorted.
 func Policies() []string {

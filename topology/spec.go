@@ -6,6 +6,14 @@
 // (names unique, every link endpoint exists, every budget positive, every
 // default filled in) or hcl.Diagnostics that point at the offending file,
 // line and column. It never panics on any input.
+//
+// Beyond plain HCL, a scenario may extend another (extends = "FILE",
+// Terraform-style override rules: see compose.go), generate blocks with
+// `dynamic` blocks (hcl/v2 ext/dynblock) and use the functions min, max,
+// floor, ceil, range, setproduct and format. Options.Set and Options.Router
+// (the CLI's --set and --router) override attributes and the routing policy
+// with the same diagnostics as the file (set.go). Input bounds (file size,
+// nesting, plausible values) are in limits.go and docs/MODEL.md §6.
 package topology
 
 import "time"
@@ -28,6 +36,15 @@ type Spec struct {
 	Source string
 	// Name is the optional scenario name (top-level `name = "..."`).
 	Name string
+	// Digest is "sha256:" and the hex SHA-256 over every HCL file the
+	// scenario was composed from (its extends chain, base first), each as
+	// its length and its bytes: two runs with the same Digest, Vars and Set
+	// read the same scenario, wherever the files were.
+	Digest string
+	// Vars and Set are the -var values and --set overrides it was parsed
+	// with (recorded in summary.json).
+	Vars map[string]string
+	Set  []string
 
 	Prefill  []Worker // in file order
 	Decode   []Worker // in file order

@@ -19,8 +19,9 @@ import (
 //	suffix:  ps or /s
 //
 // so "200Gbps", "200 Gb/s", "25GB/s", "25GBps", "1.5GiB/s", "100Mbps" and
-// "400 Gbit/s" all work. A plain number ("25e9") is bytes per second. The
-// result is always finite and positive.
+// "400 Gbit/s" all work. The unit is required: a plain number is an error
+// that suggests the likely unit (200 is "200Gbps"; 25e9 is "25GB/s"). The
+// result is in [MinBandwidth, MaxBandwidth].
 func ParseBandwidth(s string) (float64, error) {
 	str := strings.TrimSpace(s)
 	n := scanNumber(str)
@@ -32,6 +33,9 @@ func ParseBandwidth(s string) (float64, error) {
 		return 0, fmt.Errorf("bandwidth %q has an invalid number %q", s, str[:n])
 	}
 	unit := strings.TrimSpace(str[n:])
+	if unit == "" && v != 0 {
+		return 0, fmt.Errorf("bandwidth %q has no unit: did you mean %q? A bandwidth needs a unit such as \"Gbps\", \"Gb/s\", \"GB/s\", \"GiB/s\" or \"Mbps\" (lower-case b = bits, upper-case B = bytes)", s, suggestBandwidth(v))
+	}
 	mult, ok := bandwidthUnit(unit)
 	if !ok {
 		return 0, fmt.Errorf("bandwidth %q has an unknown unit %q; use a unit like \"Gbps\", \"Gb/s\", \"GB/s\", \"GiB/s\" or \"Mbps\" (lower-case b = bits, upper-case B = bytes)", s, unit)
@@ -40,7 +44,26 @@ func ParseBandwidth(s string) (float64, error) {
 	if !(bps > 0) || math.IsInf(bps, 0) {
 		return 0, fmt.Errorf("bandwidth %q must be positive and finite", s)
 	}
+	if bps < MinBandwidth || bps > MaxBandwidth {
+		return 0, fmt.Errorf("bandwidth %q (%g bytes/s) is implausible: it must be between 1Mbps and 100Tbps", s, bps)
+	}
 	return bps, nil
+}
+
+// Bandwidth bounds (bytes/s): 1 Mb/s to 100 Tb/s. Below, a transfer of a
+// session's KV takes hours; above, no link or memory bus is that fast.
+const (
+	MinBandwidth = 1e6 / 8
+	MaxBandwidth = 100e12 / 8
+)
+
+// suggestBandwidth guesses what a unitless bandwidth meant: a small
+// number is Gb/s ("200Gbps"), a large one bytes/s ("25GB/s").
+func suggestBandwidth(v float64) string {
+	if v < 1e5 {
+		return strconv.FormatFloat(v, 'g', -1, 64) + "Gbps"
+	}
+	return strconv.FormatFloat(v/1e9, 'g', 4, 64) + "GB/s"
 }
 
 // scanNumber returns the length of the longest prefix of s that looks like
@@ -87,7 +110,7 @@ var (
 // bandwidthUnit returns the bytes-per-second multiplier of unit.
 func bandwidthUnit(unit string) (float64, bool) {
 	if unit == "" {
-		return 1, true
+		return 1, true // only for 0, which is then refused
 	}
 	mult := 1.0
 	if m, ok := decimalPrefix[unit[0]]; ok {
@@ -124,9 +147,9 @@ func bandwidthUnit(unit string) (float64, bool) {
 //	         Ki, Mi, Gi, Ti, Pi (powers of 1024)
 //	base:    B, byte, bytes (bits are not accepted: memory is sized in bytes)
 //
-// so "1.1GiB", "1.1 GiB", "512MiB", "80GB", "4KB" and "1181116006" (a
-// plain number is bytes) all work. The result is finite and not negative
-// (0 is allowed).
+// so "1.1GiB", "1.1 GiB", "512MiB", "80GB" and "4KB" all work. The unit
+// is required, except for 0: a plain number is an error that suggests the
+// likely unit. The result is in [0, MaxSize].
 func ParseSize(s string) (float64, error) {
 	str := strings.TrimSpace(s)
 	if strings.HasPrefix(str, "-") {
@@ -141,6 +164,9 @@ func ParseSize(s string) (float64, error) {
 		return 0, fmt.Errorf("size %q has an invalid number %q", s, str[:n])
 	}
 	unit := strings.TrimSpace(str[n:])
+	if unit == "" && v != 0 {
+		return 0, fmt.Errorf("size %q has no unit: did you mean %q? A size needs a unit such as \"GiB\", \"MiB\", \"GB\" or \"B\"", s, suggestSize(v))
+	}
 	mult, ok := sizeUnit(unit)
 	if !ok {
 		hint := ""
@@ -153,7 +179,22 @@ func ParseSize(s string) (float64, error) {
 	if math.IsInf(b, 0) {
 		return 0, fmt.Errorf("size %q must be finite", s)
 	}
+	if b > MaxSize {
+		return 0, fmt.Errorf("size %q is implausible: it must be at most 1PiB", s)
+	}
 	return b, nil
+}
+
+// MaxSize bounds a memory size (1 PiB).
+const MaxSize = 1 << 50
+
+// suggestSize guesses what a unitless size meant: a small number is GiB,
+// a large one bytes ("1.1GiB").
+func suggestSize(v float64) string {
+	if v < 1e4 {
+		return strconv.FormatFloat(v, 'g', -1, 64) + "GiB"
+	}
+	return strconv.FormatFloat(v/(1<<30), 'g', 3, 64) + "GiB"
 }
 
 // sizeUnit returns the byte multiplier of a memory size unit.

@@ -44,7 +44,7 @@ func BenchmarkNICStartAdvance(b *testing.B) {
 					if !ok {
 						b.Fatal("idle NIC")
 					}
-					out = n.Advance(at, out[:0])
+					out = adv(n, at, out[:0])
 					for range out {
 						n.Start(at, id, size(id), rateCap(id))
 						id++

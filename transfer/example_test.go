@@ -25,14 +25,13 @@ func ExampleNIC() {
 	nic.Cut(400 * time.Millisecond)
 	nic.Start(500*time.Millisecond, 3, 1, 0) // the NIC is down: fails at once
 
-	var out []transfer.Completion
 	for {
 		at, ok := nic.NextEvent()
 		if !ok {
 			break
 		}
-		out = nic.Advance(at, out[:0])
-		for _, c := range out {
+		nic.Advance(at)
+		for _, c := range nic.Ready().Out {
 			fmt.Printf("transfer %d at %v err=%v\n", c.ID, c.At, c.Err)
 		}
 	}

@@ -78,7 +78,7 @@ func simulate(t tb, cfg transfer.Config, jobs []job, events []event, step time.D
 			next = now + step
 		}
 		next = max(next, now)
-		out = n.Advance(next, out)
+		out = adv(n, next, out)
 		now = next
 		for len(jobs) > 0 && jobs[0].at == now {
 			n.Start(now, jobs[0].id, jobs[0].bytes, jobs[0].cap)
@@ -111,4 +111,10 @@ type tb interface {
 func inRange(t tb, got, lo, hi float64, msgAndArgs ...any) bool {
 	t.Helper()
 	return assert.GreaterOrEqual(t, got, lo, msgAndArgs...) && assert.LessOrEqual(t, got, hi, msgAndArgs...)
+}
+
+// adv advances n to at and appends what ended to out.
+func adv(n *transfer.NIC, at time.Duration, out []transfer.Completion) []transfer.Completion {
+	n.Advance(at)
+	return append(out, n.Ready().Out...)
 }

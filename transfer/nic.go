@@ -25,8 +25,9 @@
 //     says it can, and a transfer whose share drops never finishes earlier
 //     than previously predicted. A transfer still holds its share during
 //     the sub-nanosecond rounding gap.
-//   - Each Advance returns completions in (At, ID) order; At never
-//     decreases across calls. Events at the same instant are processed as:
+//   - Ready (an effect.Ready) returns the completions Advance collected, in
+//     (At, ID) order, with NextEvent as the wake-up; At never decreases
+//     across calls. Events at the same instant are processed as:
 //     completions, then joins (a zero-byte transfer joining at t completes
 //     at t), then scheduled degrade/cut/restore in call order; so a transfer
 //     due exactly at the cut time succeeds. Shares, tie-breaks and float
@@ -39,7 +40,9 @@
 //     change (a completion, the end of a fixed phase, or a scheduled
 //     degrade/cut/restore); calling Advance at that time is always safe and
 //     calling it at other times changes nothing.
-//   - Advance does not allocate when out has enough capacity.
+//   - Advance and Ready do not allocate once the NIC's completion buffer
+//     has grown to the largest batch (Ready's Out is reused: it is valid
+//     until the next call on the NIC).
 package transfer
 
 import (
@@ -48,6 +51,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/pdemu/pdemu/effect"
 )
 
 // ErrCut is matched (errors.Is) by the Err of every transfer that failed
@@ -121,6 +126,7 @@ type NIC struct {
 	xs      []xfer
 	nextTx  time.Duration // cached nextTransferEvent()
 	pending []Completion  // produced by Start's catch-up, delivered by Advance
+	done    []Completion  // collected by Advance, returned by Ready
 	sched   []change      // sorted by at, then insertion order
 	order   []int32       // scratch for water-filling
 }
@@ -202,19 +208,26 @@ func (n *NIC) Start(now time.Duration, id uint64, bytes int64, rateCap float64) 
 	n.nextTx = min(n.nextTx, x.joinAt)
 }
 
-// Advance processes everything that happens up to and including now and
-// appends the transfers that ended (successfully or not) at or before now
-// to out in (At, ID) order. now must not decrease between calls.
-func (n *NIC) Advance(now time.Duration, out []Completion) []Completion {
+// Advance processes everything that happens up to and including now;
+// Ready returns the transfers that ended (successfully or not) at or before
+// now, in (At, ID) order. now must not decrease between calls.
+func (n *NIC) Advance(now time.Duration) {
 	n.checkTime("Advance", now)
-	start := len(out)
-	out = append(out, n.pending...)
+	start := len(n.done)
+	n.done = append(n.done, n.pending...)
 	n.pending = n.pending[:0]
-	out = n.advanceTo(now, out)
-	if len(out)-start > 1 {
-		slices.SortFunc(out[start:], cmpCompletion)
+	n.done = n.advanceTo(now, n.done)
+	if len(n.done)-start > 1 {
+		slices.SortFunc(n.done[start:], cmpCompletion)
 	}
-	return out
+}
+
+// Ready returns and clears the completions Advance collected since the
+// last call, with NextEvent as its wake-up. Out is reused: consume it
+// before the next call on the NIC.
+func (n *NIC) Ready() effect.Ready[Completion] {
+	at, ok := n.NextEvent()
+	return effect.Take(&n.done, at, ok)
 }
 
 func cmpCompletion(a, b Completion) int {

@@ -83,15 +83,15 @@ func TestWaterFillingInvariant(t *testing.T) {
 				id++
 			case 3:
 				n.Degrade(now, rapid.Float64Range(0.1, 1).Draw(t, "factor"))
-				out = n.Advance(now, out[:0])
+				out = adv(n, now, out[:0])
 			case 4:
 				n.Restore(now)
-				out = n.Advance(now, out[:0])
+				out = adv(n, now, out[:0])
 			case 5:
 				if at, ok := n.NextEvent(); ok {
 					now = max(now, at)
 				}
-				out = n.Advance(now, out[:0])
+				out = adv(n, now, out[:0])
 			}
 			checkShares(t, n)
 		}
@@ -138,4 +138,10 @@ func TestSmallerShareNeverFinishesEarlier(t *testing.T) {
 	if x := n.xs[0]; x.finishAt != 100 {
 		t.Fatalf("finish %v, want 100", x.finishAt)
 	}
+}
+
+// adv advances n to at and appends what ended to out.
+func adv(n *NIC, at time.Duration, out []Completion) []Completion {
+	n.Advance(at)
+	return append(out, n.Ready().Out...)
 }

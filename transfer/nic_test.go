@@ -73,7 +73,7 @@ func TestSingleTransferMatchesEstimate(t *testing.T) {
 			require.True(t, ok)
 			var out []transfer.Completion
 			for {
-				out = n.Advance(at, out)
+				out = adv(n, at, out)
 				if len(out) > 0 {
 					break
 				}
@@ -148,19 +148,19 @@ func TestCompletionOrderAndPending(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, time.Duration(1000), at, "pending completions are collectable now")
 	assert.Equal(t, 1, n.Active())
-	out := n.Advance(1000, nil)
+	out := adv(n, 1000, nil)
 	assert.Equal(t, []transfer.Completion{{ID: 5, At: 31}, {ID: 3, At: 211}, {ID: 9, At: 211}}, out)
 	at, ok = n.NextEvent()
 	require.True(t, ok)
 	assert.Equal(t, time.Duration(1001), at)
-	out = n.Advance(5000, out[:0])
+	out = adv(n, 5000, out[:0])
 	assert.Equal(t, []transfer.Completion{{ID: 1, At: 1001}}, out)
 	// ids may be reused once finished, even when the finish is only
 	// discovered by this Start's catch-up.
 	n.Start(5000, 1, 0, 0)
 	assert.Equal(t, 1, n.Active())
 	n.Start(5001, 1, 7, 0) // id 1 finished at 5001
-	out = n.Advance(5001, out[:0])
+	out = adv(n, 5001, out[:0])
 	assert.Equal(t, []transfer.Completion{{ID: 1, At: 5001}}, out)
 	assert.Equal(t, 1, n.Active())
 }
@@ -190,7 +190,7 @@ func TestDegrade(t *testing.T) {
 	at, ok := n.NextEvent()
 	assert.True(t, ok)
 	assert.Equal(t, time.Duration(10), at)
-	n.Advance(10, nil)
+	adv(n, 10, nil)
 	assert.Equal(t, 0.25e9, n.Bandwidth())
 	assert.Panics(t, func() { n.Degrade(10, 0) })
 	assert.Panics(t, func() { n.Degrade(10, 1.5) })
@@ -244,7 +244,7 @@ func TestCutInFixedPhaseAndExactBoundary(t *testing.T) {
 	n.Start(0, 1, 100, 0) // done exactly at 200
 	n.Start(150, 2, 100, 0)
 	n.Cut(200)
-	out := n.Advance(1000, nil)
+	out := adv(n, 1000, nil)
 	require.Len(t, out, 2)
 	assert.Equal(t, transfer.Completion{ID: 1, At: 200}, out[0], "due exactly at the cut: succeeds")
 	assert.Equal(t, uint64(2), out[1].ID)
@@ -263,7 +263,7 @@ func TestStartPanics(t *testing.T) {
 	assert.Panics(t, func() { n.Start(10, 2, -1, 0) }, "negative bytes")
 	assert.Panics(t, func() { n.Start(10, 2, 1, -1) }, "negative cap")
 	assert.Panics(t, func() { n.Start(10, 2, 1, math.NaN()) }, "NaN cap")
-	assert.Panics(t, func() { n.Advance(9, nil) })
+	assert.Panics(t, func() { adv(n, 9, nil) })
 	assert.Panics(t, func() { n.Cut(9) })
 	assert.Panics(t, func() { n.Restore(9) })
 	n.Start(10, 3, 1, math.Inf(1)) // +Inf = no cap
@@ -283,7 +283,7 @@ func TestAdvanceDoesNotAllocate(t *testing.T) {
 			return
 		}
 		now = at
-		out = n.Advance(now, out[:0])
+		out = adv(n, now, out[:0])
 		for range out {
 			n.Start(now, id, int64(1000+id%97), float64(id%3)*0.1e9)
 			id++

@@ -58,9 +58,16 @@ func (h sessHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *sessHeap) Push(x any)   { *h = append(*h, x.(*genSession)) }
 func (h *sessHeap) Pop() any     { old := *h; n := len(old); x := old[n-1]; *h = old[:n-1]; return x }
 
-// AgenticConfig configures the agentic generator (zero fields take the
-// defaults of GeneratorDefaults). It mirrors topology.Generator.
+// AgenticConfig configures the agentic generator. It mirrors
+// topology.Generator. Unless Exact is set, zero fields take the defaults
+// of GeneratorDefaults.
 type AgenticConfig struct {
+	// Exact takes every field as given: a zero is zero (no shared system
+	// prefix, no think time, every session starting at once), never a
+	// default. For configurations whose defaults were already applied, such
+	// as a scenario's generator block, where a 0 is what the user wrote.
+	Exact bool
+
 	Sessions       int           // number of sessions (16)
 	Turns          int           // turns per session (24)
 	SystemTokens   int           // shared system+tools prefix (4000)
@@ -74,10 +81,16 @@ type AgenticConfig struct {
 
 // NewAgentic returns a generator; maxRequests 0 means no cap.
 func NewAgentic(cfg AgenticConfig, seed uint64, maxRequests int) (*Agentic, error) {
-	cfg = GeneratorDefaults(cfg)
-	if cfg.Sessions < 1 || cfg.Turns < 1 || cfg.BlockTokens < 1 || cfg.OutputTokens < 1 {
-		return nil, fmt.Errorf("workload: agentic generator needs sessions, turns, block_tokens and output_tokens >= 1 (got %d, %d, %d, %d)",
-			cfg.Sessions, cfg.Turns, cfg.BlockTokens, cfg.OutputTokens)
+	if !cfg.Exact {
+		cfg = GeneratorDefaults(cfg)
+	}
+	if cfg.Sessions < 1 || cfg.Turns < 1 || cfg.BlockTokens < 1 || cfg.OutputTokens < 1 || cfg.FirstTokens < 1 || cfg.AppendTokens < 1 {
+		return nil, fmt.Errorf("workload: agentic generator needs sessions, turns, block_tokens, output_tokens, first_tokens and append_tokens >= 1 (got %d, %d, %d, %d, %d, %d)",
+			cfg.Sessions, cfg.Turns, cfg.BlockTokens, cfg.OutputTokens, cfg.FirstTokens, cfg.AppendTokens)
+	}
+	if cfg.SystemTokens < 0 || cfg.ThinkTime < 0 || cfg.SessionStagger < 0 {
+		return nil, fmt.Errorf("workload: agentic generator needs system_tokens, think_time and session_stagger >= 0 (got %d, %v, %v)",
+			cfg.SystemTokens, cfg.ThinkTime, cfg.SessionStagger)
 	}
 	g := &Agentic{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), max: int64(maxRequests)}
 	var start time.Duration

@@ -24,6 +24,7 @@ type Azure struct {
 	fileCloser
 	name  string
 	cr    *csv.Reader
+	ll    *lineLimit // under cr: bounds a record's size
 	opts  LoadOptions
 	bt    int
 	cols  [3]int // TIMESTAMP, ContextTokens, GeneratedTokens
@@ -66,12 +67,13 @@ func NewAzure(r io.Reader, name string, opts LoadOptions) (*Azure, error) {
 	if bt == 0 {
 		bt = 16
 	}
-	cr := csv.NewReader(r)
+	ll := newLineLimit(r, maxLine)
+	cr := csv.NewReader(ll)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
 	a := &Azure{
 		emitter: emitter{max: opts.MaxRequests},
-		name:    name, cr: cr, opts: opts, bt: bt,
+		name:    name, cr: cr, ll: ll, opts: opts, bt: bt,
 		q:    reorder[azRecord]{window: opts.ReorderWindow},
 		salt: mix64(opts.Seed ^ 0xa2a2e0c5d1f3b7e1),
 	}
@@ -138,6 +140,9 @@ func (a *Azure) read() error {
 		}
 		return &RecordError{File: a.name, Line: pe.Line, Err: pe.Err}
 	}
+	if errors.Is(err, errLineTooLong) {
+		return &RecordError{File: a.name, Line: a.ll.line, Err: err}
+	}
 	if err != nil {
 		return fmt.Errorf("workload: %s: %w", a.name, err)
 	}
@@ -186,6 +191,9 @@ func (a *Azure) parse(row []string, line int) (azRecord, error) {
 	}
 	if rec.out, err = atoiField("GeneratedTokens", out, 0); err != nil {
 		return rec, err
+	}
+	if rec.out == 0 {
+		a.zeroOutputs++ // replayed as 1: see outputField
 	}
 	rec.out = max(rec.out, 1)
 	return rec, nil

@@ -187,7 +187,7 @@ func (b *Bailian) parse(line []byte) (*blRecord, error) {
 	if rec.in, err = intField("input_length", j.InputLength, 0); err != nil {
 		return nil, err
 	}
-	if rec.out, err = outputField("output_length", j.OutputLength); err != nil {
+	if rec.out, err = outputField("output_length", j.OutputLength, &b.zeroOutputs); err != nil {
 		return nil, err
 	}
 	if j.Turn != nil {

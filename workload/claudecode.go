@@ -55,6 +55,7 @@ type ClaudeCode struct {
 	h     ccHeap
 	seq   int64
 	err   error
+	ids   map[string]string // session id -> the file that declared it
 }
 
 type ccEntry struct {
@@ -183,7 +184,7 @@ func OpenClaudeCode(path string, opts LoadOptions) (*ClaudeCode, error) {
 			return nil, fmt.Errorf("workload: %s: no trace_*.json files", path)
 		}
 	}
-	return newClaudeCode(path, files, func(i int) ([]byte, error) { return os.ReadFile(files[i]) }, opts), nil
+	return newClaudeCode(path, files, func(i int) ([]byte, error) { return readBounded(files[i]) }, opts), nil
 }
 
 // NewClaudeCodeSession reads a single session document from r (name is
@@ -266,7 +267,9 @@ func (c *ClaudeCode) parseFile(i int) (chains []*ccChain, dur time.Duration, ski
 	file := c.files[i]
 	data, err := c.load(i)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("workload: %w", err)
+		// An unreadable file (a symlink loop, a directory, no permission)
+		// is bad input at a known place, like a malformed one.
+		return nil, 0, 0, locate(file, 0, "", err)
 	}
 	var doc ccFileJSON[ccReqJSON]
 	var errs []error
@@ -309,9 +312,17 @@ func (c *ClaudeCode) parseFile(i int) (chains []*ccChain, dur time.Duration, ski
 		id = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
 	p := &ccParser{file: file, bt: bt, skipBad: c.opts.SkipBad, salt: mix64(c.opts.Seed ^ fnv64(id) ^ uint64(i)*0x9e3779b97f4a7c15)}
+	if prev, dup := c.ids[id]; dup {
+		return nil, 0, 0, locate(file, 0, "", badField("id", "session id %q is also the id of %s; session names must be unique", id, prev))
+	}
+	if c.ids == nil {
+		c.ids = map[string]string{}
+	}
+	c.ids[id] = file
 	if err := p.chain(id, "requests", doc.Requests, errs, 0, tool, sys, c.opts.ShareSystemPrefix); err != nil {
 		return nil, 0, p.skipped, err
 	}
+	c.zeroOutputs += p.zeroOutputs
 	return p.out, p.end, p.skipped, nil
 }
 
@@ -325,6 +336,8 @@ type ccParser struct {
 	end     time.Duration
 	skipped int
 	subs    int
+	// zeroOutputs counts requests with 0 output tokens (see outputField).
+	zeroOutputs int
 }
 
 type ccRaw struct {
@@ -459,7 +472,7 @@ func (p *ccParser) request(j *ccReqJSON, prev *ccRaw) (ccRaw, error) {
 	if r.in, err = intField("in", j.In, 0); err != nil {
 		return r, err
 	}
-	if r.out, err = outputField("out", j.Out); err != nil {
+	if r.out, err = outputField("out", j.Out, &p.zeroOutputs); err != nil {
 		return r, err
 	}
 	if j.HashIDs == nil {
@@ -611,4 +624,21 @@ func (p *startPlan) popSlot() time.Duration {
 	}
 	p.slots = s
 	return top
+}
+
+// readBounded reads a whole trace file of at most maxFileBytes.
+func readBounded(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("the file is over %d bytes, the limit of one trace document", maxFileBytes)
+	}
+	return data, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/pdemu/pdemu/effect"
 )
 
 // Release asks the caller to hand Req to the router at emulated time At.
@@ -17,7 +19,7 @@ type Release struct {
 // (at its trace Arrival) or closed loop (turn 0 at its Arrival; turn t+1
 // Think after turn t ended, never before). It is a pure state machine: the
 // caller schedules every returned Release and reports back with Released
-// and Ended. It pulls from the Source lazily, so memory is proportional to
+// and Ended, and collects the releases with Ready. It pulls from the Source lazily, so memory is proportional to
 // the sessions whose turns were read ahead, not to the trace.
 type Driver struct {
 	src    Source
@@ -33,6 +35,7 @@ type Driver struct {
 	read     int
 	released int
 	ended    int
+	out      []Release // releases since the last Ready
 }
 
 // NewDriver wraps src. closedLoop selects closed-loop session replay.
@@ -70,78 +73,87 @@ func (d *Driver) pull() (*Request, error) {
 	return r, nil
 }
 
-// Start returns the first releases.
-func (d *Driver) Start(now time.Duration) ([]Release, error) {
+// Ready returns and clears the releases decided since the last call, in
+// order (the driver has no wake-up of its own: each Release says when).
+// Out is reused: consume it before the next call on the driver.
+func (d *Driver) Ready() effect.Ready[Release] {
+	return effect.Take(&d.out, 0, false)
+}
+
+// Start decides the first releases.
+func (d *Driver) Start(now time.Duration) error {
 	if !d.closed {
 		return d.nextOpen(now)
 	}
-	return d.scheduleStart(now, nil)
+	return d.scheduleStart(now)
 }
 
-func (d *Driver) nextOpen(now time.Duration) ([]Release, error) {
+func (d *Driver) nextOpen(now time.Duration) error {
 	r, err := d.pull()
 	if err != nil || r == nil {
-		return nil, err
+		return err
 	}
-	return []Release{{Req: r, At: max(now, r.Arrival)}}, nil
+	d.out = append(d.out, Release{Req: r, At: max(now, r.Arrival)})
+	return nil
 }
 
 // scheduleStart makes sure the earliest unreleased turn 0 is scheduled.
-func (d *Driver) scheduleStart(now time.Duration, out []Release) ([]Release, error) {
+func (d *Driver) scheduleStart(now time.Duration) error {
 	if d.startScheduled {
-		return out, nil
+		return nil
 	}
 	for len(d.starts) == 0 && !d.eof {
-		var err error
-		if out, err = d.readOne(now, out); err != nil {
-			return out, err
+		if err := d.readOne(now); err != nil {
+			return err
 		}
 	}
 	if len(d.starts) == 0 {
-		return out, nil
+		return nil
 	}
 	r := d.starts[0]
 	d.starts = d.starts[1:]
 	d.startScheduled = true
-	return append(out, Release{Req: r, At: max(now, r.Arrival)}), nil
+	d.out = append(d.out, Release{Req: r, At: max(now, r.Arrival)})
+	return nil
 }
 
 // readOne reads one request in closed loop and files it.
-func (d *Driver) readOne(now time.Duration, out []Release) ([]Release, error) {
+func (d *Driver) readOne(now time.Duration) error {
 	r, err := d.pull()
 	if err != nil || r == nil {
-		return out, err
+		return err
 	}
 	if r.Turn == 0 {
 		d.starts = append(d.starts, r)
-		return out, nil
+		return nil
 	}
 	if t, ok := d.waiting[r.Session]; ok && len(d.queued[r.Session]) == 0 {
 		delete(d.waiting, r.Session)
-		return append(out, Release{Req: r, At: max(now, t+r.Think)}), nil
+		d.out = append(d.out, Release{Req: r, At: max(now, t+r.Think)})
+		return nil
 	}
 	d.queued[r.Session] = append(d.queued[r.Session], r)
-	return out, nil
+	return nil
 }
 
 // Released must be called when a Release fires (the request went out).
-func (d *Driver) Released(r *Request, now time.Duration) ([]Release, error) {
+func (d *Driver) Released(r *Request, now time.Duration) error {
 	d.released++
 	if !d.closed {
 		return d.nextOpen(now)
 	}
 	if r.Turn == 0 {
 		d.startScheduled = false
-		return d.scheduleStart(now, nil)
+		return d.scheduleStart(now)
 	}
-	return nil, nil
+	return nil
 }
 
 // Ended must be called once when a request completed or failed.
-func (d *Driver) Ended(r *Request, now time.Duration) ([]Release, error) {
+func (d *Driver) Ended(r *Request, now time.Duration) error {
 	d.ended++
 	if !d.closed {
-		return nil, nil
+		return nil
 	}
 	if q := d.queued[r.Session]; len(q) > 0 {
 		next := q[0]
@@ -150,24 +162,23 @@ func (d *Driver) Ended(r *Request, now time.Duration) ([]Release, error) {
 		} else {
 			d.queued[r.Session] = q[1:]
 		}
-		return []Release{{Req: next, At: now + next.Think}}, nil
+		d.out = append(d.out, Release{Req: next, At: now + next.Think})
+		return nil
 	}
 	if r.Last {
-		return nil, nil
+		return nil
 	}
 	// The next turn (if any) was not read yet: read ahead until it shows up.
 	d.waiting[r.Session] = now
-	var out []Release
 	for !d.eof {
 		if _, ok := d.waiting[r.Session]; !ok {
 			break
 		}
-		var err error
-		if out, err = d.readOne(now, out); err != nil {
-			return out, err
+		if err := d.readOne(now); err != nil {
+			return err
 		}
 	}
 	delete(d.waiting, r.Session)
 	// Reading ahead may have found the next session start.
-	return d.scheduleStart(now, out)
+	return d.scheduleStart(now)
 }

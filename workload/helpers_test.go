@@ -208,18 +208,17 @@ func replay(t testing.TB, src Source, closed bool) map[int64]int {
 	d := NewDriver(src, closed)
 	var q relHeap
 	seq := 0
-	add := func(rs []Release, err error, now time.Duration) {
+	add := func(err error, now time.Duration) {
 		t.Helper()
 		require.NoError(t, err)
-		for _, r := range rs {
+		for _, r := range d.Ready().Out {
 			require.NotNil(t, r.Req)
 			require.GreaterOrEqual(t, r.At, now, "release scheduled in the past")
 			seq++
 			heap.Push(&q, relItem{r, seq})
 		}
 	}
-	rs, err := d.Start(0)
-	add(rs, err, 0)
+	add(d.Start(0), 0)
 	count := map[int64]int{}
 	for q.Len() > 0 {
 		it := heap.Pop(&q).(relItem)
@@ -228,10 +227,8 @@ func replay(t testing.TB, src Source, closed bool) map[int64]int {
 			require.GreaterOrEqual(t, now, it.Req.Arrival)
 		}
 		count[it.Req.ID]++
-		rs, err := d.Released(it.Req, now)
-		add(rs, err, now)
-		rs, err = d.Ended(it.Req, now)
-		add(rs, err, now)
+		add(d.Released(it.Req, now), now)
+		add(d.Ended(it.Req, now), now)
 	}
 	require.True(t, d.Done(), "driver not done: read %d", d.Read())
 	require.Len(t, count, d.Read())

@@ -206,7 +206,7 @@ func (m *Mooncake) parse(line []byte) (*mcRecord, error) {
 	if rec.in, err = intField("input_length", j.InputLength, 0); err != nil {
 		return nil, err
 	}
-	if rec.out, err = outputField("output_length", j.OutputLength); err != nil {
+	if rec.out, err = outputField("output_length", j.OutputLength, &m.zeroOutputs); err != nil {
 		return nil, err
 	}
 	if j.BlockTokens != nil {

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +16,7 @@ func agenticSmall() AgenticConfig { return AgenticConfig{Sessions: 4, Turns: 10}
 func TestDriverReplaysLoaders(t *testing.T) {
 	ccDir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(ccDir, "trace_1.json"), genClaudeCode(6), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(ccDir, "trace_2.json"), genClaudeCode(3), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ccDir, "trace_2.json"), bytes.Replace(genClaudeCode(3), []byte(`"trace_mem"`), []byte(`"trace_two"`), 1), 0o644))
 	sources := map[string]func(t *testing.T) Source{
 		"mooncake": func(t *testing.T) Source {
 			return openReader(t, string(genMooncake(200)), FormatMooncake, LoadOptions{})

@@ -227,7 +227,7 @@ func (t *TraceLab) parse(line []byte, n int) (sid, provider, model string, rd tl
 		err = badField("prefix_tokens", "%d exceeds input_tokens_total %d", rd.prefix, rd.in)
 		return
 	}
-	if rd.out, err = outputField("output_tokens", j.OutputTokens); err != nil {
+	if rd.out, err = outputField("output_tokens", j.OutputTokens, &t.zeroOutputs); err != nil {
 		return
 	}
 	if j.Provider != nil {

@@ -1,41 +1,53 @@
 // Command pdemu emulates disaggregated prefill/decode LLM serving clusters
 // described in HCL, replaying agentic workloads in virtual or wall-clock
-// time.
+// time, and compares runs in one HTML report.
 //
-//	pdemu run [FILE] [--out DIR] [--seed N] [--max-requests N] [--trace PATH]
-//	          [--clock virtual|wall] [--time-scale S] [--var k=v]...
-//	pdemu validate FILE [--var k=v]...
-//	pdemu models [--gpu NAME] [--mem-fraction F]
-//	pdemu scenarios
-//	pdemu trace stats FILE|DIR [--format F] [--skip-bad]
-//	pdemu trace gen [--kind swebench|agentic] [--seed N] [--out FILE]
+//	pdemu run [SCENARIO] [--out DIR] [--set PATH=V]... [--router P] [--trace T] ...
+//	pdemu compare SCENARIO... [--set PATH=V[,V...]]... [--seeds N] [--jobs N] --out DIR
+//	pdemu report RUN_DIR... [--out FILE]
+//	pdemu validate SCENARIO [--json]
+//	pdemu models | scenarios [show NAME] | trace stats|gen | version | completion
 //
 // Exit codes: 0 success, 1 the run failed (a lost request, a panic, an
-// internal error), 2 bad input (HCL, trace, flags).
+// internal error), 2 bad input (HCL, trace, flags), 3 too many failed
+// requests, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
-	"time"
+	"sync/atomic"
+	"syscall"
 
-	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/pdemu/pdemu/actors"
-	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/output"
-	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
-	"github.com/pdemu/pdemu/workload"
 )
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitRunFailed   = 1
+	exitBadInput    = 2
+	exitTooManyFail = 3
+	exitSIGINT      = 130
+	exitSIGTERM     = 143
+)
+
+const exitCodesHelp = `Exit codes:
+  0    success
+  1    the run failed (a lost request, an actor panic, an internal error)
+  2    bad input (HCL, trace, flags, unknown scenario)
+  3    too many failed requests
+  130  interrupted (SIGINT, Ctrl-C)
+  143  terminated (SIGTERM)`
 
 // exitError carries an exit code.
 type exitError struct {
@@ -47,371 +59,255 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(format string, a ...any) error {
-	return &exitError{2, fmt.Errorf(format, a...)}
+	return &exitError{exitBadInput, fmt.Errorf(format, a...)}
+}
+
+// badInput marks err as bad input (exit 2); nil stays nil.
+func badInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{exitBadInput, err}
+}
+
+// exitCodeOf maps run's error to the process exit code.
+func exitCodeOf(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var de *topology.DiagError
+	if errors.As(err, &de) {
+		return exitBadInput
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	var oe *output.ExitError
+	if errors.As(err, &oe) {
+		return oe.Code
+	}
+	return exitRunFailed
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	var sig atomic.Value // the os.Signal received
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-ch
+		sig.Store(s)
+		cancel()
+		<-ch // a second signal: give up at once
+		os.Exit(signalCode(s))
+	}()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return // -h: the flag package printed the usage
+	code := exitCodeOf(err)
+	if s, ok := sig.Load().(os.Signal); ok {
+		fmt.Fprintf(os.Stderr, "pdemu: stopped by %v; outputs written so far are partial\n", s)
+		os.Exit(signalCode(s))
 	}
 	if err != nil {
-		var ee *exitError
-		code := 1
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
 		var de *topology.DiagError
 		if errors.As(err, &de) {
 			_ = de.Write(os.Stderr, false)
-			code = 2
 		} else {
 			fmt.Fprintln(os.Stderr, "pdemu:", err)
 		}
-		os.Exit(code)
 	}
+	os.Exit(code)
 }
 
-const usage = `usage:
-  pdemu run [FILE] [flags]     emulate a scenario (default: the embedded %s)
-  pdemu validate FILE [flags]  check a scenario file, print diagnostics
-  pdemu models [flags]         list model presets with derived figures
-  pdemu scenarios              list the embedded scenarios
-  pdemu trace stats FILE|DIR   summarise a trace (requests, sessions, reuse)
-  pdemu trace gen              write a synthetic trace as Mooncake-style JSONL
-run 'pdemu COMMAND -h' for the flags of a command
-`
+func signalCode(s os.Signal) int {
+	if s == syscall.SIGTERM {
+		return exitSIGTERM
+	}
+	return exitSIGINT
+}
 
+// run executes the command line args (without the program name).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, usage, scenarios.Default)
-		return &exitError{2, errors.New("no command given")}
+	root := newRoot(stdout, stderr)
+	root.SetArgs(normalizeArgs(root, args))
+	return root.ExecuteContext(ctx)
+}
+
+// newRoot builds the command tree.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pdemu",
+		Short: "Emulate disaggregated prefill/decode LLM serving clusters",
+		Long: `pdemu emulates disaggregated prefill/decode (P/D) LLM serving clusters
+described in HCL, replaying agentic multi-turn workloads in virtual
+(deterministic) or wall-clock time, and compares runs in one HTML report.`,
+		Example: `  pdemu run                                  # the embedded default scenario
+  pdemu run dp4 --trace ../shared/traces/weka-claude-code
+  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d --seeds 2 --out cmp
+  pdemu scenarios`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Without a subcommand: print the help and fail (exit 2); an
+		// unknown subcommand gets a suggestion.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_ = cmd.Help()
+			return usageErr("no command given")
+		},
 	}
-	switch args[0] {
-	case "run":
-		return cmdRun(ctx, args[1:], stdout, stderr)
-	case "validate":
-		return cmdValidate(args[1:], stdout, stderr)
-	case "models":
-		return cmdModels(args[1:], stdout, stderr)
-	case "trace":
-		return cmdTrace(args[1:], stdout, stderr)
-	case "scenarios":
-		for _, n := range scenarios.Names() {
-			fmt.Fprintln(stdout, n)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(flagError)
+	root.AddCommand(newRunCmd(), newCompareCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
+		newScenariosCmd(), newTraceCmd(), newVersionCmd())
+	// cobra's shell completion, created now so its help has examples too.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Example = "  pdemu completion bash > /etc/bash_completion.d/pdemu\n  source <(pdemu completion zsh)"
+		for _, sh := range c.Commands() {
+			sh.Example = map[string]string{
+				"bash":       "  source <(pdemu completion bash)",
+				"zsh":        "  pdemu completion zsh > \"${fpath[1]}/_pdemu\"",
+				"fish":       "  pdemu completion fish | source",
+				"powershell": "  pdemu completion powershell | Out-String | Invoke-Expression",
+			}[sh.Name()]
+		}
+	}
+	return root
+}
+
+// unknownCommand is the error for an unknown (sub)command, with cobra's
+// suggestions.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		msg += fmt.Sprintf(". Did you mean %q?", s[0])
+	}
+	return usageErr("%s (run '%s --help' for the commands)", msg, cmd.CommandPath())
+}
+
+// groupCmd is a command that only holds subcommands.
+func groupCmd(c *cobra.Command) *cobra.Command {
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return unknownCommand(cmd, args[0])
 		}
 		return nil
-	case "-h", "--help", "help":
-		fmt.Fprintf(stdout, usage, scenarios.Default)
-		return nil
-	default:
-		fmt.Fprintf(stderr, usage, scenarios.Default)
-		return usageErr("unknown command %q", args[0])
 	}
-}
-
-// varFlag collects -var k=v.
-type varFlag map[string]string
-
-func (v varFlag) String() string { return "" }
-func (v varFlag) Set(s string) error {
-	k, val, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want NAME=VALUE, got %q", s)
-	}
-	v[k] = val
-	return nil
-}
-
-// parseInterleaved parses flags that may come before or after positional
-// arguments (pdemu run FILE --out DIR).
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, &exitError{2, err}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		_ = cmd.Help()
+		var names []string
+		for _, s := range cmd.Commands() {
+			if s.IsAvailableCommand() {
+				names = append(names, s.Name())
+			}
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-func parseOptions(vars varFlag) topology.Options {
-	return topology.Options{
-		Vars: vars,
-		KnownGPU: func(n string) bool {
-			_, err := gpu.LookupGPU(n)
-			return err == nil
-		},
-		KnownModel: func(n string) bool {
-			_, err := gpu.LookupModel(n)
-			return err == nil
-		},
-		GPUNames:   gpu.GPUNames(),
-		ModelNames: gpu.ModelNames(),
-	}
-}
-
-// loadSpec reads FILE, or the embedded default scenario when file is "".
-// An embedded scenario may also be named by its file name.
-func loadSpec(file string, vars varFlag) (*topology.Spec, error) {
-	opts := parseOptions(vars)
-	if file == "" {
-		file = scenarios.Default
-	}
-	if _, err := os.Stat(file); err != nil {
-		if src, rerr := scenarios.Read(file); rerr == nil {
-			name := "<embedded>/" + strings.TrimSuffix(file, ".hcl") + ".hcl"
-			// Relative trace paths in an embedded scenario resolve as if the
-			// file were read from ./scenarios (running from the repository
-			// root, embedded and on-disk copies behave the same).
-			wd, _ := os.Getwd()
-			opts.BaseDir = filepath.Join(wd, "scenarios")
-			return topology.Parse(name, src, opts)
-		}
-		return nil, usageErr("%s: no such file (and no embedded scenario of that name; try 'pdemu scenarios')", file)
-	}
-	return topology.Load(file, opts)
-}
-
-func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	vars := varFlag{}
-	fs.Var(vars, "var", "set a variable: -var NAME=VALUE (repeatable)")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErr("validate takes exactly one FILE")
-	}
-	spec, err := loadSpec(pos[0], vars)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: ok (%d prefill, %d decode, %d fused, %d links, router %q)\n",
-		pos[0], len(spec.Prefill), len(spec.Decode), len(spec.Fused), len(spec.Links), spec.Router.Policy)
-	return nil
-}
-
-func cmdModels(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("models", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	g := fs.String("gpu", "H200-SXM", "GPU preset for the derived figures")
-	frac := fs.Float64("mem-fraction", 0.88, "SGLang mem_fraction_static for the pool size")
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return err
-	}
-	if _, err := gpu.LookupGPU(*g); err != nil {
-		return &exitError{2, err}
-	}
-	return gpu.WriteTable(stdout, *g, *frac)
-}
-
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "pdemu-out", "output directory")
-	seed := fs.Uint64("seed", 0, "workload seed (overrides the scenario's)")
-	maxReq := fs.Int("max-requests", 0, "stop after this many requests (0 = the scenario's setting)")
-	trace := fs.String("trace", "", "replay this trace instead of the scenario's workload")
-	clock := fs.String("clock", "", "virtual | wall (overrides the scenario's)")
-	scale := fs.Float64("time-scale", 0, "wall clock: emulated time runs this many times faster than real time")
-	logLevel := fs.String("log-level", "warn", "trace | debug | info | warn | error")
-	wallTimeout := fs.Duration("wall-timeout", 30*time.Minute, "wall clock: give up (exit 1) if the run has not finished after this much real time")
-	quiet := fs.Bool("q", false, "do not print the summary table")
-	skipBad := fs.Bool("skip-bad", false, "skip malformed trace records (counted in summary.json) instead of stopping")
-	vars := varFlag{}
-	fs.Var(vars, "var", "set a variable: -var NAME=VALUE (repeatable)")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 1 {
-		return usageErr("run takes at most one FILE, got %d", len(pos))
-	}
-	file := ""
-	if len(pos) == 1 {
-		file = pos[0]
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-
-	spec, err := loadSpec(file, vars)
-	if err != nil {
-		return err
-	}
-	wl := &spec.Workload
-	if set["seed"] {
-		wl.Seed = *seed
-	}
-	if set["max-requests"] {
-		if *maxReq < 0 {
-			return usageErr("--max-requests must be >= 0")
-		}
-		wl.MaxRequests = *maxReq
-	}
-	if set["trace"] {
-		wl.Trace = *trace
-	}
-	if set["clock"] {
-		if *clock != topology.ClockVirtual && *clock != topology.ClockWall {
-			return usageErr("--clock must be virtual or wall, got %q", *clock)
-		}
-		wl.Clock = *clock
-	}
-	if set["time-scale"] {
-		if *scale <= 0 {
-			return usageErr("--time-scale must be > 0, got %g", *scale)
-		}
-		wl.TimeScale = *scale
-	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "pdemu", Level: hclog.LevelFromString(*logLevel), Output: stderr})
-
-	src, err := actors.Source(spec, *skipBad)
-	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) && strings.HasPrefix(spec.Source, "<embedded>/") && !set["trace"] {
-			err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
-		}
-		return &exitError{2, err}
-	}
-	if c, ok := src.(io.Closer); ok {
-		defer c.Close()
-	}
-	fmt.Fprintf(stdout, "pdemu: scenario %s, policy %s, clock %s, seed %d\n", spec.Source, spec.Router.Policy, clockName(wl.Clock), wl.Seed)
-	if *wallTimeout <= 0 {
-		return usageErr("--wall-timeout must be > 0, got %v", *wallTimeout)
-	}
-	res, runErr := actors.Run(ctx, spec, actors.Options{Logger: log, Source: src, WallTimeout: *wallTimeout})
-	var recErr *workload.RecordError
-	if errors.As(runErr, &recErr) {
-		runErr = &exitError{2, runErr}
-	}
-	if res == nil {
-		return runErr
-	}
-	if err := writeOutputs(*out, res); err != nil {
-		return errors.Join(runErr, err)
-	}
-	if !*quiet {
-		printTable(stdout, res)
-		fmt.Fprintf(stdout, "outputs in %s (per_request.csv, instances.csv, summary.json)\n", *out)
-	}
-	return runErr
-}
-
-func clockName(c string) string {
-	if c == "" {
-		return topology.ClockVirtual
+		return usageErr("%s needs a subcommand: %s", cmd.CommandPath(), strings.Join(names, " or "))
 	}
 	return c
 }
 
-func writeOutputs(dir string, res *actors.Result) error { return output.Write(dir, res) }
-
-func printTable(w io.Writer, res *actors.Result) {
-	s := res.Summary
-	fmt.Fprintf(w, "requests  total %d  completed %d  failed %d\n", s.Requests.Total, s.Requests.Completed, s.Requests.Failed)
-	fmt.Fprintf(w, "modes    ")
-	for _, m := range []string{"Direct", "Seed", "Reseed", "Fallback", "Vanilla", "Fused"} {
-		fmt.Fprintf(w, " %s %d", m, s.Modes[m])
+// flagError turns pflag's errors into exit-2 errors with a did-you-mean
+// for a misspelt flag.
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		if s := suggestFlag(cmd, name); s != "" {
+			msg += fmt.Sprintf(". Did you mean --%s?", s)
+		}
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "ttft ms   p50 %.1f  p90 %.1f  p99 %.1f  mean %.1f\n", s.TTFT.P50, s.TTFT.P90, s.TTFT.P99, s.TTFT.Mean)
-	fmt.Fprintf(w, "e2e ms    p50 %.1f  p90 %.1f  p99 %.1f  mean %.1f\n", s.E2E.P50, s.E2E.P90, s.E2E.P99, s.E2E.Mean)
-	fmt.Fprintf(w, "emulated  %.1f s in %.3f s wall (%.0fx)\n", res.End.Seconds(), res.Wall.Seconds(), res.End.Seconds()/max(res.Wall.Seconds(), 1e-9))
-	if l := s.Clock.Lateness; l != nil {
-		fmt.Fprintf(w, "lateness  p50 %.3f ms  p99 %.3f ms  max %.3f ms (real time, %d timers)\n", l.P50, l.P99, l.Max, l.Samples)
-	}
-	if r := s.Router; r != nil {
-		fmt.Fprintf(w, "router    migrations %d (max %d per session)  blacklists %d  fallbacks %d  rejections %d\n",
-			r.Migrations, r.MaxSessionMigrations, r.Blacklists, r.Fallbacks, r.Rejections)
-	}
-	for _, b := range s.PerBucket {
-		fmt.Fprintf(w, "bucket    %-8s requests %d (failed %d)  ttft p50 %.1f p99 %.1f ms  length match %.3f\n",
-			b.Bucket, b.Requests.Total, b.Requests.Failed, b.TTFT.P50, b.TTFT.P99, b.LengthBucketMatch)
-	}
-	fmt.Fprintf(w, "runtime   dead letters %d  panics %d\n", s.Runtime.DeadLetters, s.Runtime.Panics)
+	return usageErr("%s: %s (see '%s -h')", cmd.CommandPath(), msg, cmd.CommandPath())
 }
 
-func cmdTrace(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageErr("trace needs a subcommand: stats or gen")
+func suggestFlag(cmd *cobra.Command, name string) string {
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return closest(name, names)
+}
+
+// closest returns the candidate nearest to name (edit distance at most 2,
+// or a candidate name is a prefix of), "" if none is plausible.
+func closest(name string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		d := levenshtein(strings.ToLower(name), strings.ToLower(c))
+		if d < bestD {
+			best, bestD = c, d
+		}
 	}
-	switch args[0] {
-	case "stats":
-		fs := flag.NewFlagSet("trace stats", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		format := fs.String("format", "", "trace format ("+strings.Join(workload.Formats(), ", ")+"); default: detect")
-		skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping")
-		infer := fs.Bool("infer-sessions", false, "mooncake: group requests whose prompt extends an earlier one into sessions")
-		pos, err := parseInterleaved(fs, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return usageErr("trace stats takes exactly one FILE or DIR")
-		}
-		src, err := workload.Open(pos[0], *format, workload.LoadOptions{SkipBad: *skipBad, InferSessions: *infer})
-		if err != nil {
-			return &exitError{2, err}
-		}
-		if c, ok := src.(io.Closer); ok {
-			defer c.Close()
-		}
-		st, err := workload.ComputeStats(src)
-		if err != nil {
-			return &exitError{2, err}
-		}
-		st.Write(stdout)
-		if sk, ok := src.(workload.Skipper); ok && sk.Skipped() > 0 {
-			fmt.Fprintf(stdout, "skipped bad records: %d\n", sk.Skipped())
-		}
-		return nil
-	case "gen":
-		fs := flag.NewFlagSet("trace gen", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		kind := fs.String("kind", "swebench", "swebench (the KVC paper's SWE-Bench shape) | agentic (pdemu's default generator)")
-		seed := fs.Uint64("seed", 1, "generator seed")
-		out := fs.String("out", "-", "output file (- = stdout)")
-		sessions := fs.Int("sessions", 0, "sessions (0 = the generator's default)")
-		requests := fs.Int("requests", 0, "swebench: total requests (0 = 4449)")
-		concurrency := fs.Int("concurrency", 0, "swebench: staggered starts with this many concurrent sessions (0 = spread over 5.44 h)")
-		if _, err := parseInterleaved(fs, args[1:]); err != nil {
-			return err
-		}
-		var src workload.Source
-		var err error
-		switch *kind {
-		case "swebench":
-			src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: *sessions, Requests: *requests, Concurrency: *concurrency}, *seed)
-		case "agentic":
-			src, err = workload.NewAgentic(workload.AgenticConfig{Sessions: *sessions}, *seed, 0)
-		default:
-			return usageErr("--kind must be swebench or agentic, got %q", *kind)
-		}
-		if err != nil {
-			return &exitError{2, err}
-		}
-		w := stdout
-		if *out != "-" {
-			f, err := os.Create(*out)
-			if err != nil {
-				return err
+	if best == "" {
+		for _, c := range candidates {
+			if len(name) >= 3 && strings.HasPrefix(c, name) {
+				return c
 			}
-			defer f.Close()
-			w = f
 		}
-		fmt.Fprintf(stderr, "pdemu: trace gen --kind %s --seed %d\n", *kind, *seed)
-		return workload.WriteJSONL(w, src)
-	default:
-		return usageErr("unknown trace subcommand %q (want stats or gen)", args[0])
 	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// normalizeArgs keeps the single-dash long flags of the flag-package CLI
+// working (-out DIR, -var k=v): "-name" becomes "--name" when name is a
+// long flag of some command. Everything after "--" is left alone.
+func normalizeArgs(root *cobra.Command, args []string) []string {
+	long := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { long[f.Name] = true })
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { long[f.Name] = true })
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			name, _, _ := strings.Cut(a[1:], "=")
+			if len(name) > 1 && long[name] {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }

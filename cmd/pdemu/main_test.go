@@ -3,32 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/pdemu/pdemu/topology"
 )
 
 // exitCode maps run's error to the process exit code main would use.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var de *topology.DiagError
-	if errors.As(err, &de) {
-		return 2
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return 1
-}
+func exitCode(err error) int { return exitCodeOf(err) }
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
@@ -146,15 +130,23 @@ func TestReplayShippedTraces(t *testing.T) {
 		{"claude-code scenario", []string{"claude-code.hcl", "--trace", filepath.Join(dir, "weka-claude-code")}, "total 300  completed 300  failed 0"},
 		{"azure on the default cluster", []string{"--trace", filepath.Join(dir, "azure-2023/AzureLLMInferenceTrace_code.csv")}, "total 300  completed 300  failed 0"},
 		{"tracelab on the default cluster", []string{"--trace", filepath.Join(dir, "tracelab/round_trace.sanitized.jsonl")}, "total 19  completed 19  failed 0"},
-		// Prompts above the default K_d fail, counted with their reason.
+		// Prompts above the default K_d fail, counted with their reason,
+		// and the run exits 3 (failed share above --max-failed).
 		{"claude-code on the default cluster", []string{"--trace", filepath.Join(dir, "weka-claude-code")}, "total 300"},
 	}
+	tooMany := map[string]bool{"claude-code on the default cluster": true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := t.TempDir()
 			args := append([]string{"run"}, c.args...)
-			stdout, _, err := runCLI(t, append(args, "--max-requests", "300", "--out", out)...)
-			require.NoError(t, err)
+			stdout, stderr, err := runCLI(t, append(args, "--max-requests", "300", "--out", out)...)
+			if tooMany[c.name] {
+				require.Error(t, err)
+				assert.Equal(t, 3, exitCodeOf(err))
+				assert.Contains(t, stderr, "requests failed")
+			} else {
+				require.NoError(t, err)
+			}
 			assert.Contains(t, stdout, c.want)
 			b, err := os.ReadFile(filepath.Join(out, "summary.json"))
 			require.NoError(t, err)
@@ -187,4 +179,23 @@ func TestTraceStatsAndGen(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "o2", "summary.json"))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"skipped_bad_records": 1`)
+}
+
+// A run never overwrites or mixes with another run's outputs unless
+// --force says so; the refusal comes before any emulation (exit 2).
+func TestRunRefusesAnotherRunsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"run", "--out", dir, "--var", "sessions=2", "--max-requests", "6", "-q"}
+	_, _, err := runCLI(t, args...)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644))
+	_, _, err = runCLI(t, args...)
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCodeOf(err))
+	assert.Contains(t, err.Error(), "--force")
+	_, _, err = runCLI(t, append(args, "--force")...)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(b), "--force keeps files pdemu did not write")
 }

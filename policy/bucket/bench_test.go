@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"fmt"
+	"github.com/pdemu/pdemu/workload"
 	"testing"
 	"time"
 )
@@ -27,7 +28,7 @@ type twoLevel struct {
 	locals []Local
 	views  []BucketView
 	inst   [][]InstanceView
-	r      *Request
+	r      *workload.Request
 	probe  Prober
 	score  bool
 }
@@ -44,7 +45,7 @@ func newTwoLevel(b *testing.B, global, local string, nb int) *twoLevel {
 	}
 	choices := make([]uint64, nb/2+1)
 	choices[nb/2] = 1
-	tl.r = &Request{ID: 1, Session: 3, InputLen: nb * 16, OutputLen: 200, Blocks: chain(3, nb, choices...), BlockTokens: 16}
+	tl.r = &workload.Request{ID: 1, Session: 3, InputLen: nb * 16, OutputLen: 200, Blocks: chain(3, nb, choices...), BlockTokens: 16}
 	tl.probe = constProber(nb / 2)
 	for id, bc := range benchBuckets {
 		l, err := NewLocal(cfg, bc.Instances)
@@ -52,7 +53,7 @@ func newTwoLevel(b *testing.B, global, local string, nb int) *twoLevel {
 			b.Fatal(err)
 		}
 		for s := range 16 {
-			l.Routed(&Request{Session: int32(s), Blocks: chain(uint64(s), nb)}, s%bc.Instances, time.Duration(s)*time.Second)
+			l.Routed(&workload.Request{Session: int32(s), Blocks: chain(uint64(s), nb)}, s%bc.Instances, time.Duration(s)*time.Second)
 		}
 		tl.locals = append(tl.locals, l)
 		tl.views = append(tl.views, BucketView{ID: id, Name: bc.Name, Min: bc.Range.Min, Max: bc.Range.Max, Instances: bc.Instances,
@@ -116,9 +117,9 @@ func BenchmarkRouted(b *testing.B) {
 					b.Fatal(err)
 				}
 				for s := range 16 {
-					l.Routed(&Request{Session: int32(s), Blocks: chain(uint64(s), nb)}, s%4, 0)
+					l.Routed(&workload.Request{Session: int32(s), Blocks: chain(uint64(s), nb)}, s%4, 0)
 				}
-				r := &Request{Session: 3, Blocks: chain(3, nb)}
+				r := &workload.Request{Session: 3, Blocks: chain(3, nb)}
 				now := 20 * time.Second
 				b.ReportAllocs()
 				for b.Loop() {

@@ -47,7 +47,7 @@ func newCacheAwareLocal(cfg LocalConfig, instances int) (Local, error) {
 
 func (l *cacheAwareLocal) Name() string { return PolicyCacheAwareDP }
 
-func (l *cacheAwareLocal) Route(r *Request, inst []InstanceView, _ Prober, _ time.Duration) LocalDecision {
+func (l *cacheAwareLocal) Route(r *workload.Request, inst []InstanceView, _ Prober, _ time.Duration) LocalDecision {
 	if len(inst) != l.n {
 		return LocalDecision{Instance: -1, Mode: PolicyCacheAwareDP, Reason: "instance views do not match the pool"}
 	}
@@ -73,13 +73,13 @@ func (l *cacheAwareLocal) Route(r *Request, inst []InstanceView, _ Prober, _ tim
 		PredictedPrefix: l.longest[st.D]}
 }
 
-func (l *cacheAwareLocal) Routed(r *Request, instance int, _ time.Duration) {
+func (l *cacheAwareLocal) Routed(r *workload.Request, instance int, _ time.Duration) {
 	l.p.Index().Set(instance, r.Session, r.Blocks)
 }
 func (l *cacheAwareLocal) Evicted(int, []uint64, time.Duration)   {}
 func (l *cacheAwareLocal) Finished(instance int, _ time.Duration) { l.p.Finished(instance) }
 
-func (l *cacheAwareLocal) PredictPrefix(r *Request, _ time.Duration) int {
+func (l *cacheAwareLocal) PredictPrefix(r *workload.Request, _ time.Duration) int {
 	l.p.Index().LongestPrefix(r.Blocks, l.longest)
 	best := 0
 	for _, v := range l.longest {

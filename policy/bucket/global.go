@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"fmt"
+	"github.com/pdemu/pdemu/workload"
 	"math"
 	"time"
 )
@@ -115,7 +116,7 @@ func Miss(predicted, blocks int) float64 {
 	return 1 - float64(min(max(predicted, 0), blocks))/float64(blocks)
 }
 
-func (g *global) Route(r *Request, views []BucketView, _ time.Duration) GlobalDecision {
+func (g *global) Route(r *workload.Request, views []BucketView, _ time.Duration) GlobalDecision {
 	d := GlobalDecision{Bucket: -1, StrictBucket: g.strict(r.InputLen), Mode: g.cfg.Policy}
 	d.Candidates = make([]BucketCandidate, len(views))
 	for i, v := range views {

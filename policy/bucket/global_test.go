@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"github.com/pdemu/pdemu/workload"
 	"math"
 	"testing"
 
@@ -25,8 +26,8 @@ func idleViews(bs []BucketConfig) []BucketView {
 	return v
 }
 
-func req(inputLen, nblocks int) *Request {
-	return &Request{ID: 1, InputLen: inputLen, OutputLen: 100, Blocks: chain(7, nblocks), BlockTokens: 16}
+func req(inputLen, nblocks int) *workload.Request {
+	return &workload.Request{ID: 1, InputLen: inputLen, OutputLen: 100, Blocks: chain(7, nblocks), BlockTokens: 16}
 }
 
 func TestGlobalPolicies(t *testing.T) {

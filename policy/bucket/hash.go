@@ -1,5 +1,7 @@
 package bucket
 
+import "github.com/pdemu/pdemu/workload"
+
 const golden = 0x9E3779B97F4A7C15
 
 // mix64 is SplitMix64's finaliser: a bijection of uint64 whose output bits
@@ -16,7 +18,7 @@ func mix64(x uint64) uint64 {
 // affinityKey is the rendezvous key of a request: a hash of its first k
 // blocks (of all of them when it has fewer), or of its session when it has
 // none. It does not rely on the blocks being prefix-chained.
-func affinityKey(r *Request, k int) uint64 {
+func affinityKey(r *workload.Request, k int) uint64 {
 	if len(r.Blocks) == 0 {
 		return mix64(uint64(uint32(r.Session)) ^ golden)
 	}

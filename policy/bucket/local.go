@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"fmt"
+	"github.com/pdemu/pdemu/workload"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -158,7 +159,7 @@ func NewLocal(cfg LocalConfig, instances int) (Local, error) {
 
 func (l *local) Name() string { return l.name }
 
-func (l *local) Routed(r *Request, instance int, now time.Duration) {
+func (l *local) Routed(r *workload.Request, instance int, now time.Duration) {
 	if instance < 0 || instance >= l.n {
 		return
 	}
@@ -175,7 +176,7 @@ func (l *local) Evicted(instance int, blocks []uint64, _ time.Duration) {
 	l.store.evict(instance, blocks)
 }
 
-func (l *local) PredictPrefix(r *Request, now time.Duration) int {
+func (l *local) PredictPrefix(r *workload.Request, now time.Duration) int {
 	return l.store.longestAny(r.Blocks, now)
 }
 
@@ -202,7 +203,7 @@ func argmax(c []InstanceCandidate, ok func(int) bool) int {
 	return best
 }
 
-func (l *local) Route(r *Request, inst []InstanceView, probe Prober, now time.Duration) LocalDecision {
+func (l *local) Route(r *workload.Request, inst []InstanceView, probe Prober, now time.Duration) LocalDecision {
 	d := LocalDecision{Instance: -1, Mode: l.name}
 	if len(inst) != l.n {
 		d.Reason = fmt.Sprintf("%s: got %d, want %d", ReasonViewsMismatch, len(inst), l.n)
@@ -289,7 +290,7 @@ func (l *local) Route(r *Request, inst []InstanceView, probe Prober, now time.Du
 // estimatedTTFT scores −(QueuedPrefillTokens + uncached)/PrefillRate
 // seconds, uncached = InputLen − cached tokens predicted (at least one
 // token is always prefilled, as on gpu.FusedWorker).
-func (l *local) estimatedTTFT(r *Request, c []InstanceCandidate) (int, string) {
+func (l *local) estimatedTTFT(r *workload.Request, c []InstanceCandidate) (int, string) {
 	anyRate := false
 	for i := range c {
 		v := c[i].View
@@ -342,7 +343,7 @@ func (l *local) rank(c []InstanceCandidate, key func(i int) float64) []int32 {
 // precise probes the meta-store's top ProbeTopK instances (by predicted
 // prefix, ties to lower load then index) and picks the longest real
 // prefix, ties to lower load then index. Each probe costs ProbeLatency.
-func (l *local) precise(r *Request, c []InstanceCandidate, probe Prober, d *LocalDecision) (int, string) {
+func (l *local) precise(r *workload.Request, c []InstanceCandidate, probe Prober, d *LocalDecision) (int, string) {
 	switch {
 	case len(r.Blocks) == 0:
 		for i := range c {
@@ -375,7 +376,7 @@ func (l *local) precise(r *Request, c []InstanceCandidate, probe Prober, d *Loca
 // for the hash of the first PrefixK blocks; the highest weight is home.
 // With FanOut > 1 the least loaded of the FanOut highest weights wins
 // (ties to the higher weight).
-func (l *local) affinity(r *Request, c []InstanceCandidate) (int, string) {
+func (l *local) affinity(r *workload.Request, c []InstanceCandidate) (int, string) {
 	key := affinityKey(r, l.cfg.PrefixK)
 	for i := range c {
 		c[i].Score = unit(hrwWeight(key, i))
@@ -411,7 +412,7 @@ func (l *local) affinity(r *Request, c []InstanceCandidate) (int, string) {
 // (load > OverloadFactor × max(mean load, 1)), take the longest predicted
 // prefix among the instances that are not, ties to lower load then index.
 // Score = predicted prefix (blocks).
-func (l *local) cacheAffinity(r *Request, c []InstanceCandidate) (int, string) {
+func (l *local) cacheAffinity(r *workload.Request, c []InstanceCandidate) (int, string) {
 	pick, reason := l.affinity(r, c)
 	for i := range c {
 		c[i].Score = float64(c[i].PredictedPrefix)
@@ -439,7 +440,7 @@ func (l *local) cacheAffinity(r *Request, c []InstanceCandidate) (int, string) {
 // predicted prefix in blocks (equal to |blocks(r) ∩ resident(i)| under
 // prefix closure), sticky = 1 on the session's last instance, and
 // inflight/assigned count Routed calls (minus Finished calls).
-func (l *local) kvc(r *Request, c []InstanceCandidate) (int, string) {
+func (l *local) kvc(r *workload.Request, c []InstanceCandidate) (int, string) {
 	sticky := int32(-1)
 	if s, ok := l.last[r.Session]; ok {
 		sticky = s

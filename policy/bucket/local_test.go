@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"github.com/pdemu/pdemu/workload"
 	"math"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func preds(d LocalDecision) []int {
 }
 
 // seed records, for every instance i, the first prefix[i] blocks of r.
-func seed(l Local, r *Request, now time.Duration, prefix ...int) {
+func seed(l Local, r *workload.Request, now time.Duration, prefix ...int) {
 	for i, p := range prefix {
 		if p > 0 {
 			rr := *r
@@ -259,7 +260,7 @@ func TestPrecise(t *testing.T) {
 
 	// Nothing to probe: least loaded, no latency.
 	probe.probed = nil
-	d = l3.Route(&Request{InputLen: 10}, loads(2, 1, 3, 1), probe, 0)
+	d = l3.Route(&workload.Request{InputLen: 10}, loads(2, 1, 3, 1), probe, 0)
 	assert.Equal(t, 1, d.Instance)
 	assert.Equal(t, ReasonNoBlocks, d.Reason)
 	assert.Empty(t, probe.probed)
@@ -277,7 +278,7 @@ func TestCacheLoad(t *testing.T) {
 	assert.Equal(t, 1, d.Instance, "0.8 − 0.7 < 0.2")
 
 	// No blocks: pure load.
-	d = l.Route(&Request{InputLen: 5}, loads(1, 2, 0), nil, 0)
+	d = l.Route(&workload.Request{InputLen: 5}, loads(1, 2, 0), nil, 0)
 	assert.Equal(t, 2, d.Instance)
 }
 
@@ -315,11 +316,11 @@ func TestEstimatedTTFT(t *testing.T) {
 func TestPrefixAffinity(t *testing.T) {
 	const n = 5
 	l := newLocal(t, LocalConfig{Policy: PolicyPrefixAffinity, PrefixK: 4}, n)
-	home := func(r *Request) int { return l.Route(r, loads(0, 0, 0, 0, 0), nil, 0).Instance }
+	home := func(r *workload.Request) int { return l.Route(r, loads(0, 0, 0, 0, 0), nil, 0).Instance }
 
 	// The home depends on the first PrefixK blocks only.
-	a := &Request{InputLen: 160, BlockTokens: 16, Blocks: chain(1, 10)}
-	b := &Request{InputLen: 320, BlockTokens: 16, Blocks: append(append([]uint64(nil), a.Blocks[:4]...), chain(9, 16)...)}
+	a := &workload.Request{InputLen: 160, BlockTokens: 16, Blocks: chain(1, 10)}
+	b := &workload.Request{InputLen: 320, BlockTokens: 16, Blocks: append(append([]uint64(nil), a.Blocks[:4]...), chain(9, 16)...)}
 	assert.Equal(t, home(a), home(b))
 	d := l.Route(a, loads(9, 9, 9, 9, 9), nil, 0)
 	assert.Equal(t, home(a), d.Instance, "load does not move the home")
@@ -339,15 +340,15 @@ func TestPrefixAffinity(t *testing.T) {
 	// Homes spread over the instances.
 	count := make([]int, n)
 	for s := range 1000 {
-		count[home(&Request{InputLen: 64, BlockTokens: 16, Blocks: chain(uint64(s), 4)})]++
+		count[home(&workload.Request{InputLen: 64, BlockTokens: 16, Blocks: chain(uint64(s), 4)})]++
 	}
 	for i, c := range count {
 		assert.Greater(t, c, 120, "instance %d is home to %d/1000 prefixes", i, c)
 	}
 
 	// Without blocks the session is the key.
-	s1 := &Request{Session: 3}
-	assert.Equal(t, home(s1), home(&Request{Session: 3, InputLen: 99}))
+	s1 := &workload.Request{Session: 3}
+	assert.Equal(t, home(s1), home(&workload.Request{Session: 3, InputLen: 99}))
 
 	// Fan-out: the least loaded of the top FanOut weights.
 	lf := newLocal(t, LocalConfig{Policy: PolicyPrefixAffinity, PrefixK: 4, FanOut: 2}, n)
@@ -487,8 +488,8 @@ func TestKVC(t *testing.T) {
 	l2 := newLocal(t, LocalConfig{Policy: PolicyKVC, KVC: KVCConfig{Alpha: 1}}, 3)
 	r4 := req(1600, 100)
 	r4.Session = 3
-	l2.Routed(&Request{Session: 3}, 2, 0) // sticky 2, nothing cached
-	seed(l2, r4, 0, 1, 0, 0)              // instance 0: overlap 1
+	l2.Routed(&workload.Request{Session: 3}, 2, 0) // sticky 2, nothing cached
+	seed(l2, r4, 0, 1, 0, 0)                       // instance 0: overlap 1
 	d = l2.Route(r4, loads(0, 0, 0), nil, 0)
 	assert.Equal(t, []float64{1, 0, 1}, scores(d))
 	assert.Equal(t, 2, d.Instance, "sticky wins the tie on overlap + α·sticky")
@@ -554,7 +555,7 @@ func TestDeterminism(t *testing.T) {
 		var now time.Duration
 		for range rapid.IntRange(1, 40).Draw(t, "steps") {
 			now += time.Duration(rapid.IntRange(0, 3).Draw(t, "dt")) * time.Second
-			r := &Request{
+			r := &workload.Request{
 				Session: int32(rapid.IntRange(0, 3).Draw(t, "session")), BlockTokens: 16,
 				Blocks: chain(rapid.Uint64Range(0, 3).Draw(t, "root"), rapid.IntRange(0, 30).Draw(t, "len"),
 					rapid.SliceOfN(rapid.Uint64Range(0, 1), 0, 8).Draw(t, "choices")...),

@@ -23,7 +23,7 @@ import "time"
 // holds blocks 0..i-1, so "instance holds block i" is monotone in i and a
 // galloping/binary search finds where it turns false in O(log n) lookups.
 // Prefix closure holds when
-//   - blocks are prefix-chained (Request.Blocks),
+//   - blocks are prefix-chained (workload.Request.Blocks),
 //   - record stores whole chains (Routed records every block of r),
 //   - expiry keeps it: a chain's block i is recorded whenever any longer
 //     block of the chain is, so last-seen times never grow along a chain,

@@ -1,20 +1,10 @@
 package bucket
 
-import "time"
+import (
+	"time"
 
-// Request is what the routers see of a request (the runtime converts a
-// workload.Request into one).
-type Request struct {
-	ID        int64
-	Session   int32
-	InputLen  int // prompt tokens
-	OutputLen int // output tokens
-	// Blocks are prefix-chained block hashes: Blocks[i] identifies the
-	// tokens [0, (i+1)*BlockTokens) of the prompt, so two requests that
-	// share Blocks[i] share the whole prefix up to it.
-	Blocks      []uint64
-	BlockTokens int // tokens per block (> 0 when Blocks is not empty)
-}
+	"github.com/pdemu/pdemu/workload"
+)
 
 // Range is an inclusive range of input tokens.
 type Range struct{ Min, Max int }
@@ -89,7 +79,7 @@ type Global interface {
 	Name() string
 	// Route picks a bucket among views (one per bucket, built for r at
 	// now). It keeps no state between calls.
-	Route(r *Request, views []BucketView, now time.Duration) GlobalDecision
+	Route(r *workload.Request, views []BucketView, now time.Duration) GlobalDecision
 }
 
 // InstanceView is one instance of a bucket as the local router sees it.
@@ -188,18 +178,18 @@ type Local interface {
 	// Index is i); probe may be nil (precise then trusts the meta-store).
 	// Route changes no meta-store state (round_robin and random advance
 	// their counter / generator).
-	Route(r *Request, inst []InstanceView, probe Prober, now time.Duration) LocalDecision
+	Route(r *workload.Request, inst []InstanceView, probe Prober, now time.Duration) LocalDecision
 	// Routed records that instance will hold r's blocks (meta-store
 	// update, kvc's sticky instance and counters); call it once the
 	// decision is applied.
-	Routed(r *Request, instance int, now time.Duration)
+	Routed(r *workload.Request, instance int, now time.Duration)
 	// Evicted tells the meta-store that instance dropped blocks (for
 	// example gpu.BlockLRU's evicted keys: prefix-chain tails).
 	Evicted(instance int, blocks []uint64, now time.Duration)
 	// PredictPrefix is the bucket-level prediction for
 	// BucketView.PredictedPrefix: the longest leading run of r's blocks
 	// the meta-store places on any one instance of the bucket.
-	PredictPrefix(r *Request, now time.Duration) int
+	PredictPrefix(r *workload.Request, now time.Duration) int
 	// Finished tells load-aware policies that a request ended on instance.
 	Finished(instance int, now time.Duration)
 }

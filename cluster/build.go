@@ -1,24 +1,24 @@
-package actors
+package cluster
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
-	"github.com/pdemu/pdemu/policy"
 	"github.com/pdemu/pdemu/policy/bucket"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/transfer"
 	"github.com/pdemu/pdemu/workload"
 )
 
-// Built is a scenario's cluster, built from the Spec but not yet running.
+// built is a disaggregated scenario's cores and policy, built from the
+// Spec, not yet wired into nodes.
 type built struct {
 	decode  []*gpu.DecodeWorker
 	prefill []*gpu.PrefillWorker
 	perfP   []gpu.Perf
 	nics    []nicSpec
-	pol     routerPolicy
+	pol     RouterPolicy
 }
 
 type nicSpec struct {
@@ -29,12 +29,12 @@ type nicSpec struct {
 	bytesTok int64
 }
 
-// PerfFor returns the cost model build uses for worker w: gpu.NewPerf's
+// PerfFor returns the cost model Build uses for worker w: gpu.NewPerf's
 // defaults for its model, GPU and TP, with the worker's HCL overrides
 // (w.Perf) applied on top and validated. Errors name the worker.
 func PerfFor(w topology.Worker) (gpu.Perf, error) { return perfFor(w) }
 
-// NICConfigs returns the configuration of every NIC build creates for spec
+// NICConfigs returns the configuration of every NIC Build creates for spec
 // (one per prefill worker and device, in order of first appearance), with
 // the links' transport overrides; zero fields select transport defaults.
 func NICConfigs(spec *topology.Spec) ([]transfer.Config, error) {
@@ -65,31 +65,24 @@ func perfFor(w topology.Worker) (gpu.Perf, error) {
 	// HCL overrides (mfu, mbu, ...) on top of the defaults; absent ones
 	// keep them.
 	o := w.Perf
-	if o.MFU != nil {
-		p.MFU = *o.MFU
-	}
-	if o.MBU != nil {
-		p.MBU = *o.MBU
-	}
-	if o.CommEfficiency != nil {
-		p.CommEfficiency = *o.CommEfficiency
-	}
-	if o.StepOverhead != nil {
-		p.StepOverhead = *o.StepOverhead
-	}
-	if o.PrefillOverhead != nil {
-		p.PrefillOverhead = *o.PrefillOverhead
-	}
-	if o.AllReduceLatency != nil {
-		p.AllReduceLatency = *o.AllReduceLatency
-	}
-	if o.ReservedMemory != nil {
-		p.ReservedMemory = *o.ReservedMemory
-	}
+	override(&p.MFU, o.MFU)
+	override(&p.MBU, o.MBU)
+	override(&p.CommEfficiency, o.CommEfficiency)
+	override(&p.StepOverhead, o.StepOverhead)
+	override(&p.PrefillOverhead, o.PrefillOverhead)
+	override(&p.AllReduceLatency, o.AllReduceLatency)
+	override(&p.ReservedMemory, o.ReservedMemory)
 	if err := p.Validate(); err != nil {
 		return gpu.Perf{}, fmt.Errorf("worker %s: %w", w.Name, err)
 	}
 	return p, nil
+}
+
+// override sets *dst to *v when v is set.
+func override[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // nicConfig turns a topology NIC into a transfer.Config. An explicit
@@ -144,17 +137,23 @@ func budgetOf(w topology.Worker, p gpu.Perf) (int, error) {
 	return n, nil
 }
 
-func build(spec *topology.Spec) (*built, error) {
+// perfAndBudget is worker w's cost model and KV pool in tokens.
+func perfAndBudget(w topology.Worker) (gpu.Perf, int, error) {
+	p, err := perfFor(w)
+	if err != nil {
+		return p, 0, err
+	}
+	budget, err := budgetOf(w, p)
+	return p, budget, err
+}
+
+func buildPD(spec *topology.Spec) (*built, error) {
 	b := &built{}
 	r := spec.Router
 	decIdx := map[string]int{}
 	for i, w := range spec.Decode {
 		decIdx[w.Name] = i
-		p, err := perfFor(w)
-		if err != nil {
-			return nil, err
-		}
-		budget, err := budgetOf(w, p)
+		p, budget, err := perfAndBudget(w)
 		if err != nil {
 			return nil, err
 		}
@@ -170,11 +169,7 @@ func build(spec *topology.Spec) (*built, error) {
 	preIdx := map[string]int{}
 	for i, w := range spec.Prefill {
 		preIdx[w.Name] = i
-		p, err := perfFor(w)
-		if err != nil {
-			return nil, err
-		}
-		budget, err := budgetOf(w, p)
+		p, budget, err := perfAndBudget(w)
 		if err != nil {
 			return nil, err
 		}
@@ -216,38 +211,11 @@ func build(spec *topology.Spec) (*built, error) {
 		}
 		b.nics = append(b.nics, ns)
 	}
-	np, nd := len(spec.Prefill), len(spec.Decode)
-	switch r.Policy {
-	case "kvc":
-		k, err := policy.NewKVC(policy.KVCConfig{
-			Alpha: r.Alpha, TauReject: r.TauReject, Epsilon: r.Epsilon, V1: r.V1,
-			Prefill: np, Decode: nd,
-		})
-		if err != nil {
-			return nil, err
-		}
-		b.pol = k
-	case "sticky_only":
-		v, err := policy.NewStickyOnly(np, nd)
-		if err != nil {
-			return nil, err
-		}
-		b.pol = v
-	case "kv_score":
-		v, err := policy.NewKVScore(policy.KVScoreConfig{Alpha: r.Alpha, Prefill: np, Decode: nd})
-		if err != nil {
-			return nil, err
-		}
-		b.pol = v
-	case "vanilla":
-		v, err := policy.NewVanilla(np, nd)
-		if err != nil {
-			return nil, err
-		}
-		b.pol = v
-	default:
-		return nil, fmt.Errorf("router policy %q is not runnable yet", r.Policy)
+	pol, err := newRouterPolicy(r, len(spec.Prefill), len(spec.Decode))
+	if err != nil {
+		return nil, err
 	}
+	b.pol = pol
 	return b, nil
 }
 
@@ -267,6 +235,7 @@ func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 	}
 	g := w.Generator
 	return workload.NewAgentic(workload.AgenticConfig{
+		Exact:    true, // topology applied the defaults: a 0 here was written
 		Sessions: g.Sessions, Turns: g.Turns, SystemTokens: g.SystemTokens, FirstTokens: g.FirstTokens,
 		AppendTokens: g.AppendTokens, OutputTokens: g.OutputTokens, ThinkTime: g.ThinkTime,
 		SessionStagger: g.SessionStagger, BlockTokens: g.BlockTokens,
@@ -300,7 +269,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 		cfg := bucket.BucketConfig{Name: bs.Name, Range: bucket.Range{Min: bs.Min, Max: bs.Max}, Instances: len(bs.Instances)}
 		pb.configs = append(pb.configs, cfg)
 		lr := spec.LocalRouter
-		local, err := bucket.NewLocal(bucket.LocalConfig{
+		local, err := newLocalPolicy(bucket.LocalConfig{
 			Policy: lr.Policy, MetaStoreTTL: lr.MetaStoreTTL, ProbeLatency: lr.ProbeLatency, ProbeTopK: lr.ProbeTopK,
 			LoadAlpha: lr.LoadAlpha, ScoreAlpha: lr.ScoreAlpha, ScoreBeta: lr.ScoreBeta, PrefixK: lr.PrefixK, FanOut: lr.FanOut,
 			OverloadFactor: lr.OverloadFactor, KVC: bucket.KVCConfig{Alpha: lr.Alpha},
@@ -318,11 +287,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 				return nil, fmt.Errorf("bucket %s: instance %q is not a fused worker", bs.Name, name)
 			}
 			w := spec.Fused[gi]
-			p, err := perfFor(w)
-			if err != nil {
-				return nil, err
-			}
-			budget, err := budgetOf(w, p)
+			p, budget, err := perfAndBudget(w)
 			if err != nil {
 				return nil, err
 			}
@@ -355,7 +320,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 		pb.buckets = append(pb.buckets, pbk)
 	}
 	gr := spec.GlobalRouter
-	g, err := bucket.NewGlobal(bucket.GlobalConfig{Policy: gr.Policy, LengthPenaltyWeight: gr.LengthPenaltyWeight,
+	g, err := newGlobalPolicy(bucket.GlobalConfig{Policy: gr.Policy, LengthPenaltyWeight: gr.LengthPenaltyWeight,
 		LoadWeight: gr.LoadWeight, CacheWeight: gr.CacheWeight}, pb.configs)
 	if err != nil {
 		return nil, err

@@ -1,11 +1,9 @@
-package actors
+package cluster
 
 import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/metrics"
@@ -22,102 +20,86 @@ import (
 // else: a bucket sees only its own instances' caches, meta-store and load.
 // The single-pool form is one bucket covering every length.
 
-type (
-	viewReqMsg struct {
-		job *gpu.Job
-	}
-	viewRespMsg struct {
-		id   int64
-		view bucket.BucketView
-	}
-	assignMsg struct {
-		job *gpu.Job
-		dec bucket.GlobalDecision
-	}
-	dispatchMsg struct {
-		job  *gpu.Job
-		inst int
-	}
-)
-
-func bucketRequest(r *workload.Request) *bucket.Request {
-	return &bucket.Request{ID: r.ID, Session: r.Session, InputLen: r.InputLen, OutputLen: r.OutputLen,
-		Blocks: r.Blocks, BlockTokens: r.BlockTokens}
-}
-
 // ---------------------------------------------------------------- global router
 
+// gather collects the bucket views for one request.
 type gather struct {
 	job   *gpu.Job
 	views []bucket.BucketView
 	got   int
 }
 
-type globalRouterActor struct {
-	node
+// globalNode is the global router of a fused deployment: it picks a bucket
+// from read-only BucketView summaries that it gathers from the buckets
+// (scatter-gather in emulated zero time).
+type globalNode struct {
+	outbox
 	g         bucket.Global
-	buckets   []*actor.PID
+	buckets   []Addr
 	configs   []bucket.BucketConfig
-	collector *actor.PID
+	collector Addr
 	pending   map[int64]*gather
 }
 
-func (a *globalRouterActor) handle(msg any) {
+func (n *globalNode) Handle(now time.Duration, msg any) Ready {
 	switch m := msg.(type) {
-	case newJobMsg:
-		if len(a.buckets) == 1 {
+	case NewJob:
+		if len(n.buckets) == 1 {
 			// One bucket: nothing to choose, no need to ask it for a view.
-			c := a.configs[0]
-			a.decide(m.job, []bucket.BucketView{{ID: 0, Name: c.Name, Min: c.Range.Min, Max: c.Range.Max, Instances: c.Instances}})
-			return
+			c := n.configs[0]
+			n.decide(now, m.Job, []bucket.BucketView{{ID: 0, Name: c.Name, Min: c.Range.Min, Max: c.Range.Max, Instances: c.Instances}})
+			break
 		}
-		a.pending[m.job.Req.ID] = &gather{job: m.job, views: make([]bucket.BucketView, len(a.buckets))}
-		for _, b := range a.buckets {
-			a.send(b, viewReqMsg{m.job}, 0)
+		n.pending[m.Job.Req.ID] = &gather{job: m.Job, views: make([]bucket.BucketView, len(n.buckets))}
+		for _, b := range n.buckets {
+			n.send(b, ViewReq{m.Job}, 0)
 		}
-	case viewRespMsg:
-		g := a.pending[m.id]
-		g.views[m.view.ID] = m.view
+	case ViewResp:
+		g := n.pending[m.ID]
+		g.views[m.View.ID] = m.View
 		g.got++
-		if g.got == len(a.buckets) {
-			delete(a.pending, m.id)
-			a.decide(g.job, g.views)
+		if g.got == len(n.buckets) {
+			delete(n.pending, m.ID)
+			n.decide(now, g.job, g.views)
 		}
 	}
+	return n.ready(0, false)
 }
 
-func (a *globalRouterActor) decide(job *gpu.Job, views []bucket.BucketView) {
-	dec := a.g.Route(bucketRequest(job.Req), views, a.now())
+func (n *globalNode) decide(now time.Duration, job *gpu.Job, views []bucket.BucketView) {
+	dec := n.g.Route(job.Req, views, now)
 	job.BucketPolicy = dec.Mode
 	if dec.Bucket < 0 {
-		job.Failed, job.Done, job.D = dec.Reason, a.now(), -1
+		job.Failed, job.Done, job.D = dec.Reason, now, -1
 		job.RouteLog = routeLog(job, dec, nil)
-		a.send(a.collector, jobEndedMsg{job}, 0)
+		n.send(n.collector, JobEnded{job}, 0)
 		return
 	}
-	a.send(a.buckets[dec.Bucket], assignMsg{job, dec}, 0)
+	n.send(n.buckets[dec.Bucket], Assign{job, dec}, 0)
 }
 
 // ---------------------------------------------------------------- bucket
 
-type bucketActor struct {
-	node
+// bucketNode is one bucket of a fused deployment: its instances (fused
+// worker cores), its local router and meta-store, and nothing else: a
+// bucket sees only its own instances' caches, meta-store and load. The
+// single-pool form is one bucket covering every length.
+type bucketNode struct {
+	outbox
 	id        int
 	cfg       bucket.BucketConfig
 	local     bucket.Local
 	cores     []*gpu.FusedWorker
 	global    []int // instance index -> global fused worker index
 	rates     []float64
-	router    *actor.PID
-	collector *actor.PID
+	router    Addr
+	collector Addr
 	series    []*metrics.Series
-	wake      waker
 
 	// Remote prefix fetches over the bucket's RDMA fabric (nil nic = off).
 	nic      *transfer.NIC
 	bytesTok int64
 	fetches  map[uint64]fetch
-	done     []transfer.Completion
 }
 
 // fetch is a prefix being copied from another instance of the bucket.
@@ -130,141 +112,132 @@ type fetch struct {
 // submit hands job to instance inst, first fetching over the bucket's
 // fabric the part of its prefix that another instance of this bucket holds
 // and inst does not (never from another bucket).
-func (a *bucketActor) submit(now time.Duration, job *gpu.Job, inst int) {
-	if a.nic != nil {
+func (n *bucketNode) submit(now time.Duration, job *gpu.Job, inst int) {
+	if n.nic != nil {
 		r := job.Req
-		own := a.cores[inst].CachedPrefix(r.Blocks)
+		own := n.cores[inst].CachedPrefix(r.Blocks)
 		best := own
-		for j, c := range a.cores {
+		for j, c := range n.cores {
 			if j != inst {
 				best = max(best, c.CachedPrefix(r.Blocks))
 			}
 		}
 		if best > own {
-			bytes := int64(best-own) * int64(r.BlockTokens) * a.bytesTok
+			bytes := int64(best-own) * int64(r.BlockTokens) * n.bytesTok
 			job.TransferBytes, job.TransferStart = bytes, now
-			a.fetches[uint64(r.ID)] = fetch{job: job, inst: inst, upto: best}
-			a.nic.Start(now, uint64(r.ID), bytes, 0)
+			n.fetches[uint64(r.ID)] = fetch{job: job, inst: inst, upto: best}
+			n.nic.Start(now, uint64(r.ID), bytes, 0)
 			return
 		}
 	}
-	a.cores[inst].Submit(now, job)
+	n.cores[inst].Submit(now, job)
 }
 
 // CachedPrefix implements bucket.Prober over the bucket's own instances.
-func (a *bucketActor) CachedPrefix(i int, blocks []uint64) int {
-	return a.cores[i].CachedPrefix(blocks)
+func (n *bucketNode) CachedPrefix(i int, blocks []uint64) int {
+	return n.cores[i].CachedPrefix(blocks)
 }
 
-func (a *bucketActor) view(r *workload.Request, now time.Duration) bucket.BucketView {
-	v := bucket.BucketView{ID: a.id, Name: a.cfg.Name, Min: a.cfg.Range.Min, Max: a.cfg.Range.Max, Instances: len(a.cores)}
+func (n *bucketNode) view(r *workload.Request, now time.Duration) bucket.BucketView {
+	v := bucket.BucketView{ID: n.id, Name: n.cfg.Name, Min: n.cfg.Range.Min, Max: n.cfg.Range.Max, Instances: len(n.cores)}
 	var drain float64
-	for i, c := range a.cores {
+	for i, c := range n.cores {
 		q := c.Queued()
 		v.QueueSum += q
 		v.QueueMax = max(v.QueueMax, q)
 		v.KVUsed += int64(c.Used())
 		v.KVTotal += int64(c.Cap())
 		v.Active += q + c.Running()
-		if a.rates[i] > 0 {
-			drain = max(drain, float64(c.QueuedPrefillTokens())/a.rates[i])
+		if n.rates[i] > 0 {
+			drain = max(drain, float64(c.QueuedPrefillTokens())/n.rates[i])
 		}
 	}
 	v.DrainTime = time.Duration(drain * float64(time.Second))
-	v.PredictedPrefix = a.local.PredictPrefix(bucketRequest(r), now)
+	v.PredictedPrefix = n.local.PredictPrefix(r, now)
 	return v
 }
 
-func (a *bucketActor) instances() []bucket.InstanceView {
-	out := make([]bucket.InstanceView, len(a.cores))
-	for i, c := range a.cores {
+func (n *bucketNode) instances() []bucket.InstanceView {
+	out := make([]bucket.InstanceView, len(n.cores))
+	for i, c := range n.cores {
 		out[i] = bucket.InstanceView{Index: i, Queue: c.Queued(), Running: c.Running(),
 			KVUsed: int64(c.Used()), KVTotal: int64(c.Cap()),
-			QueuedPrefillTokens: c.QueuedPrefillTokens(), PrefillRate: a.rates[i]}
+			QueuedPrefillTokens: c.QueuedPrefillTokens(), PrefillRate: n.rates[i]}
 	}
 	return out
 }
 
-func (a *bucketActor) handle(msg any) {
-	now := a.now()
+func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 	// Only cores with an event due are advanced: an instance's state only
 	// changes at its own events, and advancing it at other instants would
 	// only split its analytic decode progress (at nanosecond rounding),
 	// making one instance's timings depend on unrelated traffic.
-	for _, c := range a.cores {
+	for _, c := range n.cores {
 		if at, ok := c.NextEvent(); ok && at <= now {
 			c.Advance(now)
 		}
 	}
 	switch m := msg.(type) {
-	case viewReqMsg:
-		a.send(a.router, viewRespMsg{id: m.job.Req.ID, view: a.view(m.job.Req, now)}, 0)
-	case assignMsg:
-		job := m.job
-		br := bucketRequest(job.Req)
-		dec := a.local.Route(br, a.instances(), a, now)
-		job.Bucket = a.cfg.Name
-		job.LengthBucketMatch = m.dec.Bucket == m.dec.StrictBucket
-		job.BucketPredictedPrefix = m.dec.Candidates[m.dec.Bucket].View.PredictedPrefix
-		job.RouteLog = routeLog(job, m.dec, &dec)
+	case ViewReq:
+		n.send(n.router, ViewResp{ID: m.Job.Req.ID, View: n.view(m.Job.Req, now)}, 0)
+	case Assign:
+		job := m.Job
+		br := job.Req
+		dec := n.local.Route(br, n.instances(), n, now)
+		job.Bucket = n.cfg.Name
+		job.LengthBucketMatch = m.Dec.Bucket == m.Dec.StrictBucket
+		job.BucketPredictedPrefix = m.Dec.Candidates[m.Dec.Bucket].View.PredictedPrefix
+		job.RouteLog = routeLog(job, m.Dec, &dec)
 		if dec.Instance < 0 {
 			job.Failed, job.Done, job.D = "local router: "+dec.Reason, now, -1
-			a.send(a.collector, jobEndedMsg{job}, 0)
+			n.send(n.collector, JobEnded{job}, 0)
 			break
 		}
-		a.local.Routed(br, dec.Instance, now)
-		job.D = a.global[dec.Instance]
+		n.local.Routed(br, dec.Instance, now)
+		job.D = n.global[dec.Instance]
 		if dec.ProbeLatency > 0 {
-			a.send(a.self, dispatchMsg{job, dec.Instance}, dec.ProbeLatency)
+			n.send(n.self, Submit{job, dec.Instance}, dec.ProbeLatency)
 		} else {
-			a.submit(now, job, dec.Instance)
+			n.submit(now, job, dec.Instance)
 		}
-	case dispatchMsg:
-		a.submit(now, m.job, m.inst)
-	case wakeMsg:
-		a.wake.fired(m)
+	case Submit:
+		n.submit(now, m.Job, m.Inst)
 	}
 	next, has := time.Duration(0), false
-	if a.nic != nil {
-		a.done = a.nic.Advance(now, a.done[:0])
-		for _, c := range a.done {
-			f := a.fetches[c.ID]
-			delete(a.fetches, c.ID)
+	if n.nic != nil {
+		n.nic.Advance(now)
+		rd := n.nic.Ready()
+		for _, c := range rd.Out {
+			f := n.fetches[c.ID]
+			delete(n.fetches, c.ID)
 			f.job.TransferEnd = c.At
 			if c.Err == nil {
 				r := f.job.Req
-				a.cores[f.inst].Import(r.Blocks[:f.upto], r.BlockTokens)
+				n.cores[f.inst].Import(r.Blocks[:f.upto], r.BlockTokens)
 			} // a failed fetch is recomputed instead
-			a.cores[f.inst].Submit(now, f.job)
+			n.cores[f.inst].Submit(now, f.job)
 		}
-		if len(a.fetches) > 0 {
-			next, has = a.nic.NextEvent()
+		if len(n.fetches) > 0 {
+			next, has = rd.Wake, rd.HasWake
 		}
 	}
-	for i, c := range a.cores {
-		for _, ev := range c.Events() {
+	for i, c := range n.cores {
+		rd := c.Ready()
+		for _, ev := range rd.Out {
 			switch ev.Kind {
 			case gpu.EvDone, gpu.EvFailed:
-				a.local.Finished(i, now)
-				a.send(a.collector, jobEndedMsg{ev.Job}, 0)
+				n.local.Finished(i, now)
+				n.send(n.collector, JobEnded{ev.Job}, 0)
 			case gpu.EvBlocksEvicted:
-				a.local.Evicted(i, ev.Blocks, now)
+				n.local.Evicted(i, ev.Blocks, now)
 			}
 		}
-		a.series[i].Observe(now, c.Used(), c.Queued(), c.Running())
-		if at, ok := c.NextEvent(); ok && (!has || at < next) {
-			next, has = at, true
+		n.series[i].Observe(now, c.Used(), c.Queued(), c.Running())
+		if rd.HasWake && (!has || rd.Wake < next) {
+			next, has = rd.Wake, true
 		}
 	}
-	a.wake.ensure(&a.node, next, has)
-}
-
-func (a *bucketActor) query(any) any {
-	out := make([]workerReport, len(a.cores))
-	for i, c := range a.cores {
-		out[i] = workerReport{series: a.series[i], maxUsed: c.MaxUsed(), cap: c.Cap()}
-	}
-	return out
+	return n.ready(next, has)
 }
 
 // routeLog renders one routing_log.jsonl line.

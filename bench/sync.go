@@ -1,10 +1,15 @@
-package policy
+package bench
 
-import "sync"
+import (
+	"sync"
 
-// SyncKVC is a concurrency-safe front for KVC, for a router that takes
-// requests from many goroutines (the emulator's router actor is
-// single-threaded and uses KVC directly).
+	"github.com/pdemu/pdemu/policy"
+)
+
+// SyncKVC is a concurrency-safe front for policy.KVC, for a router that
+// takes requests from many goroutines. The emulator's router node is
+// single-threaded and uses KVC directly; SyncKVC lives here, next to
+// BenchmarkRouteParallel, its only user.
 //
 // Design: one sync.RWMutex. Route, and Begin whenever it only needs to
 // route (the session is known, ε is not exhausted and the degenerate
@@ -17,17 +22,18 @@ import "sync"
 // aside: the read path does not count).
 type SyncKVC struct {
 	mu      sync.RWMutex
-	k       *KVC
+	k       *policy.KVC
+	epsilon int
 	scratch sync.Pool // *[]int of len Decode
 }
 
 // NewSyncKVC returns a concurrency-safe KVC-Router.
-func NewSyncKVC(cfg KVCConfig) (*SyncKVC, error) {
-	k, err := NewKVC(cfg)
+func NewSyncKVC(cfg policy.KVCConfig) (*SyncKVC, error) {
+	k, err := policy.NewKVC(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &SyncKVC{k: k}
+	s := &SyncKVC{k: k, epsilon: cfg.Epsilon}
 	s.scratch.New = func() any {
 		v := make([]int, cfg.Decode)
 		return &v
@@ -36,29 +42,25 @@ func NewSyncKVC(cfg KVCConfig) (*SyncKVC, error) {
 }
 
 // Route is KVC.Route under the read lock.
-func (s *SyncKVC) Route(ds *Dispatch) int {
+func (s *SyncKVC) Route(ds *policy.Dispatch) int {
 	ov := s.scratch.Get().(*[]int)
 	s.mu.RLock()
-	d, _, _ := s.k.route(ds, s.k.sess[ds.Req.Session], *ov)
+	d, _ := s.k.RouteShared(ds, *ov)
 	s.mu.RUnlock()
 	s.scratch.Put(ov)
 	return d
 }
 
 // Begin is KVC.Begin.
-func (s *SyncKVC) Begin(ds *Dispatch) Step {
-	if ds.Tries < s.k.cfg.Epsilon {
+func (s *SyncKVC) Begin(ds *policy.Dispatch) policy.Step {
+	if ds.Tries < s.epsilon {
 		ov := s.scratch.Get().(*[]int)
 		s.mu.RLock()
-		st := s.k.sess[ds.Req.Session]
-		d, degenerate := -1, false
-		if st != nil {
-			d, degenerate, _ = s.k.route(ds, st, *ov)
-		}
+		d, fast := s.k.RouteShared(ds, *ov)
 		s.mu.RUnlock()
 		s.scratch.Put(ov)
-		if st != nil && d >= 0 && !degenerate {
-			return Step{Action: ActAdmit, D: d}
+		if fast {
+			return policy.Step{Action: policy.ActAdmit, D: d}
 		}
 	}
 	s.mu.Lock()
@@ -67,14 +69,14 @@ func (s *SyncKVC) Begin(ds *Dispatch) Step {
 }
 
 // Admitted is KVC.Admitted.
-func (s *SyncKVC) Admitted(ds *Dispatch, d int, mode Mode) Step {
+func (s *SyncKVC) Admitted(ds *policy.Dispatch, d int, mode policy.Mode) policy.Step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.k.Admitted(ds, d, mode)
 }
 
 // Rejected is KVC.Rejected.
-func (s *SyncKVC) Rejected(ds *Dispatch, d int, reason string) Step {
+func (s *SyncKVC) Rejected(ds *policy.Dispatch, d int, reason string) policy.Step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.k.Rejected(ds, d, reason)
@@ -101,6 +103,13 @@ func (s *SyncKVC) Pin(sess int32) int {
 	return s.k.Pin(sess)
 }
 
+// Inflight is KVC.Inflight.
+func (s *SyncKVC) Inflight(d int) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.k.Inflight(d)
+}
+
 // Rejects is KVC.Rejects.
 func (s *SyncKVC) Rejects(sess int32, d int) int {
 	s.mu.RLock()
@@ -109,7 +118,7 @@ func (s *SyncKVC) Rejects(sess int32, d int) int {
 }
 
 // Stats is KVC.Stats.
-func (s *SyncKVC) Stats(sess int32) SessionStats {
+func (s *SyncKVC) Stats(sess int32) policy.SessionStats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.k.Stats(sess)
@@ -117,7 +126,7 @@ func (s *SyncKVC) Stats(sess int32) SessionStats {
 
 // Sessions is KVC.Sessions (f runs under the read lock: it must not call
 // back into s's write methods).
-func (s *SyncKVC) Sessions(f func(sess int32, st SessionStats)) {
+func (s *SyncKVC) Sessions(f func(sess int32, st policy.SessionStats)) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	s.k.Sessions(f)

@@ -1,4 +1,4 @@
-package policy
+package bench_test
 
 import (
 	"sync"
@@ -6,16 +6,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/pdemu/pdemu/bench"
+	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/workload"
 )
 
 // TestSyncKVCMatchesKVC: driven from one goroutine, the front returns the
 // same Steps as KVC for the same calls.
 func TestSyncKVCMatchesKVC(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg := KVCConfig{Alpha: 1, TauReject: rapid.IntRange(1, 3).Draw(t, "tau"),
+		cfg := policy.KVCConfig{Alpha: 1, TauReject: rapid.IntRange(1, 3).Draw(t, "tau"),
 			Epsilon: rapid.IntRange(1, 3).Draw(t, "eps"), Prefill: 2, Decode: rapid.IntRange(1, 5).Draw(t, "decode")}
-		k, _ := NewKVC(cfg)
-		f, err := NewSyncKVC(cfg)
+		k, _ := policy.NewKVC(cfg)
+		f, err := bench.NewSyncKVC(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,9 +36,9 @@ func TestSyncKVCMatchesKVC(t *testing.T) {
 				k.Evicted(d, s)
 				f.Evicted(d, s)
 			default:
-				r := req(s, turn[s], chainBlocks(s, 3*turn[s]+1))
+				r := &workload.Request{Session: s, Turn: turn[s], Blocks: prompt(int(s), 3*turn[s]+1)}
 				turn[s]++
-				a, b := NewDispatch(r), NewDispatch(r)
+				a, b := policy.NewDispatch(r), policy.NewDispatch(r)
 				if k.Route(a) != f.Route(b) {
 					t.Fatal("Route differs")
 				}
@@ -43,13 +47,13 @@ func TestSyncKVCMatchesKVC(t *testing.T) {
 					if sa != sb {
 						t.Fatalf("KVC %+v, SyncKVC %+v", sa, sb)
 					}
-					if sa.Action != ActAdmit {
+					if sa.Action != policy.ActAdmit {
 						break
 					}
 					if rapid.Bool().Draw(t, "accept") {
-						sa, sb = k.Admitted(a, sa.D, ModeReseed), f.Admitted(b, sb.D, ModeReseed)
+						sa, sb = k.Admitted(a, sa.D, policy.ModeReseed), f.Admitted(b, sb.D, policy.ModeReseed)
 					} else {
-						sa, sb = k.Rejected(a, sa.D, ReasonNoCapacity), f.Rejected(b, sb.D, ReasonNoCapacity)
+						sa, sb = k.Rejected(a, sa.D, policy.ReasonNoCapacity), f.Rejected(b, sb.D, policy.ReasonNoCapacity)
 					}
 				}
 			}
@@ -64,7 +68,7 @@ func TestSyncKVCMatchesKVC(t *testing.T) {
 // with -race) and checks the bookkeeping adds up.
 func TestSyncKVCConcurrent(t *testing.T) {
 	const goroutines, perG, decode = 4, 300, 4
-	f, err := NewSyncKVC(KVCConfig{Alpha: 1, TauReject: 2, Epsilon: 2, Prefill: 2, Decode: decode})
+	f, err := bench.NewSyncKVC(policy.KVCConfig{Alpha: 1, TauReject: 2, Epsilon: 2, Prefill: 2, Decode: decode})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
@@ -73,17 +77,17 @@ func TestSyncKVCConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < perG; i++ {
 				s := int32(g*10 + i%3)
-				r := req(s, i/3, chainBlocks(s, 1+i/3))
-				ds := NewDispatch(r)
+				r := &workload.Request{Session: s, Turn: i / 3, Blocks: prompt(int(s), 1+i/3)}
+				ds := policy.NewDispatch(r)
 				f.Route(ds)
 				st := f.Begin(ds)
-				for st.Action == ActAdmit {
+				for st.Action == policy.ActAdmit {
 					if (i+g)%4 == 0 {
-						st = f.Rejected(ds, st.D, ReasonNoCapacity)
+						st = f.Rejected(ds, st.D, policy.ReasonNoCapacity)
 						continue
 					}
 					d := st.D
-					st = f.Admitted(ds, d, ModeDirect)
+					st = f.Admitted(ds, d, policy.ModeDirect)
 					st.D = d
 				}
 				f.Finished(st.D)
@@ -95,10 +99,10 @@ func TestSyncKVCConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	total := 0
-	f.Sessions(func(s int32, st SessionStats) { total += st.Fallbacks })
+	f.Sessions(func(s int32, st policy.SessionStats) { total += st.Fallbacks })
 	require.Positive(t, total)
 	for d := 0; d < decode; d++ {
-		require.Zero(t, f.k.Inflight(d), "every dispatch was finished")
+		require.Zero(t, f.Inflight(d), "every dispatch was finished")
 	}
 	_ = f.Pin(0) + f.Rejects(0, 0)
 	_ = f.Stats(0)

@@ -1,0 +1,133 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/transfer"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// PerfFor returns the cost model the cluster uses for worker w (see
+// cluster.PerfFor).
+func PerfFor(w topology.Worker) (gpu.Perf, error) { return cluster.PerfFor(w) }
+
+// NICConfigs returns the configuration of every NIC of spec (see
+// cluster.NICConfigs).
+func NICConfigs(spec *topology.Spec) ([]transfer.Config, error) { return cluster.NICConfigs(spec) }
+
+// Source builds the scenario's workload source (see cluster.Source).
+func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
+	return cluster.Source(spec, skipBad)
+}
+
+// summarize fills res from the cluster after the run.
+func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src workload.Source, clk Clock, deadLetters, panics int64) {
+	wl := spec.Workload
+	res.Records = cl.Collector().Records()
+	sum := metrics.Summarize(res.Records)
+	sum.Scenario = spec.Name
+	sum.Policy = spec.Router.Policy
+	sum.Seed = wl.Seed
+	sum.ScenarioDigest, sum.Vars = spec.Digest, spec.Vars
+	if wl.Trace != "" {
+		sum.Trace.Path = wl.Trace
+		if d, err := metrics.DigestPath(wl.Trace); err == nil {
+			sum.Trace.Digest = d
+		}
+	}
+	sum.Clock = metrics.Clock{Mode: wl.Clock, TimeScale: wl.TimeScale}
+	if sum.Clock.Mode == "" {
+		sum.Clock.Mode = topology.ClockVirtual
+	}
+	sum.Runtime = metrics.Runtime{DeadLetters: deadLetters, Panics: panics}
+	switch c := clk.(type) {
+	case *WallClock:
+		c.Judge(&sum.Clock, sum.TTFT.P50) // lateness in real and emulated time, saturation, verdict
+	case *VirtualClock:
+		sum.Runtime.Steps, sum.Runtime.Messages = c.Steps(), c.Messages()
+	}
+	metrics.AttachWorkers(&sum, cl.Workers(), res.Records) // request counts and shares (fused workers too)
+	sum.PerBucket = metrics.SummarizeBuckets(res.Records)
+	if st := cl.Sessions(); st != nil {
+		res.Sessions, sum.Router = sessionRows(res.Records, st)
+	}
+	if sk, ok := src.(workload.Skipper); ok {
+		sum.Requests.SkippedBad = sk.Skipped()
+	}
+	res.Summary = sum
+}
+
+// check: nothing is lost, every request read from the source ended
+// exactly once, and the run had no error, panic or dead letter.
+func check(res *Result, cl *cluster.Cluster, runErr, nodeErr error, deadLetters int64) error {
+	var errs []error
+	if runErr != nil {
+		errs = append(errs, runErr)
+	}
+	if nodeErr != nil {
+		errs = append(errs, nodeErr)
+	}
+	if deadLetters > 0 {
+		errs = append(errs, fmt.Errorf("%d dead letters: messages reached actors that were gone (see the log)", deadLetters))
+	}
+	sum := res.Summary
+	if read := cl.Read(); len(errs) == 0 && read != sum.Requests.Total {
+		lost := []int64{}
+		for id := int64(0); id < int64(read) && len(lost) < 10; id++ {
+			if !cl.Collector().Seen(id) {
+				lost = append(lost, id)
+			}
+		}
+		errs = append(errs, fmt.Errorf("%d requests were released but %d ended (first missing ids: %v)", read, sum.Requests.Total, lost))
+	}
+	if sum.Requests.Total != sum.Requests.Completed+sum.Requests.Failed {
+		errs = append(errs, fmt.Errorf("requests.total %d != completed %d + failed %d", sum.Requests.Total, sum.Requests.Completed, sum.Requests.Failed))
+	}
+	return errors.Join(errs...)
+}
+
+// sessionRows joins the router's per-session counters with the records,
+// in session index order (deterministic output).
+func sessionRows(recs []metrics.Record, st map[int32]policy.SessionStats) ([]metrics.SessionRow, *metrics.RouterTotals) {
+	type agg struct {
+		name             string
+		requests, direct int
+	}
+	by := map[int32]*agg{}
+	for _, r := range recs {
+		a := by[r.SessionIdx]
+		if a == nil {
+			a = &agg{name: r.Session}
+			by[r.SessionIdx] = a
+		}
+		a.requests++
+		if !r.Failed && r.Mode == policy.ModeDirect.String() {
+			a.direct++
+		}
+	}
+	idx := make([]int32, 0, len(by))
+	for s := range by {
+		idx = append(idx, s)
+	}
+	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
+	rows := make([]metrics.SessionRow, 0, len(idx))
+	tot := &metrics.RouterTotals{}
+	for _, s := range idx {
+		a, c := by[s], st[s]
+		rows = append(rows, metrics.SessionRow{Session: a.name, Requests: a.requests, Direct: a.direct,
+			Migrations: c.Migrations, Blacklists: c.Blacklists, Fallbacks: c.Fallbacks, Rejections: c.Rejections})
+		tot.Migrations += c.Migrations
+		tot.MaxSessionMigrations = max(tot.MaxSessionMigrations, c.Migrations)
+		tot.Blacklists += c.Blacklists
+		tot.Fallbacks += c.Fallbacks
+		tot.Rejections += c.Rejections
+	}
+	return rows, tot
+}

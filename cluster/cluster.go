@@ -1,0 +1,185 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// Cluster is a scenario's nodes, wired by address, ready to run: a
+// runtime delivers Start to Driver and then every Envelope the nodes
+// return, through a Host per node.
+type Cluster struct {
+	// Nodes, Names and Kinds are indexed by Addr. A runtime gives node i
+	// the sender id i+1 for deterministic ordering (0 sends Start).
+	Nodes  []Node
+	Names  []string
+	Kinds  []Kind
+	Driver Addr
+	// Series are the workers' time series, in output order.
+	Series []*metrics.Series
+
+	driver    *driverNode
+	collector *collectorNode
+	router    *routerNode // nil in fused deployments
+	workers   func() []metrics.WorkerSummary
+}
+
+// Build builds the cluster of spec around the workload src. Nothing runs
+// until a runtime delivers Start.
+func Build(spec *topology.Spec, src workload.Source) (*Cluster, error) {
+	c := &Cluster{}
+	c.driver = &driverNode{drv: workload.NewDriver(src, spec.Workload.Loop != topology.LoopOpen)}
+	c.collector = &collectorNode{}
+	c.Driver = c.add(c.driver, "driver", KindDriver)
+	c.driver.collector = c.add(c.collector, "collector", KindCollector)
+	c.collector.driver = c.Driver
+	if len(spec.Buckets) > 0 {
+		pb, err := buildPool(spec)
+		if err != nil {
+			return nil, err
+		}
+		c.collector.col = metrics.NewCollector(nil, names(spec.Fused))
+		c.addPool(spec, pb)
+		return c, nil
+	}
+	b, err := buildPD(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkLinks(spec); err != nil {
+		return nil, err
+	}
+	c.collector.col = metrics.NewCollector(names(spec.Prefill), names(spec.Decode))
+	c.addPD(spec, b)
+	return c, nil
+}
+
+// add appends a node and returns its address.
+func (c *Cluster) add(n Node, name string, k Kind) Addr {
+	a := Addr(len(c.Nodes))
+	c.Nodes, c.Names, c.Kinds = append(c.Nodes, n), append(c.Names, name), append(c.Kinds, k)
+	n.(interface{ bind(Addr) }).bind(a)
+	return a
+}
+
+// Collector is the run's records (read it after the run).
+func (c *Cluster) Collector() *metrics.Collector { return c.collector.col }
+
+// Read is the number of requests the driver read from the source.
+func (c *Cluster) Read() int { return c.driver.drv.Read() }
+
+// Workers summarises every worker after the run (Requests not counted).
+func (c *Cluster) Workers() []metrics.WorkerSummary { return c.workers() }
+
+// Sessions returns the router's per-session counters after the run, or
+// nil when the policy keeps none.
+func (c *Cluster) Sessions() map[int32]policy.SessionStats {
+	if c.router == nil {
+		return nil
+	}
+	return c.router.sessions()
+}
+
+func names(ws []topology.Worker) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.Name
+	}
+	return out
+}
+
+// checkLinks: every prefill worker needs a link to every decode worker
+// (topology validates this; a hand-built Spec may not).
+func (b *built) checkLinks(spec *topology.Spec) error {
+	for pi := range b.prefill {
+		for d := range b.decode {
+			linked := false
+			for _, n := range b.nics {
+				linked = linked || (n.prefill == pi && n.rateCap[d] > 0)
+			}
+			if !linked {
+				return fmt.Errorf("no link from %s to %s", spec.Prefill[pi].Name, spec.Decode[d].Name)
+			}
+		}
+	}
+	return nil
+}
+
+// addPD adds a disaggregated cluster: router, decode and prefill workers,
+// one link per prefill NIC.
+func (c *Cluster) addPD(spec *topology.Spec, b *built) {
+	rtr := NewRouter(b.pol, nil, nil).(*routerNode)
+	c.router = rtr
+	rAddr := c.add(rtr, "router", KindRouter)
+	c.driver.router = rAddr
+	decs := make([]*decodeNode, len(b.decode))
+	for i, w := range b.decode {
+		s := metrics.NewSeries(spec.Decode[i].Name, "decode")
+		c.Series = append(c.Series, s)
+		decs[i] = &decodeNode{idx: i, w: w, series: s, router: rAddr, collector: c.driver.collector}
+		rtr.decode = append(rtr.decode, c.add(decs[i], spec.Decode[i].Name, KindDecode))
+	}
+	pres := make([]*prefillNode, len(b.prefill))
+	for i, w := range b.prefill {
+		s := metrics.NewSeries(spec.Prefill[i].Name, "prefill")
+		c.Series = append(c.Series, s)
+		pres[i] = &prefillNode{w: w, series: s, links: make([]Addr, len(b.decode))}
+		rtr.prefill = append(rtr.prefill, c.add(pres[i], spec.Prefill[i].Name, KindPrefill))
+	}
+	for _, n := range b.nics {
+		a := c.add(&linkNode{nic: n.nic, bytesPerToken: n.bytesTok, rateCap: n.rateCap, decode: rtr.decode,
+			inflight: map[uint64]*gpu.Job{}}, "link:"+n.name, KindLink)
+		for d, rc := range n.rateCap {
+			if rc > 0 {
+				pres[n.prefill].links[d] = a
+			}
+		}
+	}
+	c.workers = func() []metrics.WorkerSummary {
+		var out []metrics.WorkerSummary
+		for i, d := range decs {
+			out = append(out, metrics.WorkerSummary{Name: spec.Decode[i].Name, Kind: "decode", MaxKV: d.w.MaxUsed(), CapKV: d.w.Cap()})
+		}
+		for i, p := range pres {
+			out = append(out, metrics.WorkerSummary{Name: spec.Prefill[i].Name, Kind: "prefill", MaxKV: p.series.Max()})
+		}
+		return out
+	}
+}
+
+// addPool adds a fused deployment: the global router and one node per
+// bucket owning its instances.
+func (c *Cluster) addPool(spec *topology.Spec, pb *poolBuilt) {
+	g := &globalNode{g: pb.global, configs: pb.configs, collector: c.driver.collector, pending: map[int64]*gather{}}
+	gAddr := c.add(g, "router", KindGlobal)
+	c.driver.router = gAddr
+	var bns []*bucketNode
+	for i, bb := range pb.buckets {
+		bn := &bucketNode{id: i, cfg: bb.cfg, local: bb.local, cores: bb.cores,
+			global: bb.global, rates: bb.rates, router: gAddr, collector: c.driver.collector,
+			nic: bb.nic, bytesTok: bb.bytesTok, fetches: map[uint64]fetch{}}
+		for _, gi := range bb.global {
+			s := metrics.NewSeries(spec.Fused[gi].Name, "fused")
+			s.Bucket = bb.cfg.Name
+			bn.series = append(bn.series, s)
+			c.Series = append(c.Series, s)
+		}
+		bns = append(bns, bn)
+		g.buckets = append(g.buckets, c.add(bn, "bucket:"+bb.cfg.Name, KindBucket))
+	}
+	c.workers = func() []metrics.WorkerSummary {
+		var out []metrics.WorkerSummary
+		for _, bn := range bns {
+			for j, core := range bn.cores {
+				out = append(out, metrics.WorkerSummary{Name: spec.Fused[bn.global[j]].Name, Kind: "fused",
+					Bucket: bn.cfg.Name, MaxKV: core.MaxUsed(), CapKV: core.Cap()})
+			}
+		}
+		return out
+	}
+}

@@ -1,0 +1,134 @@
+// Package clustertest delivers a cluster's messages in memory, without
+// actors, in the order the actor runtime's virtual clock delivers them. It
+// is a test harness (in the manner of etcd-io/raft's in-memory network):
+// runs go through package actors; tests use Net to check that the cluster
+// tier alone gives the same results, and to watch every message.
+package clustertest
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// Net runs one cluster in emulated time.
+type Net struct {
+	Cluster *cluster.Cluster
+	// Tap, when set, sees every message sent (from is -1 for Start).
+	Tap func(from cluster.Addr, e cluster.Envelope)
+
+	hosts    []*cluster.Host
+	seq      []uint64
+	next     []item // sent for the current time: the next step
+	later    []item // sent for later times, in no order
+	now      time.Duration
+	err      error
+	done     bool
+	messages int64
+}
+
+// New builds spec's cluster around src.
+func New(spec *topology.Spec, src workload.Source) (*Net, error) {
+	cl, err := cluster.Build(spec, src)
+	if err != nil {
+		return nil, err
+	}
+	n := &Net{Cluster: cl, seq: make([]uint64, len(cl.Nodes))}
+	for i, node := range cl.Nodes {
+		n.hosts = append(n.hosts, cluster.NewHost(node, cluster.Addr(i)))
+	}
+	return n, nil
+}
+
+// Run delivers Start to the driver, then every message, one emulated time
+// step after another (all messages of the earliest time, in (time, sender,
+// sender sequence) order, before any message they cause), until none is
+// left or a node fails the run. It returns the failure, or an error when
+// the run ended without the collector's Done.
+func (n *Net) Run() error {
+	n.push(-1, cluster.Envelope{To: n.Cluster.Driver, Msg: cluster.Start{}})
+	var batch []item
+	for n.err == nil {
+		// The next step: the messages sent for now in the last step, else
+		// the earliest of the later ones (nothing later is due now).
+		batch, n.next = n.next, batch[:0]
+		if len(batch) == 0 {
+			if len(n.later) == 0 {
+				break
+			}
+			at := slices.MinFunc(n.later, func(a, b item) int { return cmp.Compare(a.at, b.at) }).at
+			rest := n.later[:0]
+			for _, it := range n.later {
+				if it.at == at {
+					batch = append(batch, it)
+				} else {
+					rest = append(rest, it)
+				}
+			}
+			clear(n.later[len(rest):])
+			n.later, n.now = rest, at
+		}
+		slices.SortFunc(batch, func(a, b item) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.seq, b.seq)) })
+		for _, it := range batch {
+			n.messages++
+			for _, e := range n.hosts[it.to].Deliver(n.now, it.msg) {
+				n.push(it.to, e)
+			}
+		}
+		clear(batch)
+	}
+	if n.err == nil && !n.done {
+		return errors.New("clustertest: the run ended without Done")
+	}
+	return n.err
+}
+
+// Now is the emulated time of the last step; Messages counts deliveries.
+func (n *Net) Now() time.Duration { return n.now }
+func (n *Net) Messages() int64    { return n.messages }
+
+func (n *Net) push(from cluster.Addr, e cluster.Envelope) {
+	if n.Tap != nil {
+		n.Tap(from, e)
+	}
+	if e.To == cluster.RunAddr {
+		switch m := e.Msg.(type) {
+		case cluster.Failed:
+			n.err = m.Err
+		case cluster.Done:
+			n.done = true
+		}
+		return
+	}
+	if e.To < 0 || int(e.To) >= len(n.hosts) {
+		n.err = fmt.Errorf("clustertest: node %d sent %T to unknown address %d", from, e.Msg, e.To)
+		return
+	}
+	// Sender ids are address+1 (0 sends Start), as in package actors.
+	id := int32(from) + 1
+	var seq uint64
+	if from >= 0 {
+		n.seq[from]++
+		seq = n.seq[from]
+	}
+	it := item{at: n.now + max(e.Delay, 0), from: id, seq: seq, to: e.To, msg: e.Msg}
+	if it.at == n.now {
+		n.next = append(n.next, it)
+	} else {
+		n.later = append(n.later, it)
+	}
+}
+
+type item struct {
+	at   time.Duration
+	from int32
+	seq  uint64
+	to   cluster.Addr
+	msg  any
+}

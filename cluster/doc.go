@@ -1,0 +1,72 @@
+// Package cluster is the pure tier between pdemu's state-machine cores
+// (gpu workers, transfer NICs, the workload driver, the routing policies)
+// and the actor runtime, in the manner of etcd-io/raft's core / RawNode /
+// node tiers: the cores compute, this package wires them into a cluster of
+// nodes that exchange messages, and actors/ only delivers the messages.
+//
+// Contract:
+//
+//   - A Node handles one message at an emulated time (Handle(now, msg))
+//     and returns a Ready: the messages to send, each to an Addr after an
+//     emulated delay, and the node's next wake-up. Nothing here imports
+//     protoactor, reads the wall clock, sleeps or starts a goroutine.
+//   - Addresses are indexes into Cluster.Nodes; Build wires every node by
+//     address from a topology.Spec before anything runs.
+//   - Host is the one drive loop of a node, shared by every runtime: it
+//     delivers a message and turns the node's wake-up into a Wake to
+//     itself (at most one useful Wake pending).
+//   - Every write to a gpu.Job outside the gpu cores happens in this
+//     package's nodes. A Job is owned by one node at a time and handed over
+//     in messages (the Owner column below).
+//   - Determinism: a runtime that delivers all messages of the earliest
+//     emulated time in (time, sender address, sender sequence) order, one
+//     time step after another, gets the same results from every run.
+//   - The run itself has the address RunAddr: Failed, Done and Progress go
+//     there.
+//
+// # Protocol
+//
+// The table is Protocol, rendered by TestProtocolDoc (go test ./cluster
+// -run TestProtocolDoc -update rewrites it); TestProtocolWalk checks that
+// the nodes send exactly these hops.
+//
+// The table, row by row:
+//
+//	 message      | sender → receiver  | payload                                     | Job owner afterwards
+//	--------------+--------------------+---------------------------------------------+-------------------------------------------------
+//	 Start        | run → driver       | —                                           | -
+//	 Release      | driver → driver    | request (timer at its release time)         | -
+//	 NewJob       | driver → router    | new Job (P = D = -1, Arrival set)           | router
+//	 NewJob       | driver → global    | new Job                                     | global router
+//	 DriverDone   | driver → collector | requests released in total                  | -
+//	 Failed       | driver → run       | trace error                                 | -
+//	 Admit        | router → decode    | Job, dispatch state                         | decode worker (until it replies)
+//	 AdmitReply   | decode → router    | Job, dispatch, mode or rejection reason     | router (Direct: decode worker keeps running it)
+//	 Prefill      | router → prefill   | Job with Mode, P, D set                     | prefill worker
+//	 RunJob       | router → decode    | Job to run Direct without admission         | decode worker
+//	 Transfer     | prefill → link     | prefilled Job                               | link
+//	 KVReady      | link → decode      | Job with its transfer timeline (or failure) | decode worker
+//	 Finished     | decode → router    | decode index                                | -
+//	 Evicted      | decode → router    | decode index, session                       | -
+//	 JobEnded     | decode → collector | ended Job                                   | collector
+//	 ViewReq      | global → bucket    | Job (read only: the global router keeps it) | global router
+//	 ViewResp     | bucket → global    | request id, BucketView                      | -
+//	 Assign       | global → bucket    | Job, global decision                        | bucket
+//	 JobEnded     | global → collector | Job failed: no bucket                       | collector
+//	 Submit       | bucket → bucket    | Job, instance (timer: probe latency)        | bucket
+//	 JobEnded     | bucket → collector | ended Job                                   | collector
+//	 RequestEnded | collector → driver | request                                     | -
+//	 *Progress    | collector → run    | requests ended, emulated time               | -
+//	 Done         | collector → run    | —                                           | -
+//	 Failed       | collector → run    | record error                                | -
+//	 Wake         | decode → decode    | wake time (timer)                           | -
+//	 Wake         | prefill → prefill  | wake time (timer)                           | -
+//	 Wake         | link → link        | wake time (timer)                           | -
+//	 Wake         | bucket → bucket    | wake time (timer)                           | -
+//
+// # Policies
+//
+// Registry is the one table of routing policy constructors (P/D router,
+// bucket local router, global router); TestRegistryMatchesHCL checks it
+// against the names topology accepts.
+package cluster

@@ -1,0 +1,271 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/transfer"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// ---------------------------------------------------------------- driver
+
+// driverNode releases the workload's requests (workload.Driver) and
+// creates their Jobs.
+type driverNode struct {
+	outbox
+	drv       *workload.Driver
+	router    Addr
+	collector Addr
+	done      bool
+}
+
+func (n *driverNode) Handle(now time.Duration, msg any) Ready {
+	var err error
+	switch m := msg.(type) {
+	case Start:
+		err = n.drv.Start(now)
+	case Release:
+		job := &gpu.Job{Req: m.Req, P: -1, D: -1, Arrival: now}
+		n.send(n.router, NewJob{job}, 0)
+		err = n.drv.Released(m.Req, now)
+	case RequestEnded:
+		err = n.drv.Ended(m.Req, now)
+	}
+	rels := n.drv.Ready()
+	if err != nil {
+		n.send(RunAddr, Failed{err}, 0)
+		return n.ready(0, false)
+	}
+	for _, r := range rels.Out {
+		n.send(n.self, Release{r.Req}, r.At-now)
+	}
+	if !n.done && n.drv.Done() {
+		n.done = true
+		n.send(n.collector, DriverDone{Total: n.drv.Read()}, 0)
+	}
+	return n.ready(0, false)
+}
+
+// ---------------------------------------------------------------- router
+
+// routerNode runs a P/D routing policy; it writes a Job's routing fields.
+type routerNode struct {
+	outbox
+	pol       RouterPolicy
+	adm       admissionPolicy // nil for policies without admission
+	fb        feedbackPolicy  // nil for policies that need no feedback
+	prefill   []Addr
+	decode    []Addr
+	decisions int64
+}
+
+func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
+	n.decisions++
+	switch st.Action {
+	case policy.ActAdmit:
+		n.send(n.decode[st.D], Admit{job, ds}, 0)
+	case policy.ActPrefill:
+		// The router owns the job again (Seed/Reseed: the decode worker only
+		// kept a reservation; Fallback/Vanilla: no decode worker saw it yet).
+		job.Mode, job.P, job.D = st.Mode, st.P, st.D
+		job.Reasons = ds.Reasons
+		job.Unadmitted = st.Unadmitted
+		if st.Unadmitted {
+			job.Tries = ds.Tries
+			job.Admitted = now
+		}
+		n.send(n.prefill[st.P], Prefill{job}, 0)
+	case policy.ActRun:
+		// Admission-free policies: the decode worker runs it Direct.
+		job.Mode, job.P, job.D, job.Unadmitted = st.Mode, -1, st.D, true
+		n.send(n.decode[st.D], RunJob{job}, 0)
+	case policy.ActNone:
+		// Direct: the decode worker owns and runs the job; do not touch it.
+	}
+}
+
+func (n *routerNode) Handle(now time.Duration, msg any) Ready {
+	switch m := msg.(type) {
+	case NewJob:
+		ds := policy.NewDispatch(m.Job.Req)
+		n.apply(now, m.Job, ds, n.pol.Begin(ds))
+	case AdmitReply:
+		if m.Mode != policy.ModeNone {
+			n.apply(now, m.Job, m.DS, n.adm.Admitted(m.DS, m.D, m.Mode))
+		} else {
+			n.apply(now, m.Job, m.DS, n.adm.Rejected(m.DS, m.D, m.Reason))
+		}
+	case Finished:
+		if n.fb != nil {
+			n.fb.Finished(m.D)
+		}
+	case Evicted:
+		if n.fb != nil {
+			n.fb.Evicted(m.D, m.Session)
+		}
+	}
+	return n.ready(0, false)
+}
+
+// sessions returns the policy's per-session counters (nil if it has none).
+func (n *routerNode) sessions() map[int32]policy.SessionStats {
+	k, ok := n.pol.(sessionPolicy)
+	if !ok {
+		return nil
+	}
+	out := map[int32]policy.SessionStats{}
+	k.Sessions(func(s int32, st policy.SessionStats) { out[s] = st })
+	return out
+}
+
+// ---------------------------------------------------------------- decode
+
+// decodeNode is a decode worker (gpu.DecodeWorker).
+type decodeNode struct {
+	outbox
+	idx       int
+	w         *gpu.DecodeWorker
+	router    Addr
+	collector Addr
+	series    *metrics.Series
+}
+
+func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
+	switch m := msg.(type) {
+	case Admit:
+		m.Job.D = n.idx
+		mode, reason := n.w.Admit(now, m.Job)
+		if mode != policy.ModeNone {
+			// The router does not touch the job until it hears back.
+			m.Job.Tries, m.Job.Reasons = m.DS.Tries+1, m.DS.Reasons
+		}
+		n.send(n.router, AdmitReply{Job: m.Job, DS: m.DS, D: n.idx, Mode: mode, Reason: reason}, 0)
+	case KVReady:
+		n.w.Arrive(now, m.Job)
+	case RunJob:
+		m.Job.D = n.idx
+		n.w.Run(now, m.Job)
+	case Wake:
+		n.w.Advance(now)
+	}
+	rd := n.w.Ready()
+	for _, ev := range rd.Out {
+		switch ev.Kind {
+		case gpu.EvDone, gpu.EvFailed:
+			n.send(n.router, Finished{n.idx}, 0)
+			n.send(n.collector, JobEnded{ev.Job}, 0)
+		case gpu.EvEvicted:
+			n.send(n.router, Evicted{n.idx, ev.Session}, 0)
+		}
+	}
+	n.series.Observe(now, n.w.Used(), n.w.Queued(), n.w.Running())
+	return n.ready(rd.Wake, rd.HasWake)
+}
+
+// ---------------------------------------------------------------- prefill
+
+// prefillNode is a prefill worker (gpu.PrefillWorker).
+type prefillNode struct {
+	outbox
+	w      *gpu.PrefillWorker
+	links  []Addr // by decode index
+	series *metrics.Series
+}
+
+func (n *prefillNode) Handle(now time.Duration, msg any) Ready {
+	if m, ok := msg.(Prefill); ok {
+		n.w.Submit(now, m.Job)
+	}
+	n.w.Advance(now)
+	rd := n.w.Ready()
+	for _, j := range rd.Out {
+		n.send(n.links[j.D], Transfer{j}, 0)
+	}
+	n.series.Observe(now, n.w.CacheUsed(), n.w.Queued(), n.w.Running())
+	return n.ready(rd.Wake, rd.HasWake)
+}
+
+// ---------------------------------------------------------------- link
+
+// linkNode is one NIC of a prefill worker; every link that names the
+// device shares its bandwidth.
+type linkNode struct {
+	outbox
+	nic           *transfer.NIC
+	bytesPerToken int64
+	rateCap       []float64 // per decode index: the link's own line rate
+	decode        []Addr
+	inflight      map[uint64]*gpu.Job
+}
+
+func (n *linkNode) Handle(now time.Duration, msg any) Ready {
+	if m, ok := msg.(Transfer); ok {
+		j := m.Job
+		j.TransferBytes = int64(j.Req.InputLen) * n.bytesPerToken
+		j.TransferStart = now
+		id := uint64(j.Req.ID)
+		n.inflight[id] = j
+		n.nic.Start(now, id, j.TransferBytes, n.rateCap[j.D])
+	}
+	n.nic.Advance(now)
+	rd := n.nic.Ready()
+	for _, c := range rd.Out {
+		j := n.inflight[c.ID]
+		delete(n.inflight, c.ID)
+		j.TransferEnd = c.At
+		if c.Err != nil {
+			j.Failed = "link: " + c.Err.Error()
+		}
+		n.send(n.decode[j.D], KVReady{j}, 0)
+	}
+	// Wake only while transfers are in flight: a scheduled fault with
+	// nothing on the wire changes nothing until the next Start (which
+	// applies it), and waking for it would stretch the run past its end.
+	return n.ready(rd.Wake, rd.HasWake && len(n.inflight) > 0)
+}
+
+// ---------------------------------------------------------------- collector
+
+// collectorNode records every ended Job and tells when the run is done.
+type collectorNode struct {
+	outbox
+	driver   Addr
+	col      *metrics.Collector
+	total    int
+	gotDone  bool
+	progress Progress
+}
+
+func (n *collectorNode) Handle(now time.Duration, msg any) Ready {
+	switch m := msg.(type) {
+	case JobEnded:
+		if err := n.col.Add(m.Job); err != nil {
+			n.send(RunAddr, Failed{err}, 0)
+			return n.ready(0, false)
+		}
+		n.send(n.driver, RequestEnded{m.Job.Req}, 0)
+		// A pointer to a reused value: boxing one Progress per request
+		// would allocate, and the runtime reads it before the next call.
+		n.progress = Progress{Ended: n.col.Ended(), At: now}
+		n.send(RunAddr, &n.progress, 0)
+	case DriverDone:
+		n.total, n.gotDone = m.Total, true
+	}
+	if n.gotDone && n.col.Ended() >= n.total {
+		n.send(RunAddr, Done{}, 0)
+	}
+	return n.ready(0, false)
+}
+
+// NewRouter returns a P/D router node running pol over the prefill and
+// decode workers at the given addresses (benchmarks and tests; Build wires
+// its own).
+func NewRouter(pol RouterPolicy, prefill, decode []Addr) Node {
+	n := &routerNode{pol: pol, prefill: prefill, decode: decode}
+	n.adm, _ = pol.(admissionPolicy)
+	n.fb, _ = pol.(feedbackPolicy)
+	return n
+}

@@ -1,0 +1,137 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/policy/bucket"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// The messages between the nodes. A *gpu.Job in a message hands the Job
+// over: the sender does not touch it afterwards (Protocol says who owns it).
+type (
+	// Start starts the driver (sent by the runtime, from no node).
+	Start struct{}
+	// Release is the driver's timer for releasing Req.
+	Release struct{ Req *workload.Request }
+	// RequestEnded tells the driver that Req ended (closed loop).
+	RequestEnded struct{ Req *workload.Request }
+	// DriverDone tells the collector how many requests were released.
+	DriverDone struct{ Total int }
+	// NewJob hands a released request to the router.
+	NewJob struct{ Job *gpu.Job }
+	// Admit asks a decode worker to admit Job (Algorithm 2).
+	Admit struct {
+		Job *gpu.Job
+		DS  *policy.Dispatch
+	}
+	// AdmitReply is the decode worker's answer (Mode == ModeNone: rejected
+	// for Reason).
+	AdmitReply struct {
+		Job    *gpu.Job
+		DS     *policy.Dispatch
+		D      int
+		Mode   policy.Mode
+		Reason string
+	}
+	// RunJob makes decode worker run Job Direct without admission.
+	RunJob struct{ Job *gpu.Job }
+	// Prefill sends Job to a prefill worker.
+	Prefill struct{ Job *gpu.Job }
+	// Transfer hands a prefilled Job to the link towards its decode worker.
+	Transfer struct{ Job *gpu.Job }
+	// KVReady delivers a Job whose KV arrived (or whose transfer failed).
+	KVReady struct{ Job *gpu.Job }
+	// Finished tells the router that decode worker D finished a request.
+	Finished struct{ D int }
+	// Evicted tells the router that decode worker D evicted Session.
+	Evicted struct {
+		D       int
+		Session int32
+	}
+	// JobEnded hands a completed or failed Job to the collector.
+	JobEnded struct{ Job *gpu.Job }
+	// ViewReq asks a bucket for its BucketView for Job's request.
+	ViewReq struct{ Job *gpu.Job }
+	// ViewResp answers ViewReq for request ID.
+	ViewResp struct {
+		ID   int64
+		View bucket.BucketView
+	}
+	// Assign hands Job to the bucket the global router chose.
+	Assign struct {
+		Job *gpu.Job
+		Dec bucket.GlobalDecision
+	}
+	// Submit is a bucket's timer: hand Job to instance Inst after the
+	// local router's probe latency.
+	Submit struct {
+		Job  *gpu.Job
+		Inst int
+	}
+	// Wake is a node's timer for its next event (sent by Host).
+	Wake struct{ At time.Duration }
+
+	// Failed ends the run with Err (to RunAddr).
+	Failed struct{ Err error }
+	// Done says every released request ended (to RunAddr).
+	Done struct{}
+	// Progress reports Ended requests at emulated time At (to RunAddr, as
+	// a *Progress valid until the collector's next call).
+	Progress struct {
+		Ended int
+		At    time.Duration
+	}
+)
+
+// Hop is one row of the protocol: a message, who sends it to whom, what it
+// carries, and who owns the Job once it is sent.
+type Hop struct {
+	Msg      any // the message's zero value (or a pointer to it, if sent as a pointer)
+	From, To Kind
+	Payload  string
+	// Owner is the node that owns the Job after the send ("-" when the
+	// message carries no Job).
+	Owner string
+}
+
+// Protocol is the message protocol, one row per (message, sender,
+// receiver). The package documentation renders it (TestProtocolDoc), and
+// TestProtocolWalk checks that the nodes send exactly these hops.
+var Protocol = []Hop{
+	{Start{}, KindRun, KindDriver, "—", "-"},
+	{Release{}, KindDriver, KindDriver, "request (timer at its release time)", "-"},
+	{NewJob{}, KindDriver, KindRouter, "new Job (P = D = -1, Arrival set)", "router"},
+	{NewJob{}, KindDriver, KindGlobal, "new Job", "global router"},
+	{DriverDone{}, KindDriver, KindCollector, "requests released in total", "-"},
+	{Failed{}, KindDriver, KindRun, "trace error", "-"},
+
+	{Admit{}, KindRouter, KindDecode, "Job, dispatch state", "decode worker (until it replies)"},
+	{AdmitReply{}, KindDecode, KindRouter, "Job, dispatch, mode or rejection reason", "router (Direct: decode worker keeps running it)"},
+	{Prefill{}, KindRouter, KindPrefill, "Job with Mode, P, D set", "prefill worker"},
+	{RunJob{}, KindRouter, KindDecode, "Job to run Direct without admission", "decode worker"},
+	{Transfer{}, KindPrefill, KindLink, "prefilled Job", "link"},
+	{KVReady{}, KindLink, KindDecode, "Job with its transfer timeline (or failure)", "decode worker"},
+	{Finished{}, KindDecode, KindRouter, "decode index", "-"},
+	{Evicted{}, KindDecode, KindRouter, "decode index, session", "-"},
+	{JobEnded{}, KindDecode, KindCollector, "ended Job", "collector"},
+
+	{ViewReq{}, KindGlobal, KindBucket, "Job (read only: the global router keeps it)", "global router"},
+	{ViewResp{}, KindBucket, KindGlobal, "request id, BucketView", "-"},
+	{Assign{}, KindGlobal, KindBucket, "Job, global decision", "bucket"},
+	{JobEnded{}, KindGlobal, KindCollector, "Job failed: no bucket", "collector"},
+	{Submit{}, KindBucket, KindBucket, "Job, instance (timer: probe latency)", "bucket"},
+	{JobEnded{}, KindBucket, KindCollector, "ended Job", "collector"},
+
+	{RequestEnded{}, KindCollector, KindDriver, "request", "-"},
+	{&Progress{}, KindCollector, KindRun, "requests ended, emulated time", "-"},
+	{Done{}, KindCollector, KindRun, "—", "-"},
+	{Failed{}, KindCollector, KindRun, "record error", "-"},
+
+	{Wake{}, KindDecode, KindDecode, "wake time (timer)", "-"},
+	{Wake{}, KindPrefill, KindPrefill, "wake time (timer)", "-"},
+	{Wake{}, KindLink, KindLink, "wake time (timer)", "-"},
+	{Wake{}, KindBucket, KindBucket, "wake time (timer)", "-"},
+}

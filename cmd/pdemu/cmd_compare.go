@@ -1,0 +1,332 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pdemu/pdemu/compare"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/output"
+	"github.com/pdemu/pdemu/report"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
+)
+
+type compareFlags struct {
+	scenarioFlags
+	out         string
+	trace       string
+	format      string
+	seeds       int
+	jobs        int
+	maxRequests int
+	skipBad     bool
+	logLevel    string
+	quiet       bool
+	json        bool
+	force       bool
+	maxFailed   float64
+}
+
+func newCompareCmd() *cobra.Command {
+	f := &compareFlags{}
+	c := &cobra.Command{
+		Use:   "compare SCENARIO... --out DIR",
+		Short: "Run every combination of scenarios × --set values × seeds and report",
+		Long: `Run every combination of the SCENARIOs (files or embedded names), the
+values of each --set PATH=V[,V...] and the seeds, on the same workload,
+--jobs runs at a time. Each run is deterministic (virtual clock) and its
+outputs are byte-identical to running it alone with 'pdemu run'.
+
+Writes DIR/runs/<name>/ (each run's usual outputs and params.json; the
+name says what varied, e.g. 1p3d-mlx5__router.tau_append=4096__seed=2),
+DIR/compare.csv and DIR/compare.json (one row per run: what varied,
+requests, failed, mode shares, TTFT and E2E p50/p90/p99, prefilled and
+cached tokens, transferred bytes, per-worker imbalance), DIR/report.html
+(self-contained, opens offline) and DIR/plots/*.svg.
+
+--seeds N runs seeds 1..N (default 1: each scenario's own seed). --trace
+T1[,T2...] replaces every scenario's workload (keeping its replay
+options) and --router P1[,P2...] its routing policy; several traces or
+policies are one more axis each. --var and --max-requests apply to every
+run. Every scenario is
+loaded and checked before anything runs. A failed run does not stop the
+others (exit 1 at the end).
+
+` + exitCodesHelp,
+		Example: `  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --out cmp
+  pdemu compare 1p3d-mlx5 --set router.tau_append=1024,4096,8192,32768 --out tau
+  pdemu compare 1p3d-mlx5 kvc-v1-1p3d --seeds 3 --var sessions=8 --jobs 2 --out seeds
+  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
+  pdemu compare claude-code --router kvc,vanilla,sticky_only --max-requests 1000 --out cc
+  pdemu compare 1p3d-mlx5 --router vanilla --set workload.loop=open,closed --out loop --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("compare needs at least one SCENARIO (see 'pdemu scenarios')")
+			}
+			return nil
+		},
+		ValidArgsFunction: completeScenarios,
+		RunE:              func(cmd *cobra.Command, args []string) error { return cmdCompare(cmd, f, args) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.out, "out", "pdemu-compare", "output directory")
+	fl.StringVar(&f.trace, "trace", "", "replay this trace instead of each scenario's workload; a comma list T1,T2 compares the traces")
+	fl.StringVar(&f.format, "format", "", "trace format for --trace ("+strings.Join(workload.Formats(), ", ")+"; default: detect)")
+	fl.IntVar(&f.seeds, "seeds", 1, "run seeds 1..N (1 = each scenario's own seed)")
+	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "runs at once")
+	fl.IntVar(&f.maxRequests, "max-requests", 0, "stop each run after this many requests (0 = the scenario's setting)")
+	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed trace records instead of stopping")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress and no table on stdout")
+	fl.BoolVar(&f.json, "json", false, "print compare.json's rows on stdout instead of the table")
+	fl.BoolVar(&f.force, "force", false, "replace the outputs of earlier runs under --out/runs")
+	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when a run failed more than this share of its requests (negative: no limit)")
+	f.scenarioFlags.register(c, "override an HCL attribute in every run, sweeping comma-separated values: --set PATH=V[,V...] (repeatable)")
+	c.Flags().Lookup("router").Usage = "swap the routing policy (with its defaults); a comma list P1,P2 compares the policies"
+	return c
+}
+
+func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.seeds < 1 {
+		return usageErr("--seeds must be >= 1, got %d", f.seeds)
+	}
+	if f.jobs < 1 {
+		return usageErr("--jobs must be >= 1, got %d", f.jobs)
+	}
+	if f.maxRequests < 0 {
+		return usageErr("--max-requests must be >= 0")
+	}
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	vars, err := f.varMap()
+	if err != nil {
+		return err
+	}
+	traces, err := commaList("--trace", f.trace)
+	if err != nil {
+		return err
+	}
+	routers, err := commaList("--router", f.router)
+	if err != nil {
+		return err
+	}
+	plan := compare.Plan{Scenarios: scens, Set: f.set, Seeds: f.seeds, Routers: routers, Traces: traces, Vars: vars, MaxRequests: f.maxRequests}
+	runs, err := plan.Runs()
+	if err != nil {
+		return badInput(err)
+	}
+	traceSet := cmd.Flags().Changed("trace")
+	var format *string
+	if cmd.Flags().Changed("format") {
+		format = &f.format
+	}
+	warnedWall := false // Execute loads the runs one after the other
+	load := func(p report.Params) (*topology.Spec, error) {
+		spec, err := loadSpec(p.Scenario, p.Vars, p.Set, p.Router)
+		if err != nil {
+			return nil, err
+		}
+		o := workloadOverrides{seed: p.Seed, format: format}
+		if p.MaxRequests > 0 {
+			o.maxRequests = &p.MaxRequests
+		}
+		if traceSet {
+			o.trace = &p.Trace
+		}
+		if err := o.apply(spec); err != nil {
+			return nil, err
+		}
+		if spec.Workload.Clock == topology.ClockWall && f.jobs > 1 && !warnedWall {
+			warnedWall = true
+			fmt.Fprintf(stderr, "pdemu: warning: %s runs on the wall clock: runs in parallel (--jobs %d) compete for the CPU and fire their timers later; --jobs 1 measures each alone\n", p.Name, f.jobs)
+		}
+		return spec, nil
+	}
+	prog := newProgress(stderr, f.quiet, len(runs), "runs")
+	opts := compare.Options{
+		Out: f.out, Jobs: f.jobs, Load: load, Logger: log, Force: f.force,
+		Source: func(s *topology.Spec) (workload.Source, error) { return openSource(s, f.skipBad, traceSet) },
+	}
+	if prog != nil {
+		opts.RunDone, opts.Progress = prog.onRunDone, prog.onRunRequest
+		fmt.Fprintf(stderr, "pdemu: compare: %d runs, %d at a time, into %s\n", len(runs), f.jobs, f.out)
+	}
+	start := time.Now()
+	res, err := compare.Execute(cmd.Context(), runs, opts)
+	prog.finish()
+	var le *compare.LoadError
+	if errors.As(err, &le) {
+		return badInput(err)
+	}
+	if res == nil {
+		return err
+	}
+	if f.json {
+		if werr := report.WriteJSON(stdout, res.Rows); werr != nil {
+			return errors.Join(err, werr)
+		}
+	} else if !f.quiet {
+		printCompare(stdout, res.Rows)
+		fmt.Fprintf(stdout, "%d runs in %s; outputs in %s (compare.csv, compare.json, report.html, runs/)\n",
+			len(runs), time.Since(start).Round(time.Millisecond), f.out)
+	}
+	if err != nil {
+		return err
+	}
+	return compareTooManyFailed(f.out, res, f.maxFailed)
+}
+
+// commaList splits a comma-separated flag value ("" = none).
+func commaList(flag, v string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x == "" {
+			return nil, usageErr("%s %q: empty value in the list", flag, v)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// compareTooManyFailed applies the --max-failed check (exit 3) to each run's summary.
+func compareTooManyFailed(out string, res *compare.Result, maxFailed float64) error {
+	var errs []error
+	for _, r := range res.Runs {
+		b, err := os.ReadFile(filepath.Join(compare.RunDir(out, r.Name), "summary.json"))
+		if err != nil {
+			return err
+		}
+		var s metrics.Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if err := tooManyFailed(s, maxFailed); err != nil {
+			errs = append(errs, fmt.Errorf("run %s: %w", r.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return &exitError{exitTooManyFail, errors.Join(errs...)}
+	}
+	return nil
+}
+
+func printCompare(w interface{ Write([]byte) (int, error) }, rows []report.Row) {
+	width := 3
+	for _, r := range rows {
+		width = max(width, len(r.Run))
+	}
+	fmt.Fprintf(w, "%-*s %8s %6s %7s %9s %9s %9s %9s %6s\n", width, "run", "requests", "failed", "direct", "ttft p50", "ttft p99", "e2e p50", "e2e p99", "imbal")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-*s %8d %6d %6.1f%% %9.1f %9.1f %9.1f %9.1f %6.2f\n", width, r.Run, r.Requests, r.Failed,
+			100*r.ModeShare["Direct"], r.TTFT.P50, r.TTFT.P99, r.E2E.P50, r.E2E.P99, r.Imbalance)
+	}
+}
+
+func newReportCmd() *cobra.Command {
+	var out, plots, title string
+	c := &cobra.Command{
+		Use:   "report RUN_DIR... [--out FILE]",
+		Short: "Build the HTML report (and compare.csv/json) from existing run directories",
+		Long: `Build the report 'pdemu compare' writes from existing run directories
+(each written by 'pdemu run --out' or 'pdemu compare'): one self-contained
+HTML file with the comparison table and plots, opening offline, plus each
+plot as an SVG file in --plots, and compare.csv and compare.json beside
+FILE. A directory written by 'pdemu compare' may be given whole: its
+runs/* are used, in name order.`,
+		Example: `  pdemu report out/kvc out/vanilla --out kvc-vs-vanilla.html
+  pdemu report cmp                      # a compare directory: cmp/runs/*`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("report needs at least one RUN_DIR")
+			}
+			return nil
+		},
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dirs, err := expandRunDirs(args)
+			if err != nil {
+				return err
+			}
+			runs, err := report.LoadAll(dirs)
+			if err != nil {
+				return badInput(err)
+			}
+			if plots == "" {
+				plots = filepath.Join(filepath.Dir(out), "plots")
+			}
+			page, err := report.Build(title, filepath.Dir(out), runs)
+			if err != nil {
+				return badInput(err)
+			}
+			if err := page.Write(out, plots); err != nil {
+				return err
+			}
+			rows, err := report.MakeRows(runs)
+			if err != nil {
+				return badInput(err)
+			}
+			dir := filepath.Dir(out)
+			for name, fn := range map[string]func(*os.File) error{
+				"compare.csv":  func(fh *os.File) error { return report.WriteCSV(fh, rows) },
+				"compare.json": func(fh *os.File) error { return report.WriteJSON(fh, rows) },
+			} {
+				fh, err := os.Create(filepath.Join(dir, name))
+				if err != nil {
+					return err
+				}
+				if err := errors.Join(fn(fh), fh.Close()); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "report of %d runs in %s (plots in %s)\n", len(runs), out, plots)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&out, "out", "report.html", "HTML file to write")
+	c.Flags().StringVar(&plots, "plots", "", "directory for the SVG files (default: plots/ beside --out)")
+	c.Flags().StringVar(&title, "title", "pdemu report", "report title")
+	return c
+}
+
+// expandRunDirs replaces a compare directory (with runs/ and no
+// summary.json) by its run directories.
+func expandRunDirs(args []string) ([]string, error) {
+	var dirs []string
+	for _, a := range args {
+		if _, err := os.Stat(filepath.Join(a, "summary.json")); err == nil {
+			dirs = append(dirs, a)
+			continue
+		}
+		ents, err := os.ReadDir(filepath.Join(a, "runs"))
+		if err != nil {
+			return nil, usageErr("%s: not a run directory (no summary.json) nor a compare directory (no runs/)", a)
+		}
+		var sub []string
+		for _, e := range ents {
+			if e.IsDir() {
+				sub = append(sub, filepath.Join(a, "runs", e.Name()))
+			}
+		}
+		sort.Strings(sub)
+		dirs = append(dirs, sub...)
+	}
+	return dirs, nil
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// scenarioFlags are the flags that pick and alter a scenario, shared by
+// run, compare and validate.
+type scenarioFlags struct {
+	vars   []string // --var NAME=VALUE
+	set    []string // --set PATH=VALUE
+	router string   // --router POLICY
+}
+
+func (f *scenarioFlags) register(c *cobra.Command, setHelp string) {
+	c.Flags().StringArrayVar(&f.vars, "var", nil, "set a scenario variable: --var NAME=VALUE (repeatable)")
+	c.Flags().StringArrayVar(&f.set, "set", nil, setHelp)
+	c.Flags().StringVar(&f.router, "router", "", "swap the routing policy (with its defaults), e.g. vanilla, kvc, cache_aware_dp")
+}
+
+func (f *scenarioFlags) varMap() (map[string]string, error) {
+	m := map[string]string{}
+	for _, s := range f.vars {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usageErr("--var: want NAME=VALUE, got %q", s)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func parseOptions(vars map[string]string, set []string, router string) topology.Options {
+	return topology.Options{
+		Vars: vars,
+		KnownGPU: func(n string) bool {
+			_, err := gpu.LookupGPU(n)
+			return err == nil
+		},
+		KnownModel: func(n string) bool {
+			_, err := gpu.LookupModel(n)
+			return err == nil
+		},
+		GPUNames:   gpu.GPUNames(),
+		ModelNames: gpu.ModelNames(),
+		Set:        set,
+		Router:     router,
+	}
+}
+
+// scenarioStems lists the embedded scenarios without ".hcl".
+func scenarioStems() []string {
+	var out []string
+	for _, n := range scenarios.Names() {
+		out = append(out, strings.TrimSuffix(n, ".hcl"))
+	}
+	return out
+}
+
+// unknownScenario is the error for a name that is neither a file nor an
+// embedded scenario, with the closest embedded name.
+func unknownScenario(name string) error {
+	hint := " (try 'pdemu scenarios')"
+	if s := closest(strings.TrimSuffix(filepath.Base(name), ".hcl"), scenarioStems()); s != "" {
+		hint = fmt.Sprintf(". Did you mean %q? ('pdemu scenarios' lists them)", s)
+	}
+	return usageErr("%s: no such file and no embedded scenario of that name%s", name, hint)
+}
+
+// loadSpec reads the scenario file, or the embedded scenario of that name
+// (the default one when file is ""), with --var, --set and --router
+// applied by the topology package.
+func loadSpec(file string, vars map[string]string, set []string, router string) (*topology.Spec, error) {
+	opts := parseOptions(vars, set, router)
+	if file == "" {
+		file = scenarios.Default
+	}
+	if _, err := os.Stat(file); err != nil {
+		if src, rerr := scenarios.Read(file); rerr == nil {
+			name := "<embedded>/" + strings.TrimSuffix(file, ".hcl") + ".hcl"
+			// Relative trace paths in an embedded scenario resolve as if the
+			// file were read from ./scenarios (running from the repository
+			// root, embedded and on-disk copies behave the same).
+			wd, _ := os.Getwd()
+			opts.BaseDir = filepath.Join(wd, "scenarios")
+			spec, err := topology.Parse(name, src, opts)
+			return spec, badInput(err)
+		}
+		return nil, unknownScenario(file)
+	}
+	spec, err := topology.Load(file, opts)
+	return spec, badInput(err)
+}
+
+// workloadOverrides are the run flags that override the scenario's
+// workload block; a nil pointer keeps the scenario's value.
+type workloadOverrides struct {
+	seed        *uint64
+	maxRequests *int
+	trace       *string
+	format      *string
+	clock       *string
+	timeScale   *float64
+}
+
+// apply changes spec's workload. --trace replaces the scenario's trace
+// (or generator) but keeps its replay options (max_concurrent,
+// share_prefix, session_rate, trace_time, infer_sessions, skip_bad); the
+// trace format is detected unless --format names it, since the scenario's
+// format described its own trace.
+func (o workloadOverrides) apply(spec *topology.Spec) error {
+	wl := &spec.Workload
+	if o.seed != nil {
+		wl.Seed = *o.seed
+	}
+	if o.maxRequests != nil {
+		if *o.maxRequests < 0 {
+			return usageErr("--max-requests must be >= 0")
+		}
+		wl.MaxRequests = *o.maxRequests
+	}
+	if o.trace != nil {
+		wl.Trace = *o.trace
+		wl.Format = ""
+	}
+	if o.format != nil {
+		if wl.Trace == "" {
+			return usageErr("--format applies to a trace: give --trace too (the scenario uses the generator)")
+		}
+		known := false
+		for _, f := range workload.Formats() {
+			known = known || f == *o.format
+		}
+		if !known {
+			return usageErr("--format %q: want one of %s", *o.format, strings.Join(workload.Formats(), ", "))
+		}
+		wl.Format = *o.format
+	}
+	if o.clock != nil {
+		if *o.clock != topology.ClockVirtual && *o.clock != topology.ClockWall {
+			return usageErr("--clock must be virtual or wall, got %q", *o.clock)
+		}
+		wl.Clock = *o.clock
+	}
+	if o.timeScale != nil {
+		if *o.timeScale <= 0 {
+			return usageErr("--time-scale must be > 0, got %g", *o.timeScale)
+		}
+		wl.TimeScale = *o.timeScale
+	}
+	return nil
+}
+
+// openSource opens spec's workload; a missing trace of an embedded
+// scenario gets a hint on how its relative path resolves.
+func openSource(spec *topology.Spec, skipBad, traceOverridden bool) (workload.Source, error) {
+	src, err := sourceOf(spec, skipBad)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) && strings.HasPrefix(spec.Source, "<embedded>/") && !traceOverridden {
+			err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
+		}
+		return nil, badInput(err)
+	}
+	return src, nil
+}
+
+func closeSource(src workload.Source) {
+	if c, ok := src.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+func clockName(c string) string {
+	if c == "" {
+		return topology.ClockVirtual
+	}
+	return c
+}

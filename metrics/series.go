@@ -1,0 +1,292 @@
+package metrics
+
+import (
+	"encoding/csv"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pdemu/pdemu/policy"
+)
+
+// Output bounds (docs/OUTPUTS.md): no run writes more rows than these.
+const (
+	// MaxInstanceRows bounds instances.csv: beyond it the sample interval
+	// is widened (to a whole multiple of the scenario's) and summary.json
+	// outputs.instances_interval_widened says so.
+	MaxInstanceRows = 2_000_000
+	// MaxLinkRows bounds links.csv: later change points are dropped and
+	// counted in summary.json outputs.links_rows_dropped.
+	MaxLinkRows = 2_000_000
+	// MaxRouterWindows bounds router_windows.csv: the window (1 s by
+	// default) is widened to whole seconds to keep at most this many rows.
+	MaxRouterWindows = 100_000
+)
+
+// InstancesPlan returns the sample interval instances.csv uses for n
+// series over [0, end] and the rows it will write: interval itself, or
+// the smallest whole multiple of it that keeps the rows ≤ MaxInstanceRows.
+func InstancesPlan(n int, interval, end time.Duration) (time.Duration, int, bool) {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	rows := func(iv time.Duration) int {
+		if n == 0 {
+			return 0
+		}
+		return int(samples(iv, end)) * n
+	}
+	if rows(interval) <= MaxInstanceRows {
+		return interval, rows(interval), false
+	}
+	steps := float64(MaxInstanceRows)/float64(n) - 1
+	k := time.Duration(math.Ceil(float64(end) / float64(interval) / max(steps, 1)))
+	for rows(k*interval) > MaxInstanceRows {
+		k++
+	}
+	return k * interval, rows(k * interval), true
+}
+
+// samples is how many sample times 0, iv, 2·iv, … cover [0, end]: up to
+// the first one at or past end (without overflowing for any end).
+func samples(iv, end time.Duration) int64 {
+	k := int64(end / iv)
+	if end%iv != 0 {
+		k++
+	}
+	return k + 1
+}
+
+// sampleAt is the k-th sample time, saturating at the largest duration.
+func sampleAt(k int64, iv time.Duration) time.Duration {
+	if k > 0 && int64(iv) > math.MaxInt64/k {
+		return math.MaxInt64
+	}
+	return time.Duration(k) * iv
+}
+
+// ---------------------------------------------------------------- links
+
+// LinkSample is one change point of a NIC (a row of links.csv).
+type LinkSample struct {
+	T             time.Duration
+	NIC           string
+	BytesInFlight int64
+	Rate          float64 // bytes/s being moved now (all transfers)
+	Active        int     // transfers in flight
+}
+
+// LinkRecorder collects links.csv: the state of every NIC each time it
+// changes. It is safe for concurrent use (each link actor calls it). Rows
+// are written in (time, NIC) order; past MaxLinkRows samples are dropped
+// and counted.
+type LinkRecorder struct {
+	mu      sync.Mutex
+	capBps  map[string]float64
+	last    map[string]LinkSample
+	pts     []LinkSample
+	dropped int
+}
+
+// NewLinkRecorder returns an empty recorder.
+func NewLinkRecorder() *LinkRecorder {
+	return &LinkRecorder{capBps: map[string]float64{}, last: map[string]LinkSample{}}
+}
+
+// NIC declares a NIC and its line rate in bytes/s (utilisation = rate / it).
+func (r *LinkRecorder) NIC(nic string, capBytesPerSec float64) {
+	r.mu.Lock()
+	r.capBps[nic] = capBytesPerSec
+	r.mu.Unlock()
+}
+
+// Link records the NIC's state at now: bytes still to move, the aggregate
+// rate in bytes/s and the active transfers. An unchanged state is not
+// stored; a second change at the same instant replaces the first.
+func (r *LinkRecorder) Link(now time.Duration, nic string, bytesInFlight int64, rate float64, active int) {
+	if r == nil {
+		return
+	}
+	s := LinkSample{T: now, NIC: nic, BytesInFlight: bytesInFlight, Rate: rate, Active: active}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l, ok := r.last[nic]; ok && l.BytesInFlight == bytesInFlight && l.Rate == rate && l.Active == active {
+		return
+	}
+	r.last[nic] = s
+	for i := len(r.pts) - 1; i >= 0 && r.pts[i].T == now; i-- {
+		if r.pts[i].NIC == nic {
+			r.pts[i] = s
+			return
+		}
+	}
+	if len(r.pts) >= MaxLinkRows {
+		r.dropped++
+		return
+	}
+	r.pts = append(r.pts, s)
+}
+
+// Rows and Dropped count the stored and the dropped samples.
+func (r *LinkRecorder) Rows() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pts)
+}
+
+func (r *LinkRecorder) Dropped() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
+}
+
+// LinksHeader is the header of links.csv.
+var LinksHeader = []string{"t_ms", "nic", "bytes_in_flight", "rate_gbps", "active_transfers", "utilisation"}
+
+// WriteLinks writes links.csv (a header only when r is nil or empty).
+func WriteLinks(w io.Writer, r *LinkRecorder) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(LinksHeader); err != nil {
+		return err
+	}
+	if r != nil {
+		r.mu.Lock()
+		pts := append([]LinkSample(nil), r.pts...)
+		caps := r.capBps
+		r.mu.Unlock()
+		sort.SliceStable(pts, func(i, j int) bool {
+			if pts[i].T != pts[j].T {
+				return pts[i].T < pts[j].T
+			}
+			return pts[i].NIC < pts[j].NIC
+		})
+		for _, p := range pts {
+			util := ""
+			if c := caps[p.NIC]; c > 0 {
+				util = strconv.FormatFloat(p.Rate/c, 'f', 4, 64)
+			}
+			if err := cw.Write([]string{fms(p.T), p.NIC, strconv.FormatInt(p.BytesInFlight, 10),
+				strconv.FormatFloat(p.Rate*8/1e9, 'f', 3, 64), strconv.Itoa(p.Active), util}); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// ---------------------------------------------------------------- router
+
+// Router event kinds (RouterRecorder.Event).
+const (
+	RouterMigration = "migration"
+	RouterBlacklist = "blacklist"
+	RouterFallback  = "fallback"
+	RouterRejection = "rejection"
+)
+
+// RouterRecorder collects the router's decisions over time for
+// router_windows.csv. It is safe for concurrent use. A run that does not
+// feed it writes 0 in those columns.
+type RouterRecorder struct {
+	mu sync.Mutex
+	ev []routerEvent
+}
+
+type routerEvent struct {
+	t    time.Duration
+	kind string
+}
+
+// NewRouterRecorder returns an empty recorder.
+func NewRouterRecorder() *RouterRecorder { return &RouterRecorder{} }
+
+// Event records one router event of kind (RouterMigration, …) at now.
+func (r *RouterRecorder) Event(now time.Duration, kind string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.ev = append(r.ev, routerEvent{now, kind})
+	r.mu.Unlock()
+}
+
+// RouterWindowsHeader is the header of router_windows.csv.
+var RouterWindowsHeader = []string{"t_ms", "window_ms", "requests", "direct", "migrations", "blacklists", "fallbacks", "rejections", "direct_share"}
+
+// RouterWindow returns the window router_windows.csv uses for a run that
+// ended at end: 1 s, widened to whole seconds to keep ≤ MaxRouterWindows.
+func RouterWindow(end time.Duration) time.Duration {
+	w := time.Second
+	if n := end/w + 1; n > MaxRouterWindows {
+		w *= time.Duration(math.Ceil(float64(n) / MaxRouterWindows))
+	}
+	return w
+}
+
+// WriteRouterWindows writes router_windows.csv: per window of arrival
+// time, the requests that arrived (unfinished ones included), those served
+// Direct (completed), the router events of r (nil: 0) and the Direct
+// share. Windows run from 0 to the last arrival or event.
+func WriteRouterWindows(w io.Writer, recs []Record, r *RouterRecorder, window time.Duration) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(RouterWindowsHeader); err != nil {
+		return err
+	}
+	type row struct{ req, direct, mig, bl, fb, rej int }
+	var rows []row
+	at := func(t time.Duration) *row {
+		i := int(max(t, 0) / window)
+		for len(rows) <= i {
+			rows = append(rows, row{})
+		}
+		return &rows[i]
+	}
+	if len(recs) > 0 {
+		for _, rec := range recs {
+			x := at(rec.Arrival)
+			x.req++
+			if !rec.Failed && rec.State != StateUnfinished && rec.Mode == policy.ModeDirect.String() {
+				x.direct++
+			}
+		}
+	}
+	if r != nil {
+		r.mu.Lock()
+		for _, e := range r.ev {
+			x := at(e.t)
+			switch e.kind {
+			case RouterMigration:
+				x.mig++
+			case RouterBlacklist:
+				x.bl++
+			case RouterFallback:
+				x.fb++
+			case RouterRejection:
+				x.rej++
+			}
+		}
+		r.mu.Unlock()
+	}
+	for i, x := range rows {
+		share := ""
+		if x.req > 0 {
+			share = strconv.FormatFloat(float64(x.direct)/float64(x.req), 'f', 4, 64)
+		}
+		if err := cw.Write([]string{fms(time.Duration(i) * window), fms(window), strconv.Itoa(x.req), strconv.Itoa(x.direct),
+			strconv.Itoa(x.mig), strconv.Itoa(x.bl), strconv.Itoa(x.fb), strconv.Itoa(x.rej), share}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

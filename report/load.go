@@ -1,0 +1,223 @@
+// Package report reads pdemu run directories (the files package output
+// writes, plus params.json that compare adds) and turns them into a
+// comparison table (compare.csv, compare.json) and one self-contained HTML
+// report with SVG plots rendered by gonum/plot.
+//
+// Contract: CSV files are read by column name, never by position, so
+// columns may be added to them; the optional files (params.json,
+// links.csv, router_windows.csv, sessions.csv) and the optional TTFT-part
+// columns of per_request.csv are used when present and silently skipped
+// when absent. Given the same run directories, every function here
+// produces the same bytes. The HTML names no external resource: it opens
+// from disk, offline.
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Params are the parameters of a run as compare records them in
+// params.json: what was run, and what varied between the runs of a
+// comparison.
+type Params struct {
+	Name        string            `json:"name"`
+	Scenario    string            `json:"scenario"`
+	Router      string            `json:"router,omitempty"`
+	Set         []string          `json:"set,omitempty"`  // PATH=VALUE overrides, in the order given
+	Seed        *uint64           `json:"seed,omitempty"` // nil: the scenario's own seed
+	Trace       string            `json:"trace,omitempty"`
+	Vars        map[string]string `json:"vars,omitempty"`
+	MaxRequests int               `json:"max_requests,omitempty"`
+	// Varied lists the parameters that differ between the runs of the
+	// comparison ("scenario", "seed", or a --set path).
+	Varied []string `json:"varied,omitempty"`
+}
+
+// ParamsFile is the name of the parameters file in a run directory.
+const ParamsFile = "params.json"
+
+// WriteParams writes p as dir/params.json.
+func WriteParams(dir string, p Params) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ParamsFile), append(b, '\n'), 0o644)
+}
+
+// Table is a CSV file read by header name.
+type Table struct {
+	Header []string
+	Rows   [][]string
+	idx    map[string]int
+}
+
+// Has reports whether the table has column name.
+func (t *Table) Has(name string) bool {
+	if t == nil {
+		return false
+	}
+	_, ok := t.idx[name]
+	return ok
+}
+
+// Str returns column name of row i ("" when absent).
+func (t *Table) Str(i int, name string) string {
+	j, ok := t.idx[name]
+	if !ok || j >= len(t.Rows[i]) {
+		return ""
+	}
+	return t.Rows[i][j]
+}
+
+// Float returns column name of row i as a number (0 when absent or empty;
+// an error when the cell is not a number).
+func (t *Table) Float(i int, name string) (float64, error) {
+	s := t.Str(i, name)
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("row %d column %s: %w", i+2, name, err)
+	}
+	return v, nil
+}
+
+// readTable reads a CSV file with a header line. A missing file gives
+// (nil, nil) when optional.
+func readTable(path string, optional bool) (*Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if optional && errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	recs, err := r.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%s: empty file (no header)", path)
+	}
+	t := &Table{Header: recs[0], Rows: recs[1:], idx: map[string]int{}}
+	for i, h := range t.Header {
+		t.idx[h] = i
+	}
+	return t, nil
+}
+
+// Summary is the part of summary.json the report uses.
+type Summary struct {
+	Scenario string `json:"scenario"`
+	Policy   string `json:"policy"`
+	Seed     uint64 `json:"seed"`
+	Requests struct {
+		Total     int `json:"total"`
+		Completed int `json:"completed"`
+		Failed    int `json:"failed"`
+	} `json:"requests"`
+	TTFT            Quantiles      `json:"ttft_ms"`
+	E2E             Quantiles      `json:"e2e_ms"`
+	Modes           map[string]int `json:"modes"`
+	PrefillShare    float64        `json:"prefill_share"`
+	EmulatedSeconds float64        `json:"emulated_seconds"`
+	Workers         []struct {
+		Name     string `json:"name"`
+		Kind     string `json:"kind"`
+		Requests int    `json:"requests"`
+	} `json:"workers"`
+	Router *struct {
+		Migrations int `json:"migrations"`
+		Blacklists int `json:"blacklists"`
+		Fallbacks  int `json:"fallbacks"`
+		Rejections int `json:"rejections"`
+	} `json:"router"`
+}
+
+// Quantiles are summary.json's latency figures in milliseconds.
+type Quantiles struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+	Max  float64 `json:"max"`
+}
+
+// Run is one run directory as read from disk.
+type Run struct {
+	Dir     string
+	Name    string  // params.json's name, else the directory's base name
+	Params  *Params // nil without params.json
+	Summary Summary
+	// Requests is per_request.csv, Instances instances.csv; Links
+	// (links.csv) and RouterWindows (router_windows.csv) are nil when the
+	// run has no such file.
+	Requests, Instances, Links, RouterWindows *Table
+}
+
+// Load reads the run directory dir. summary.json, per_request.csv and
+// instances.csv are required; the other files are optional.
+func Load(dir string) (*Run, error) {
+	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a pdemu run directory: %w", dir, err)
+	}
+	if err := json.Unmarshal(b, &r.Summary); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ParamsFile)); err == nil {
+		var p Params
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ParamsFile), err)
+		}
+		r.Params = &p
+		if p.Name != "" {
+			r.Name = p.Name
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, f := range []struct {
+		name     string
+		dst      **Table
+		optional bool
+	}{
+		{"per_request.csv", &r.Requests, false},
+		{"instances.csv", &r.Instances, false},
+		{"links.csv", &r.Links, true},
+		{"router_windows.csv", &r.RouterWindows, true},
+	} {
+		t, err := readTable(filepath.Join(dir, f.name), f.optional)
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = t
+	}
+	return r, nil
+}
+
+// LoadAll loads every directory, in the order given.
+func LoadAll(dirs []string) ([]*Run, error) {
+	runs := make([]*Run, 0, len(dirs))
+	for _, d := range dirs {
+		r, err := Load(d)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}

@@ -1,0 +1,215 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Modes are the request modes, in the order of the table's columns.
+var Modes = []string{"Direct", "Seed", "Reseed", "Fallback", "Vanilla", "Fused"}
+
+// Row is one run's line of compare.csv / compare.json.
+type Row struct {
+	Run      string   `json:"run"`
+	Scenario string   `json:"scenario"`
+	Policy   string   `json:"policy"`
+	Set      []string `json:"set"`
+	Seed     uint64   `json:"seed"`
+	Trace    string   `json:"trace"`
+
+	Requests  int `json:"requests"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// ModeShare is each mode's share of the run's requests.
+	ModeShare map[string]float64 `json:"mode_share"`
+	TTFT      Percentiles        `json:"ttft_ms"`
+	E2E       Percentiles        `json:"e2e_ms"`
+	// PrefilledTokens sums per_request.csv's append_tokens (the tokens
+	// actually prefilled), CachedTokens its cached_tokens, TransferBytes
+	// its transfer_bytes (KV moved between workers).
+	PrefilledTokens int64 `json:"prefilled_tokens"`
+	CachedTokens    int64 `json:"cached_tokens"`
+	TransferBytes   int64 `json:"transfer_bytes"`
+	// Imbalance is the largest worker's share of requests over the mean
+	// share (1 = perfectly even), over the decode and fused workers (all
+	// workers when there are none).
+	Imbalance float64 `json:"imbalance"`
+}
+
+// Percentiles are p50/p90/p99 in milliseconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+}
+
+// Imbalance is max(requests)/mean(requests) over the decode and fused
+// workers of s (all workers when there are none); 0 without requests.
+func Imbalance(s Summary) float64 {
+	var reqs []int
+	for _, w := range s.Workers {
+		if w.Kind == "decode" || w.Kind == "fused" {
+			reqs = append(reqs, w.Requests)
+		}
+	}
+	if len(reqs) == 0 {
+		for _, w := range s.Workers {
+			reqs = append(reqs, w.Requests)
+		}
+	}
+	sum, mx := 0, 0
+	for _, r := range reqs {
+		sum += r
+		mx = max(mx, r)
+	}
+	if sum == 0 {
+		return 0
+	}
+	return float64(mx) * float64(len(reqs)) / float64(sum)
+}
+
+// imbalanceOf is Imbalance of r's summary, or, when its decode and fused
+// workers report no requests there (fused workers do not count them in
+// summary.json today), the same ratio over per_request.csv's d_worker
+// counts of those workers.
+func imbalanceOf(r *Run) float64 {
+	if v := Imbalance(r.Summary); v > 0 {
+		return v
+	}
+	counts := map[string]int{}
+	for _, w := range r.Summary.Workers {
+		if w.Kind == "decode" || w.Kind == "fused" {
+			counts[w.Name] = 0
+		}
+	}
+	if len(counts) == 0 || !r.Requests.Has("d_worker") {
+		return 0
+	}
+	total, mx := 0, 0
+	for i := range r.Requests.Rows {
+		w := r.Requests.Str(i, "d_worker")
+		if _, ok := counts[w]; ok {
+			counts[w]++
+			total++
+			mx = max(mx, counts[w])
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(mx) * float64(len(counts)) / float64(total)
+}
+
+// MakeRow computes r's table row from its summary and per_request.csv.
+func MakeRow(r *Run) (Row, error) {
+	s := r.Summary
+	row := Row{
+		Run: r.Name, Scenario: s.Scenario, Policy: s.Policy, Seed: s.Seed, Set: []string{},
+		Requests: s.Requests.Total, Completed: s.Requests.Completed, Failed: s.Requests.Failed,
+		ModeShare: map[string]float64{},
+		TTFT:      Percentiles{s.TTFT.P50, s.TTFT.P90, s.TTFT.P99},
+		E2E:       Percentiles{s.E2E.P50, s.E2E.P90, s.E2E.P99},
+		Imbalance: round(imbalanceOf(r), 4),
+	}
+	if p := r.Params; p != nil {
+		row.Set = append(row.Set, p.Set...)
+		row.Trace = p.Trace
+	}
+	for _, m := range Modes {
+		share := 0.0
+		if s.Requests.Total > 0 {
+			share = float64(s.Modes[m]) / float64(s.Requests.Total)
+		}
+		row.ModeShare[m] = round(share, 4)
+	}
+	t := r.Requests
+	for i := range t.Rows {
+		for _, c := range []struct {
+			col string
+			dst *int64
+		}{{"append_tokens", &row.PrefilledTokens}, {"cached_tokens", &row.CachedTokens}, {"transfer_bytes", &row.TransferBytes}} {
+			v, err := t.Float(i, c.col)
+			if err != nil {
+				return Row{}, err
+			}
+			*c.dst += int64(v)
+		}
+	}
+	return row, nil
+}
+
+// MakeRows computes the rows of runs, in order.
+func MakeRows(runs []*Run) ([]Row, error) {
+	rows := make([]Row, 0, len(runs))
+	for _, r := range runs {
+		row, err := MakeRow(r)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func round(v float64, digits int) float64 {
+	s := strconv.FormatFloat(v, 'f', digits, 64)
+	f, _ := strconv.ParseFloat(s, 64)
+	return f
+}
+
+// CSVHeader is compare.csv's header.
+func CSVHeader() []string {
+	h := []string{"run", "scenario", "policy", "set", "seed", "trace", "requests", "completed", "failed"}
+	for _, m := range Modes {
+		h = append(h, strings.ToLower(m)+"_share")
+	}
+	return append(h, "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "e2e_p50_ms", "e2e_p90_ms", "e2e_p99_ms",
+		"prefilled_tokens", "cached_tokens", "transfer_bytes", "imbalance")
+}
+
+// WriteCSV writes rows as compare.csv (set values joined with ";").
+func WriteCSV(w io.Writer, rows []Row) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader()); err != nil {
+		return err
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, r := range rows {
+		rec := []string{r.Run, r.Scenario, r.Policy, strings.Join(r.Set, ";"), strconv.FormatUint(r.Seed, 10), r.Trace,
+			strconv.Itoa(r.Requests), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed)}
+		for _, m := range Modes {
+			rec = append(rec, f(r.ModeShare[m]))
+		}
+		rec = append(rec, f(r.TTFT.P50), f(r.TTFT.P90), f(r.TTFT.P99), f(r.E2E.P50), f(r.E2E.P90), f(r.E2E.P99),
+			strconv.FormatInt(r.PrefilledTokens, 10), strconv.FormatInt(r.CachedTokens, 10),
+			strconv.FormatInt(r.TransferBytes, 10), f(r.Imbalance))
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteJSON writes rows as compare.json (an indented array).
+func WriteJSON(w io.Writer, rows []Row) error {
+	if rows == nil {
+		rows = []Row{}
+	}
+	b, err := json.MarshalIndent(rows, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func splitCSVLine(line string) ([]string, error) {
+	return csv.NewReader(strings.NewReader(line)).Read()
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

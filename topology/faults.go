@@ -1,0 +1,80 @@
+package topology
+
+import (
+	"slices"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// fault checks one fault block: at >= 0 and exactly one of degrade (in
+// (0, 1]), cut = true and restore = true.
+func (c *checker) fault(fh *faultHCL) (LinkFault, bool) {
+	const usage = "A fault block takes \"at\" and exactly one of degrade = FACTOR (0 < FACTOR <= 1), cut = true or restore = true, e.g. fault { at = \"30s\"  degrade = 0.5 }."
+	var f LinkFault
+	ok := fh.AtRange != (hcl.Range{}) && !c.bad(fh.AtRange)
+	if ok {
+		f.At, ok = c.checkDurationOK(&fh.At, fh.AtRange, 0, 0, "at", "emulated time of the fault from the start of the run")
+	}
+
+	type kindAttr struct {
+		kind string
+		rng  hcl.Range
+	}
+	var set []kindAttr
+	if fh.Degrade != nil || c.bad(fh.DegradeRange) {
+		set = append(set, kindAttr{FaultDegrade, fh.DegradeRange})
+	}
+	if fh.Cut != nil || c.bad(fh.CutRange) {
+		set = append(set, kindAttr{FaultCut, fh.CutRange})
+	}
+	if fh.Restore != nil || c.bad(fh.RestoreRange) {
+		set = append(set, kindAttr{FaultRestore, fh.RestoreRange})
+	}
+	switch len(set) {
+	case 0:
+		// Unless HCL already complained about the block's content (a
+		// misspelt "degrade", say).
+		if !c.bad(c.bodyRange(fh.Body)) {
+			c.errorf(fh.DefRange, "Empty fault block", "This fault block does nothing. %s", usage)
+		}
+		return f, false
+	case 1:
+	default:
+		// Point at the second kind in source order.
+		slices.SortFunc(set, func(a, b kindAttr) int { return a.rng.Start.Byte - b.rng.Start.Byte })
+		c.errorf(set[1].rng, "Conflicting fault kinds",
+			"This fault block sets both %q and %q, but a fault block does one thing. Split it into two fault blocks (they may have the same \"at\"). %s",
+			set[0].kind, set[1].kind, usage)
+		return f, false
+	}
+
+	k := set[0]
+	f.Kind = k.kind
+	switch k.kind {
+	case FaultDegrade:
+		if fh.Degrade == nil {
+			return f, false // decoding failed; HCL said why
+		}
+		before := len(c.diags)
+		f.Factor = checkNum(c, fh.Degrade, fh.DegradeRange, 0, "degrade",
+			"factor the NIC's effective rate is multiplied by; degradations compound until a restore", unitInterval)
+		ok = ok && len(c.diags) == before
+	case FaultCut:
+		if fh.Cut == nil {
+			return f, false
+		}
+		if !*fh.Cut {
+			c.errorf(fh.CutRange, "Invalid value for \"cut\"", "\"cut\" must be true: a fault with cut = false does nothing. Remove the block, or use restore = true to end a cut. %s", usage)
+			ok = false
+		}
+	case FaultRestore:
+		if fh.Restore == nil {
+			return f, false
+		}
+		if !*fh.Restore {
+			c.errorf(fh.RestoreRange, "Invalid value for \"restore\"", "\"restore\" must be true: a fault with restore = false does nothing. Remove the block. %s", usage)
+			ok = false
+		}
+	}
+	return f, ok
+}

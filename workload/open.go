@@ -1,0 +1,99 @@
+package workload
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Open opens a trace file (or claude-code directory) in the given format;
+// format "" detects it (see Detect). The returned Source also implements
+// io.Closer and Skipper; close it when done.
+func Open(path, format string, opts LoadOptions) (Source, error) {
+	if format == "" {
+		f, err := Detect(path)
+		if err != nil {
+			return nil, err
+		}
+		format = f
+	}
+	c, ok := canonicalFormat(format)
+	if !ok {
+		return nil, unknownFormat(format)
+	}
+	switch c {
+	case FormatMooncake:
+		return asSource(OpenMooncake(path, opts))
+	case FormatBailian:
+		return asSource(OpenBailian(path, opts))
+	case FormatClaudeCode:
+		return asSource(OpenClaudeCode(path, opts))
+	case FormatAzure:
+		return asSource(OpenAzure(path, opts))
+	default:
+		return asSource(OpenTraceLab(path, opts))
+	}
+}
+
+// OpenReader reads a trace from r; name is used in error messages. It
+// supports every format (claude-code: a single session document); format
+// "" detects it from the first record. Nothing is closed by the Source.
+func OpenReader(r io.Reader, name, format string, opts LoadOptions) (Source, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	if format == "" {
+		f, err := detectReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("workload: %s: %w", name, err)
+		}
+		format = f
+	}
+	c, ok := canonicalFormat(format)
+	if !ok {
+		return nil, unknownFormat(format)
+	}
+	switch c {
+	case FormatMooncake:
+		return asSource(NewMooncake(br, name, opts))
+	case FormatBailian:
+		return asSource(NewBailian(br, name, opts))
+	case FormatClaudeCode:
+		return asSource(NewClaudeCodeSession(br, name, opts))
+	case FormatAzure:
+		return asSource(NewAzure(br, name, opts))
+	default:
+		return asSource(NewTraceLab(br, name, opts))
+	}
+}
+
+// asSource returns a nil interface (not a typed nil pointer) on error.
+func asSource[T Source](s T, err error) (Source, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// fileCloser closes the file under a streaming loader.
+type fileCloser struct{ f *os.File }
+
+// Close closes the underlying file (idempotent).
+func (c *fileCloser) Close() error {
+	if c.f == nil {
+		return nil
+	}
+	err := c.f.Close()
+	c.f = nil
+	return err
+}
+
+func claudeFiles(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "trace_*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	sort.Strings(files)
+	return files, nil
+}
