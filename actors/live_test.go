@@ -174,7 +174,7 @@ func TestServeSecondTurnIsDirect(t *testing.T) {
 	assert.Positive(t, total("pdemu_link_bytes_total"))
 	assert.Equal(t, 2, out.Summary.Requests.Total)
 	assert.Equal(t, 2, out.Summary.Requests.Completed)
-	assert.Positive(t, out.Lag.Samples)
+	assert.Equal(t, 4, out.Lag.Samples, "each request's first token and end were reported")
 	t.Logf("lag (emulated): p50 %v p99 %v max %v over %d samples", out.Lag.P50, out.Lag.P99, out.Lag.Max, out.Lag.Samples)
 	_ = serve.LagStats{}
 }
@@ -301,4 +301,33 @@ func TestServeDrainsInFlightStreams(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.False(t, r.res.Partial)
 	assert.Equal(t, 1, r.res.Summary.Requests.Completed)
+}
+
+// A fused, bucketed deployment serves too: the bucket node reports first
+// tokens, the request is Fused on a fused worker.
+func TestServeFusedBuckets(t *testing.T) {
+	base, stop := startServe(t, "buckets-3.hcl", ServeOptions{})
+	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "qwen3-coder-30b-a3b",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("bucket me ", 300))}, MaxTokens: openai.Int(7)})
+	tokens := 0
+	var info servedInfo
+	for stream.Next() {
+		ch := stream.Current()
+		if len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
+			tokens++
+		}
+		if len(ch.Choices) > 0 && ch.Choices[0].FinishReason != "" {
+			require.NoError(t, json.Unmarshal([]byte(ch.JSON.ExtraFields["pdemu"].Raw()), &info))
+		}
+	}
+	require.NoError(t, stream.Err())
+	assert.Equal(t, 7, tokens)
+	assert.Equal(t, "Fused", info.Mode)
+	assert.NotEmpty(t, info.Worker)
+	out, err := stop()
+	require.NoError(t, err)
+	require.Len(t, out.Records, 1)
+	assert.Equal(t, info.Worker, out.Records[0].D)
+	assert.Equal(t, 2, out.Lag.Samples, "the first token and the end were reported")
 }
