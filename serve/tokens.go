@@ -11,7 +11,7 @@ import (
 // Token count: ⌊UTF-8 bytes / 4⌋, at least 1 for a non-empty text. This is
 // OpenAI's rule of thumb ("one token generally corresponds to ~4 characters
 // of text for common English text", help.openai.com, "What are tokens and
-// how to count them?"); it is documented in docs/MODEL.md §7 and
+// how to count them?"); it is documented in docs/MODEL.md §8 and
 // docs/SERVE.md. It needs no vocabulary, so the binary stays small and the
 // count is stable across versions.
 //
