@@ -558,7 +558,13 @@ func (n *prefillNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 // its decode worker is known dead (the job was handed back).
 func (f *prefillFaults) out(o *outbox, j *gpu.Job) bool {
 	delete(f.held, j.Req.ID)
-	if id := f.h.downFault(f.idx, j.D); id != 0 {
+	// Its decode worker or its link (not this worker itself: it is up, or
+	// it would not be sending, whatever the probe said last).
+	id := f.h.d[j.D]
+	if id == 0 {
+		id = f.h.link[f.idx][j.D]
+	}
+	if id != 0 {
 		f.drop(o, j, id, "fault: no path to decode worker", 0)
 		return false
 	}
