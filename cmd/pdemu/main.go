@@ -110,6 +110,11 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	code := exitCodeOf(err)
 	if s, ok := sig.Load().(os.Signal); ok {
+		if stopIsNormal.Load() && err == nil {
+			// pdemu serve: a signal is how a server stops; it drained.
+			fmt.Fprintf(os.Stderr, "pdemu: stopped by %v after a complete drain\n", s)
+			os.Exit(exitOK)
+		}
 		fmt.Fprintf(os.Stderr, "pdemu: stopped by %v; outputs written so far are partial\n", s)
 		os.Exit(signalCode(s))
 	}
@@ -168,7 +173,7 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newRunCmd(), newCompareCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
+	root.AddCommand(newRunCmd(), newCompareCmd(), newServeCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
 		newScenariosCmd(), newTraceCmd(), newVersionCmd())
 	// cobra's shell completion, created now so its help has examples too.
 	root.InitDefaultCompletionCmd()
