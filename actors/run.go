@@ -159,6 +159,10 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		ps.sys.Shutdown()
 	}
 	summarize(res, spec, cl, src, clk, deadLetters.Load(), rs.panics.Load())
+	if by := stoppedBy(ctx, runErr); by != "" {
+		markPartial(res, cl, by)
+		return res, checkPartial(res, cl, by, runErr, rs.error(), deadLetters.Load())
+	}
 	return res, check(res, cl, runErr, rs.error(), deadLetters.Load())
 }
 
@@ -198,7 +202,7 @@ func drive(ctx context.Context, clk Clock, driver *actor.PID, rs *runState, opts
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(timeout):
-		return fmt.Errorf("wall-clock run did not finish within %v", timeout)
+		return &errWallTimeout{fmt.Errorf("wall-clock run did not finish within %v (--wall-timeout)", timeout)}
 	}
 }
 
