@@ -64,9 +64,13 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	if st := cl.Sessions(); st != nil {
 		res.Sessions, sum.Router = sessionRows(res.Records, st)
 	}
+	if wr, ok := src.(workload.Warner); ok {
+		sum.Trace.Warnings = wr.Warnings()
+	}
 	if sk, ok := src.(workload.Skipper); ok {
 		sum.Requests.SkippedBad = sk.Skipped()
 	}
+	sum.Warnings = metrics.Warnings(sum) // with the trace's
 	res.Summary = sum
 }
 

@@ -381,6 +381,7 @@ is pdemu's default generator.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var src workload.Source
 			var err error
+			warnFlags(cmd.ErrOrStderr(), idleGenFlags(cmd, kind))
 			switch kind {
 			case "swebench":
 				src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: sessions, Requests: requests, Concurrency: concurrency}, seed)
