@@ -15,6 +15,7 @@ import (
 
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
 )
 
 // checkPartialResult: a stopped run lists every released request once,
@@ -197,4 +198,21 @@ func TestKVCRunFeedsLinksRouterEventsAndLog(t *testing.T) {
 			assert.Equal(t, r.Reason, strings.Join(rejected, ";"), "request %d", r.ID)
 		}
 	}
+}
+
+// warnSource is a workload whose loader warns (workload.Warner).
+type warnSource struct{ workload.Source }
+
+func (warnSource) Warnings() []string { return []string{"3 requests record 0 output tokens"} }
+
+// A trace loader's warnings reach summary.json (trace.warnings and
+// warnings, which the terminal prints).
+func TestTraceWarningsReachTheSummary(t *testing.T) {
+	spec := small(loadScenario(t, "1p3d-tcp.hcl"), 2, 2)
+	src, err := Source(spec, false)
+	require.NoError(t, err)
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), Source: warnSource{src}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"3 requests record 0 output tokens"}, res.Summary.Trace.Warnings)
+	assert.Contains(t, res.Summary.Warnings, "trace: 3 requests record 0 output tokens")
 }
