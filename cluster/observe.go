@@ -87,6 +87,7 @@ type routerObs struct {
 	pending map[int64]*pdLog
 	lines   map[int64][]byte
 	before  policy.SessionStats
+	scratch []policy.Candidate // Explain's, reused within one Handle call
 }
 
 // pdLog is one routing_log.jsonl line of a P/D run (docs/OUTPUTS.md).
@@ -153,7 +154,8 @@ func (o *routerObs) begin(ds *policy.Dispatch, fresh bool) []policy.Candidate {
 		o.pending[r.ID] = &pdLog{ID: r.ID, Session: r.SessionName, Turn: r.Turn, InputTokens: r.InputLen,
 			Policy: o.policy, Tries: []pdTry{}}
 		if o.explain != nil {
-			return o.explain.Explain(ds, nil)
+			o.scratch = o.explain.Explain(ds, o.scratch[:0])
+			return o.scratch
 		}
 	}
 	return nil
@@ -204,7 +206,8 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 	}
 	if st.Action == policy.ActAdmit {
 		if cands == nil && rejected && o.explain != nil {
-			cands = o.explain.Explain(ds, nil) // the state the route after the rejection read
+			o.scratch = o.explain.Explain(ds, o.scratch[:0]) // the state the route after the rejection read
+			cands = o.scratch
 		}
 		l.Tries = append(l.Tries, o.try(len(l.Tries), now, cands, st.D))
 		return

@@ -32,7 +32,8 @@ func (c Candidate) Key() [4]float64 {
 
 // Explain appends to dst every decode worker's Candidate for ds in the
 // router's current state, the state Route reads: call it before Begin, or
-// after Rejected when it returned ActAdmit. It changes nothing and is only
+// after Rejected when it returned ActAdmit. It changes nothing (but Route's
+// scratch: not for concurrent use, unlike RouteShared) and is only
 // called when decisions are logged, so Route itself pays nothing for it.
 func (k *KVC) Explain(ds *Dispatch, dst []Candidate) []Candidate {
 	nd, tau := k.cfg.Decode, int32(k.cfg.TauReject)
@@ -40,7 +41,8 @@ func (k *KVC) Explain(ds *Dispatch, dst []Candidate) []Candidate {
 	if st := k.sess[ds.Req.Session]; st != nil {
 		pin, rej = int(st.pin), st.rejects
 	}
-	ov := make([]int, nd)
+	ov := k.overlap[:nd] // Route's scratch: Explain is not called during a Route
+	clear(ov)
 	k.index.OverlapOwned(ds.Req.Blocks, pin, ds.Req.Session, ov)
 	for d := 0; d < nd; d++ {
 		c := Candidate{D: d, Overlap: ov[d], Sticky: d == pin, Score: float64(ov[d]),
