@@ -10,14 +10,23 @@ import (
 )
 
 // idleRunFlags lists the flags given to run that do nothing in this run
-// (spec is the run's scenario with the flags applied): --time-scale
-// without the wall clock, --seed on a trace replay whose sessions start at
-// the trace's own times. Each is a sentence for a warning.
+// (spec is the run's scenario with the flags applied): --time-scale,
+// --wall-timeout and --strict-wall without the wall clock, --skip-bad on a
+// generated workload, --seed on a trace replay whose sessions start at the
+// trace's own times. Each is a sentence for a warning.
 func idleRunFlags(c *cobra.Command, spec *topology.Spec) []string {
 	var out []string
 	wl := spec.Workload
 	if c.Flags().Changed("time-scale") && wl.Clock != topology.ClockWall {
 		out = append(out, fmt.Sprintf("--time-scale has no effect with the %s clock (it scales the wall clock: add --clock wall)", clockName(wl.Clock)))
+	}
+	for _, name := range []string{"wall-timeout", "strict-wall"} {
+		if c.Flags().Changed(name) && wl.Clock != topology.ClockWall {
+			out = append(out, fmt.Sprintf("--%s has no effect with the %s clock (it applies to --clock wall)", name, clockName(wl.Clock)))
+		}
+	}
+	if c.Flags().Changed("skip-bad") && wl.Trace == "" {
+		out = append(out, "--skip-bad has no effect on a generated workload (it skips malformed trace records)")
 	}
 	if c.Flags().Changed("seed") && wl.Trace != "" && wl.Replay.SessionRate == 0 {
 		out = append(out, "--seed has no effect on this trace replay: the trace fixes every request and arrival (the seed only salts block hashes, and draws session starts when workload.session_rate is set)")

@@ -79,6 +79,12 @@ func TestIdleFlagsWarn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, stderr, "--time-scale has no effect with the virtual clock")
 
+	_, stderr, err = runCLI(t, "run", "--wall-timeout", "1h", "--strict-wall", "--skip-bad", "--max-requests", "5", "--out", t.TempDir(), "-q")
+	require.NoError(t, err)
+	assert.Contains(t, stderr, "--wall-timeout has no effect with the virtual clock")
+	assert.Contains(t, stderr, "--strict-wall has no effect with the virtual clock")
+	assert.Contains(t, stderr, "--skip-bad has no effect on a generated workload")
+
 	_, stderr, err = runCLI(t, "run", "--clock", "wall", "--time-scale", "1000", "--max-requests", "3", "--out", t.TempDir(), "-q")
 	require.NoError(t, err)
 	assert.NotContains(t, stderr, "has no effect")
