@@ -85,6 +85,11 @@ func TestBurstV1ThrashesV2Settles(t *testing.T) {
 		spec := loadScenario(t, scenarios.Default)
 		spec.Router.V1 = v1
 		spec.Router.Epsilon = 1
+		// The burst is sized for P's prefix cache serving reseeds (the model
+		// before issue 10); under the seed-time snapshot backup every reseed
+		// re-prefills its whole session and the burst lasts past turn 12 for
+		// v2 too (6 migrations+fallbacks each for v1 and v2).
+		spec.Router.PrefillCacheBackup = true
 		res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), Source: newBurstSource()})
 		require.NoError(t, err)
 		require.Equal(t, res.Summary.Requests.Total, res.Summary.Requests.Completed+res.Summary.Requests.Failed)

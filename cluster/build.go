@@ -161,6 +161,7 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		dw, err := gpu.NewDecodeWorker(gpu.DecodeConfig{
 			Name: w.Name, Budget: budget, Rho: r.Rho, TauAppend: r.TauAppend,
 			ReserveOutput: r.ReserveOutput, NetCapacity: r.NetCapacity, MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
+			ResidentAppend: r.ResidentAppend,
 		}, p)
 		if err != nil {
 			return nil, err
@@ -174,7 +175,9 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		if err != nil {
 			return nil, err
 		}
-		pw, err := gpu.NewPrefillWorker(gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens}, p)
+		pw, err := gpu.NewPrefillWorker(gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
+			SnapshotBackup:  spec.Router.Policy == "kvc" && !spec.Router.PrefillCacheBackup,
+			FallbackRefresh: spec.Router.DPSync}, p)
 		if err != nil {
 			return nil, err
 		}
@@ -229,19 +232,40 @@ func buildPD(spec *topology.Spec) (*built, error) {
 func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 	w := spec.Workload
 	if w.Trace != "" {
-		return workload.Open(w.Trace, w.Format, workload.LoadOptions{
+		src, err := workload.Open(w.Trace, w.Format, workload.LoadOptions{
 			SkipBad: skipBad || w.Replay.SkipBad, MaxRequests: w.MaxRequests, Seed: w.Seed,
 			SessionRate: w.Replay.SessionRate, MaxConcurrent: w.Replay.MaxConcurrent, TraceTime: w.Replay.TraceTime,
 			ShareSystemPrefix: w.Replay.SharePrefix, InferSessions: w.Replay.InferSessions,
 		})
+		if err != nil || w.ClientCap <= 0 {
+			return src, err
+		}
+		return workload.WithClientCap(src, w.ClientCap), nil // closes src on Close
 	}
 	g := w.Generator
-	return workload.NewAgentic(workload.AgenticConfig{
-		Exact:    true, // topology applied the defaults: a 0 here was written
-		Sessions: g.Sessions, Turns: g.Turns, SystemTokens: g.SystemTokens, FirstTokens: g.FirstTokens,
-		AppendTokens: g.AppendTokens, OutputTokens: g.OutputTokens, ThinkTime: g.ThinkTime,
-		SessionStagger: g.SessionStagger, BlockTokens: g.BlockTokens,
-	}, w.Seed, w.MaxRequests)
+	var src workload.Source
+	var err error
+	switch g.Kind {
+	case "swebench", "burst": // issue 10's generators (workload/swebench.go, workload/burst.go)
+		if g.Kind == "burst" {
+			src, err = workload.NewBurst(workload.BurstConfig{})
+		} else {
+			src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: g.Sessions, Requests: g.Requests,
+				Content: g.Content, ActiveSessions: g.ActiveSessions, BlockTokens: g.BlockTokens}, w.Seed)
+		}
+		src = workload.Limit(src, w.MaxRequests)
+	default:
+		src, err = workload.NewAgentic(workload.AgenticConfig{
+			Exact:    true, // topology applied the defaults: a 0 here was written
+			Sessions: g.Sessions, Turns: g.Turns, SystemTokens: g.SystemTokens, FirstTokens: g.FirstTokens,
+			AppendTokens: g.AppendTokens, OutputTokens: g.OutputTokens, ThinkTime: g.ThinkTime,
+			SessionStagger: g.SessionStagger, BlockTokens: g.BlockTokens,
+		}, w.Seed, w.MaxRequests)
+	}
+	if err != nil || w.ClientCap <= 0 {
+		return src, err
+	}
+	return workload.WithClientCap(src, w.ClientCap), nil
 }
 
 // poolBuilt is a fused deployment's cores and routers.
@@ -276,6 +300,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			LoadAlpha: lr.LoadAlpha, ScoreAlpha: lr.ScoreAlpha, ScoreBeta: lr.ScoreBeta, PrefixK: lr.PrefixK, FanOut: lr.FanOut,
 			OverloadFactor: lr.OverloadFactor, KVC: bucket.KVCConfig{Alpha: lr.Alpha},
 			CacheThreshold: &lr.CacheThreshold, BalanceAbs: &lr.BalanceAbs, BalanceRel: &lr.BalanceRel,
+			MissRule: lr.MissRule, InclusiveMatch: lr.InclusiveMatch,
 			// Each bucket draws its own random sequence.
 			Seed: spec.Workload.Seed ^ (uint64(len(pb.configs)) * 0x9e3779b97f4a7c15),
 		}, len(bs.Instances))

@@ -134,15 +134,22 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 		pres[i] = &prefillNode{w: w, series: s, links: make([]Addr, len(b.decode))}
 		rtr.prefill = append(rtr.prefill, c.add(pres[i], spec.Prefill[i].Name, KindPrefill))
 	}
+	var links []*linkNode
+	var linkPrefill []int
 	for _, n := range b.nics {
 		c.links.NIC(n.name, n.nic.Config().LineRate)
-		a := c.add(&linkNode{nic: n.nic, bytesPerToken: n.bytesTok, rateCap: n.rateCap, decode: rtr.decode,
-			inflight: map[uint64]*gpu.Job{}, name: n.name, rec: c.links}, "link:"+n.name, KindLink)
+		ln := &linkNode{nic: n.nic, bytesPerToken: n.bytesTok, rateCap: n.rateCap, decode: rtr.decode,
+			inflight: map[uint64]*gpu.Job{}, name: n.name, rec: c.links}
+		links, linkPrefill = append(links, ln), append(linkPrefill, n.prefill)
+		a := c.add(ln, "link:"+n.name, KindLink)
 		for d, rc := range n.rateCap {
 			if rc > 0 {
 				pres[n.prefill].links[d] = a
 			}
 		}
+	}
+	if spec.Router.DPSync { // D→P incremental KV sync (dpsync.go)
+		wireSync(decs, rtr.prefill, links, linkPrefill)
 	}
 	c.workers = func() []metrics.WorkerSummary {
 		var out []metrics.WorkerSummary

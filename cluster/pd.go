@@ -152,6 +152,7 @@ type decodeNode struct {
 	router    Addr
 	collector Addr
 	series    *metrics.Series
+	sync      *dpSync // D→P sync (dpsync.go); nil when off
 }
 
 func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
@@ -165,6 +166,7 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 		}
 		n.send(n.router, AdmitReply{Job: m.Job, DS: m.DS, D: n.idx, Mode: mode, Reason: reason}, 0)
 	case KVReady:
+		n.sync.arrived(m.Job)
 		n.w.Arrive(now, m.Job)
 	case RunJob:
 		m.Job.D = n.idx
@@ -176,6 +178,7 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 	for _, ev := range rd.Out {
 		switch ev.Kind {
 		case gpu.EvDone, gpu.EvFailed:
+			n.sync.ended(&n.outbox, ev.Job, n.idx)
 			n.send(n.router, Finished{n.idx}, 0)
 			n.send(n.collector, JobEnded{ev.Job}, 0)
 		case gpu.EvEvicted:
@@ -199,6 +202,8 @@ type prefillNode struct {
 func (n *prefillNode) Handle(now time.Duration, msg any) Ready {
 	if m, ok := msg.(Prefill); ok {
 		n.w.Submit(now, m.Job)
+	} else {
+		n.handleSync(msg) // dpsync.go
 	}
 	n.w.Advance(now)
 	rd := n.w.Ready()
@@ -222,9 +227,13 @@ type linkNode struct {
 	inflight      map[uint64]*gpu.Job
 	name          string                // links.csv nic
 	rec           *metrics.LinkRecorder // nil: not recorded
+	sync          *linkSync             // D→P sync (dpsync.go); nil when off
 }
 
 func (n *linkNode) Handle(now time.Duration, msg any) Ready {
+	if m, ok := msg.(SyncXfer); ok {
+		n.startSync(now, m) // dpsync.go
+	}
 	if m, ok := msg.(Transfer); ok {
 		j := m.Job
 		j.TransferBytes = int64(j.Req.InputLen) * n.bytesPerToken
@@ -236,6 +245,9 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 	n.nic.Advance(now)
 	rd := n.nic.Ready()
 	for _, c := range rd.Out {
+		if n.syncDone(c.ID, c.Err) {
+			continue
+		}
 		j := n.inflight[c.ID]
 		delete(n.inflight, c.ID)
 		j.TransferEnd = c.At
@@ -251,7 +263,7 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 	// Wake only while transfers are in flight: a scheduled fault with
 	// nothing on the wire changes nothing until the next Start (which
 	// applies it), and waking for it would stretch the run past its end.
-	return n.ready(rd.Wake, rd.HasWake && len(n.inflight) > 0)
+	return n.ready(rd.Wake, rd.HasWake && len(n.inflight)+n.syncsInFlight() > 0)
 }
 
 // ---------------------------------------------------------------- collector

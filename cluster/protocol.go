@@ -117,6 +117,9 @@ var Protocol = []Hop{
 	{Finished{}, KindDecode, KindRouter, "decode index", "-"},
 	{Evicted{}, KindDecode, KindRouter, "decode index, session", "-"},
 	{JobEnded{}, KindDecode, KindCollector, "ended Job", "collector"},
+	{SyncReq{}, KindDecode, KindPrefill, "D→P sync: session, blocks, KV tokens (dp_sync)", "-"},
+	{SyncXfer{}, KindPrefill, KindLink, "D→P sync to put on the wire", "-"},
+	{SyncDone{}, KindLink, KindPrefill, "D→P sync landed: the backup advances", "-"},
 
 	{ViewReq{}, KindGlobal, KindBucket, "Job (read only: the global router keeps it)", "global router"},
 	{ViewResp{}, KindBucket, KindGlobal, "request id, BucketView", "-"},

@@ -158,7 +158,7 @@ func (f failLocal) Route(r *workload.Request, inst []bucket.InstanceView, p buck
 }
 
 // TestProtocolWalk runs scenarios that reach every path of the protocol
-// (the embedded generator scenarios, a bucket gap, a trace error, a
+// (the embedded generator scenarios, D→P sync, a bucket gap, a trace error, a
 // duplicate request, a local router that fails) through the in-memory
 // network and checks that the nodes send exactly the hops of Protocol.
 func TestProtocolWalk(t *testing.T) {
@@ -171,11 +171,19 @@ func TestProtocolWalk(t *testing.T) {
 		require.NoError(t, walk(t, spec, src, seen), name)
 	}
 
+	// D→P incremental KV sync (router kvc { dp_sync = true }).
+	sync := embedded(t, "kvc-v1-1p3d.hcl")
+	sync.Router.DPSync = true
+	sync.Workload.MaxRequests = 400
+	src, err := cluster.Source(sync, false)
+	require.NoError(t, err)
+	require.NoError(t, walk(t, sync, src, seen), "dp_sync")
+
 	// precise probes instances at a latency before submitting.
 	probe := embedded(t, "dp4.hcl")
 	probe.LocalRouter.Policy, probe.LocalRouter.ProbeLatency = bucket.PolicyPrecise, 10*time.Microsecond
 	probe.Workload.MaxRequests = 50
-	src, err := cluster.Source(probe, false)
+	src, err = cluster.Source(probe, false)
 	require.NoError(t, err)
 	require.NoError(t, walk(t, probe, src, seen))
 

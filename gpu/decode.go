@@ -29,6 +29,13 @@ type DecodeConfig struct {
 	// idle this long (it is probably finished); a younger idle session is
 	// probably thinking and about to come back. Default 10s.
 	IdleEvictAfter time.Duration
+	// ResidentAppend measures append_len for Algorithm 2's τ_append test
+	// against the session's last admitted prompt on this worker (pdemu
+	// before issue 10). false (default) uses the spec's definition (§2.2):
+	// the tokens new with respect to the session's previous turn
+	// (Request.AppendLen), whatever this worker last saw. The append-prefill
+	// always computes what the resident KV does not cover.
+	ResidentAppend bool
 }
 
 // EventKind says what happened on a worker.
@@ -196,11 +203,15 @@ func (w *DecodeWorker) Admit(now time.Duration, j *Job) (policy.Mode, string) {
 	if w.cfg.ReserveOutput {
 		reserve = r.OutputLen
 	}
+	specApp := app
+	if s != nil && !w.cfg.ResidentAppend && r.Turn > 0 {
+		specApp = r.AppendLen
+	}
 	in := policy.AdmitInput{
-		Resident: s != nil, Turn: r.Turn, AppendLen: app, InputLen: r.InputLen,
+		Resident: s != nil, Turn: r.Turn, AppendLen: specApp, InputLen: r.InputLen,
 		Reserve: reserve, Budget: w.cfg.Budget, Rho: w.cfg.Rho, TauAppend: w.cfg.TauAppend,
 	}
-	if !(s != nil && app > w.cfg.TauAppend) {
+	if !(s != nil && specApp > w.cfg.TauAppend) {
 		// Make room by evicting idle sessions, unless the answer is already no.
 		w.evictFor(now, r.Session, r.InputLen+reserve, w.cfg.IdleEvictAfter)
 	}

@@ -25,6 +25,15 @@ type FusedConfig struct {
 	DRAMTokens      int
 	DRAMBandwidth   float64
 	KVBytesPerToken int64
+
+	// SeparateCache gives the prefix cache a pool of its own of Budget
+	// tokens beside the running requests' KV (pdemu before issue 10).
+	// false (default): SGLang's single pool — the radix cache holds the
+	// running requests' prompts, and their output KV comes out of the same
+	// Budget tokens, so the cache's capacity is Budget minus the output
+	// tokens reserved by the requests in flight (LRU blocks are evicted as
+	// it shrinks).
+	SeparateCache bool
 }
 
 // FusedWorker is a fused worker: requests queue FIFO for KV memory (their
@@ -48,6 +57,11 @@ type FusedWorker struct {
 	kvBytes  int64
 	loading  []*Job   // admitted requests waiting for their DRAM load
 	evicted  []uint64 // blocks that left the worker, for the meta-store
+
+	budget   int
+	separate bool
+	lastBT   int    // block size of the last insert
+	active   []*Job // admitted requests not yet known to have ended (shared pool)
 }
 
 // NewFusedWorker validates cfg.
@@ -58,7 +72,7 @@ func NewFusedWorker(cfg FusedConfig, cost Cost) (*FusedWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FusedWorker{d: d, cache: NewBlockLRU(cfg.Budget)}
+	f := &FusedWorker{d: d, cache: NewBlockLRU(cfg.Budget), budget: cfg.Budget, separate: cfg.SeparateCache}
 	f.cache.trackEvictions = true
 	if cfg.DRAMTokens > 0 {
 		if !(cfg.DRAMBandwidth > 0) || cfg.KVBytesPerToken <= 0 {
@@ -119,20 +133,65 @@ func (f *FusedWorker) CacheUsed() int { return f.cache.Used() }
 // cache, as if this worker had computed them.
 func (f *FusedWorker) Import(blocks []uint64, blockTokens int) { f.insert(blocks, blockTokens) }
 
-// insert puts blocks in HBM; what HBM evicts moves to the DRAM tier (or
-// leaves the worker when there is none), and blocks now in HBM leave DRAM.
-func (f *FusedWorker) insert(blocks []uint64, blockTokens int) {
-	f.cache.Insert(blocks, blockTokens)
-	out := f.cache.takeEvicted()
+// resize sets the shared pool's cache capacity to Budget minus the output
+// KV of the requests in flight, evicting LRU blocks beyond it.
+func (f *FusedWorker) resize() {
+	if f.separate {
+		return
+	}
+	out := 0
+	kept := f.active[:0]
+	for _, j := range f.active {
+		if j.Done > 0 || j.Failed != "" {
+			continue
+		}
+		kept = append(kept, j)
+		out += j.Req.OutputLen
+	}
+	clear(f.active[len(kept):])
+	f.active = kept
+	c := f.cache
+	c.capTokens = max(0, f.budget-out)
+	if c.used <= c.capTokens {
+		return
+	}
+	for c.used > c.capTokens {
+		c.evictOldest()
+	}
+	f.spill(c.takeEvicted(), 0)
+}
+
+// spill moves blocks evicted from HBM to the DRAM tier, or out of the
+// worker when there is none.
+func (f *FusedWorker) spill(out []uint64, blockTokens int) {
+	if len(out) == 0 {
+		return
+	}
 	if f.l1 == nil {
 		f.evicted = append(f.evicted, out...)
 		return
 	}
-	for _, b := range blocks {
-		f.l1.remove(b)
+	if blockTokens == 0 {
+		// resize: DRAM blocks carry the HBM block size of their chain; the
+		// tier only needs a size, and every block of a worker has one.
+		blockTokens = f.lastBT
 	}
 	f.l1.Insert(out, blockTokens)
 	f.evicted = append(f.evicted, f.l1.takeEvicted()...)
+}
+
+// insert puts blocks in HBM; what HBM evicts moves to the DRAM tier (or
+// leaves the worker when there is none), and blocks now in HBM leave DRAM.
+func (f *FusedWorker) insert(blocks []uint64, blockTokens int) {
+	f.lastBT = blockTokens
+	f.cache.Insert(blocks, blockTokens)
+	out := f.cache.takeEvicted()
+	if f.l1 != nil {
+		for _, b := range blocks {
+			f.l1.remove(b)
+		}
+	}
+	f.spill(out, blockTokens)
 }
 
 // Submit queues j. Its cached prefix is looked up now; it is admitted when
@@ -162,6 +221,7 @@ func (f *FusedWorker) Submit(now time.Duration, j *Job) {
 
 // admit moves waiting requests (FIFO) into prefill while their KV fits.
 func (f *FusedWorker) admit(now time.Duration) {
+	f.resize()
 	for len(f.waitMem) > 0 {
 		j := f.waitMem[0]
 		if f.d.used+j.footprint > f.d.cap {
@@ -170,6 +230,10 @@ func (f *FusedWorker) admit(now time.Duration) {
 		f.waitMem = f.waitMem[1:]
 		f.d.setUsed(f.d.used + j.footprint)
 		j.reserved, j.KVReserved = true, now
+		if !f.separate {
+			f.active = append(f.active, j)
+			f.resize()
+		}
 		f.insert(j.Req.Blocks, j.Req.BlockTokens)
 		if j.loadTokens > 0 {
 			// Its DRAM-resident prefix comes back over PCIe first.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/effect"
+	"github.com/pdemu/pdemu/policy"
 )
 
 // PrefillConfig configures a prefill worker.
@@ -12,6 +13,17 @@ type PrefillConfig struct {
 	Name           string
 	CacheTokens    int // prefix cache capacity in tokens (0 = no cache)
 	MaxBatchTokens int // new tokens per batch (a single larger request runs alone)
+	// SnapshotBackup models KVC's P backup as the spec describes it (§9
+	// Q4): a session's copy on P is the snapshot of its last Seed or
+	// Reseed prompt, which neither Direct appends (they never reach P) nor
+	// Fallback prefills refresh. A Reseed or Fallback of a session with a
+	// snapshot reuses at most the snapshot's blocks, so it re-prefills
+	// everything appended since; a session's first Seed still reuses shared
+	// prefixes (system prompt) from the prefix cache.
+	SnapshotBackup bool
+	// FallbackRefresh (with D→P sync): a Fallback's prefill, which computes
+	// the session's whole prompt on this worker, becomes its backup too.
+	FallbackRefresh bool
 }
 
 // PrefillWorker is a prefill worker's pure state machine: a FIFO queue
@@ -27,6 +39,7 @@ type PrefillWorker struct {
 	batchEnd time.Duration
 	cache    *BlockLRU
 	done     []*Job
+	snap     map[int32]int // SnapshotBackup: session → blocks of its backup
 }
 
 // NewPrefillWorker validates cfg.
@@ -67,7 +80,11 @@ func (w *PrefillWorker) start(now time.Duration) {
 		r := j.Req
 		// Peek, not Match: the batch's Insert at its end refreshes these blocks
 		// (nothing else touches this cache in between).
-		cached := min(w.cache.Peek(r.Blocks)*r.BlockTokens, r.InputLen-1)
+		hit := w.cache.Peek(r.Blocks)
+		if n, ok := w.snap[r.Session]; ok && w.cfg.SnapshotBackup {
+			hit = min(hit, n)
+		}
+		cached := min(hit*r.BlockTokens, r.InputLen-1)
 		cached = max(cached, 0)
 		fresh := r.InputLen - cached
 		if n > 0 && total+fresh > w.cfg.MaxBatchTokens {
@@ -89,11 +106,30 @@ func (w *PrefillWorker) advance(now time.Duration) {
 		for _, j := range w.batch {
 			j.PrefillEnd = t
 			w.cache.Insert(j.Req.Blocks, j.Req.BlockTokens)
+			if w.cfg.SnapshotBackup {
+				w.backup(j)
+			}
 			w.done = append(w.done, j)
 		}
 		clear(w.batch)
 		w.batch = w.batch[:0]
 		w.start(t)
+	}
+}
+
+// backup records j's prompt as its session's snapshot when j seeds or
+// reseeds it (and forgets the session after its last turn).
+func (w *PrefillWorker) backup(j *Job) {
+	r := j.Req
+	if w.snap == nil {
+		w.snap = make(map[int32]int)
+	}
+	switch {
+	case r.Last:
+		delete(w.snap, r.Session)
+	case j.Mode == policy.ModeSeed || j.Mode == policy.ModeReseed,
+		j.Mode == policy.ModeFallback && w.cfg.FallbackRefresh && w.snap[r.Session] < len(r.Blocks):
+		w.snap[r.Session] = len(r.Blocks)
 	}
 }
 
@@ -280,4 +316,31 @@ func (c *BlockLRU) evictOldest() {
 	c.used -= int(c.nodes[i].tokens)
 	c.nodes[i].tokens = 0 // freed: no longer a valid lookup hint
 	c.free = append(c.free, i)
+}
+
+// SyncBackup records that the KV of blocks (the prompt of a Direct turn of
+// session s, streamed back from its decode worker: D→P incremental sync,
+// spec §9 Q4) reached this worker: the blocks enter the prefix cache (they
+// take its room) and become the session's backup, so a later Reseed
+// re-prefills only what was appended since. A sync older than the backup
+// changes nothing.
+func (w *PrefillWorker) SyncBackup(s int32, blocks []uint64, blockTokens int) {
+	if w.snap == nil {
+		w.snap = make(map[int32]int)
+	}
+	if n, ok := w.snap[s]; ok && n >= len(blocks) {
+		return
+	}
+	w.cache.Insert(blocks, blockTokens)
+	w.snap[s] = len(blocks)
+}
+
+// BackupTokens is the tokens of every session's backup (their sum; shared
+// prefixes are counted once per session).
+func (w *PrefillWorker) BackupTokens(blockTokens int) int {
+	n := 0
+	for _, b := range w.snap {
+		n += b * blockTokens
+	}
+	return n
 }

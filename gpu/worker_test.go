@@ -39,7 +39,7 @@ func req(id int64, s int32, turn, in, out int) *workload.Request {
 
 func newDecode(t *testing.T, budget int) *DecodeWorker {
 	t.Helper()
-	w, err := NewDecodeWorker(DecodeConfig{Name: "d0", Budget: budget, Rho: 1, TauAppend: 100, ReserveOutput: true, NetCapacity: true}, linearCost{})
+	w, err := NewDecodeWorker(DecodeConfig{Name: "d0", Budget: budget, Rho: 1, TauAppend: 100, ReserveOutput: true, NetCapacity: true, ResidentAppend: true}, linearCost{})
 	require.NoError(t, err)
 	return w
 }

@@ -178,22 +178,59 @@ const (
 )
 
 // CacheAwareConfig configures CacheAwareDP. Start from
-// DefaultCacheAwareConfig.
+// DefaultCacheAwareConfig (SGLang's current defaults) or
+// LegacyCacheAwareConfig (older SGLang releases).
 type CacheAwareConfig struct {
 	Workers        int     // fused workers
-	CacheThreshold float64 // match ratio needed to follow the cache (default 0.5)
-	BalanceAbs     int     // imbalance needs max−min > BalanceAbs (default 32)
-	BalanceRel     float64 // … and max > BalanceRel·min (default 1.0001)
+	CacheThreshold float64 // match ratio needed to follow the cache (current SGLang 0.3; older 0.5)
+	BalanceAbs     int     // imbalance needs max−min > BalanceAbs (64; older 32)
+	BalanceRel     float64 // … and max > BalanceRel·min (1.5; older 1.0001)
 	Miss           MissRule
 	// StrictMatch follows the cache only when the match ratio is strictly
-	// above CacheThreshold (SGLang's comparison); by default a ratio equal
-	// to the threshold is enough.
+	// above CacheThreshold (SGLang's comparison, `match_rate >
+	// cache_threshold`); false accepts a ratio equal to the threshold.
 	StrictMatch bool
 }
 
-// DefaultCacheAwareConfig returns the defaults for n fused workers.
+// SGLang cache-aware router parameter sets (sgl-router, cache_aware
+// policy): the current defaults (cache_threshold 0.3,
+// balance_abs_threshold 64, balance_rel_threshold 1.5) and those of older
+// releases (0.5, 32, 1.0001). Both send a miss to the worker with the
+// smallest tree and compare the match rate strictly.
+const (
+	SGLangCacheThreshold       = 0.3
+	SGLangBalanceAbs           = 64
+	SGLangBalanceRel           = 1.5
+	SGLangLegacyCacheThreshold = 0.5
+	SGLangLegacyBalanceAbs     = 32
+	SGLangLegacyBalanceRel     = 1.0001
+)
+
+// DefaultCacheAwareConfig returns SGLang's current cache-aware defaults
+// for n fused workers: 0.3 / 64 / 1.5, miss → smallest tree, strict >.
 func DefaultCacheAwareConfig(n int) CacheAwareConfig {
-	return CacheAwareConfig{Workers: n, CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001}
+	return CacheAwareConfig{Workers: n, CacheThreshold: SGLangCacheThreshold, BalanceAbs: SGLangBalanceAbs,
+		BalanceRel: SGLangBalanceRel, Miss: MissSmallestCache, StrictMatch: true}
+}
+
+// LegacyCacheAwareConfig returns the cache-aware parameters of older SGLang
+// releases for n fused workers: 0.5 / 32 / 1.0001, miss → smallest tree,
+// strict >.
+func LegacyCacheAwareConfig(n int) CacheAwareConfig {
+	return CacheAwareConfig{Workers: n, CacheThreshold: SGLangLegacyCacheThreshold, BalanceAbs: SGLangLegacyBalanceAbs,
+		BalanceRel: SGLangLegacyBalanceRel, Miss: MissSmallestCache, StrictMatch: true}
+}
+
+// ParseMissRule maps the HCL names "smallest_tree" and "least_loaded" to
+// a MissRule.
+func ParseMissRule(s string) (MissRule, error) {
+	switch s {
+	case "smallest_tree", "":
+		return MissSmallestCache, nil
+	case "least_loaded":
+		return MissLeastLoaded, nil
+	}
+	return 0, fmt.Errorf("policy: cache-aware DP miss rule %q unknown (smallest_tree, least_loaded)", s)
 }
 
 // CacheAwareStats counts CacheAwareDP's decisions by branch.
@@ -217,8 +254,9 @@ type CacheAwareStats struct {
 //     empty prompt). If ratio ≥ CacheThreshold (> with StrictMatch), pick
 //     the worker with the longest match (ties: least loaded, then lowest
 //     index).
-//  3. Otherwise apply Miss: least loaded (default, the rule this project
-//     asked for) or fewest recorded blocks (SGLang's "smallest tree").
+//  3. Otherwise apply Miss: fewest recorded blocks (default, SGLang's
+//     "smallest tree": get_smallest_tenant, ties to the lowest index) or
+//     least loaded (pdemu's rule before issue 10).
 //
 // In every branch the chosen worker's record for the session is replaced
 // by the request's blocks (SGLang inserts the routed text into the chosen
@@ -226,9 +264,10 @@ type CacheAwareStats struct {
 // from SGLang, deliberately: the tree is over block hashes instead of
 // characters; a session's older prompts are replaced by its newest one (a
 // prefix of it in agentic traces) instead of aging out by LRU; eviction
-// notices (Evicted) remove entries instead of a periodic size cap; SGLang's
-// defaults and comparison differ by release (the project's defaults are
-// 0.5 / 32 / 1.0001 with ≥).
+// notices (Evicted) remove entries instead of a periodic size cap (the
+// bucket adapter ignores them, as SGLang's router never hears of worker
+// evictions). Defaults: SGLang's current 0.3 / 64 / 1.5 with > and the
+// smallest-tree miss rule; LegacyCacheAwareConfig has the older set.
 type CacheAwareDP struct {
 	cfg   CacheAwareConfig
 	load  []int

@@ -155,7 +155,15 @@ func TestKVScoreIsAlgorithm1WithoutAdmission(t *testing.T) {
 
 func TestCacheAwareConfig(t *testing.T) {
 	def := DefaultCacheAwareConfig(4)
-	require.Equal(t, CacheAwareConfig{Workers: 4, CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001}, def)
+	require.Equal(t, CacheAwareConfig{Workers: 4, CacheThreshold: 0.3, BalanceAbs: 64, BalanceRel: 1.5, Miss: MissSmallestCache, StrictMatch: true}, def)
+	require.Equal(t, CacheAwareConfig{Workers: 4, CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001, Miss: MissSmallestCache, StrictMatch: true}, LegacyCacheAwareConfig(4))
+	for name, want := range map[string]MissRule{"": MissSmallestCache, "smallest_tree": MissSmallestCache, "least_loaded": MissLeastLoaded} {
+		got, err := ParseMissRule(name)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+	_, err := ParseMissRule("random")
+	require.Error(t, err)
 	for _, f := range []func(*CacheAwareConfig){
 		func(c *CacheAwareConfig) { c.Workers = 0 },
 		func(c *CacheAwareConfig) { c.CacheThreshold = 1.5 },
@@ -216,7 +224,7 @@ func TestCacheAwareDPBranches(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := DefaultCacheAwareConfig(4)
+			cfg := v0CacheAwareConfig(4)
 			if c.cfg != nil {
 				c.cfg(&cfg)
 			}
@@ -353,4 +361,41 @@ func TestCacheAwareDPMatchesRule(t *testing.T) {
 			}
 		}
 	})
+}
+
+// v0CacheAwareConfig is pdemu's cache-aware rule before issue 10 (older
+// SGLang thresholds, ≥, miss → least loaded), which the branch table uses.
+func v0CacheAwareConfig(n int) CacheAwareConfig {
+	return CacheAwareConfig{Workers: n, CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001}
+}
+
+// TestCacheAwareDPSGLangDefaults: with SGLang's defaults, a miss goes to
+// the smallest tree (not the least loaded worker), the ratio must be
+// strictly above 0.3, and imbalance needs max−min > 64 and max > 1.5·min.
+func TestCacheAwareDPSGLangDefaults(t *testing.T) {
+	B := chainBlocks(0, 10)
+	p, err := NewCacheAwareDP(DefaultCacheAwareConfig(3))
+	require.NoError(t, err)
+	// Worker 0 records 10 blocks of another session, worker 1 records 3, worker 2 records 6.
+	p.index.Set(0, 1, chainBlocks(100, 10))
+	p.index.Set(1, 2, chainBlocks(200, 3))
+	p.index.Set(2, 3, chainBlocks(300, 6))
+	copy(p.load, []int{0, 5, 0})
+	// A prompt matching 3 of 10 blocks on worker 2 (ratio 0.3, not > 0.3): a
+	// miss, to the smallest tree (worker 1), although worker 1 is the most loaded.
+	p.index.Set(2, 4, B[:3])
+	st := p.Begin(NewDispatch(req(0, 9, B)))
+	require.Equal(t, 1, st.D)
+	require.Equal(t, CacheAwareStats{Miss: 1}, p.Stats())
+	// Load 70 vs 5: max−min 65 > 64 and 70 > 1.5·5: balance to the least loaded.
+	copy(p.load, []int{70, 5, 6})
+	st = p.Begin(NewDispatch(req(1, 9, B)))
+	require.Equal(t, 1, st.D)
+	require.Equal(t, 1, p.Stats().Balance)
+	// 60 vs 0: max−min 60 ≤ 64: not imbalanced; the prompt is recorded on
+	// worker 1 (full match): cache hit.
+	copy(p.load, []int{60, 0, 0})
+	st = p.Begin(NewDispatch(req(2, 9, B)))
+	require.Equal(t, 1, st.D)
+	require.Equal(t, 1, p.Stats().CacheHit)
 }

@@ -20,6 +20,9 @@ variable "max_concurrent" {
   default     = 16
 }
 
+# epsilon is left out on purpose: a kvc block without it gets the spec's
+# general default |D| (= 3 here; docs/MODEL.md §7.4). The paper's 2 is a
+# 1P3D evaluation figure, stated in the 1P3D scenarios.
 router "kvc" {
   net_capacity = true # count a resident session's KV once (see 1p3d-mlx5.hcl)
 }

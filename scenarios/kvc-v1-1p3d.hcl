@@ -7,6 +7,10 @@
 extends = "1p3d-mlx5.hcl"
 name    = "kvc-v1-1p3d"
 
+# The paper's v1 parameters (spec section 7: epsilon 2, tau_append 2048);
+# everything else is 1p3d-mlx5.hcl's v2 block.
 router "kvc" {
-  v1 = true
+  v1         = true
+  epsilon    = 2
+  tau_append = 2048
 }

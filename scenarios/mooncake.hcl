@@ -27,6 +27,9 @@ dynamic "link" {
   }
 }
 
+# epsilon is left out on purpose: a kvc block without it gets the spec's
+# general default |D| (= 4 here; docs/MODEL.md §7.4). The paper's 2 is a
+# 1P3D evaluation figure, stated in the 1P3D scenarios.
 router "kvc" {
   net_capacity = true
 }

@@ -91,20 +91,20 @@ dynamic "link" {
   }
 }
 
-# KVC-Router with the paper's parameters (all defaults).
-router "kvc" {
-  net_capacity = false
-}
+# KVC-Router: 1p3d-mlx5.hcl's block (the paper's parameters, net_capacity =
+# true like every KVC scenario; docs/MODEL.md §7.7). Until issue 10 this file
+# kept the literal capacity rule (false), which counts a resident session's
+# prefix twice and evicts it from about half the pool on.
 
 # A few long agentic sessions whose contexts grow from ~12K to ~50K tokens
 # over 32 turns. Three 87.5K-token admission caps (rho * K_d) cannot keep
 # them all resident once they pass ~40K, so sessions get evicted and come
-# back as 40-60K-token reseeds, while most other turns are Direct. With
-# seed 42 (virtual clock), at the time of writing: TTFT p50 ~0.2 s (Direct
-# turns) and 3-14 s for the reseeds of 40K tokens or more: an isolated one
-# costs 4-7 s (above), queueing behind Fallbacks on p0 and on the shared
-# link adds the rest. More sessions (-var sessions=8) turn it into capacity
-# thrashing.
+# back as reseeds (20-70K tokens), while most other turns are Direct. With
+# seed 42 (virtual clock), at the time of writing: TTFT p50 ~0.06 s (Direct
+# turns) and 1.5-12.5 s for the reseeds, 3.9-12.5 s for those of 40K tokens
+# or more: an isolated one costs 4-7 s (above), queueing behind Fallbacks on
+# p0 and on the shared link adds the rest. More sessions (-var sessions=8)
+# turn it into capacity thrashing.
 workload {
   generator "agentic" {
     turns         = 32

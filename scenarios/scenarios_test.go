@@ -172,7 +172,9 @@ func loadReseed(t *testing.T) *topology.Spec {
 func TestReseedTCPLoopbackScenario(t *testing.T) {
 	spec := loadReseed(t)
 	assert.Equal(t, "reseed-tcp-loopback", spec.Name)
-	assert.Equal(t, topology.DefaultRouter("kvc"), spec.Router, "the paper's router parameters are the defaults")
+	want := topology.DefaultRouter("kvc")
+	want.NetCapacity = true // like every KVC scenario (docs/MODEL.md §7.7)
+	assert.Equal(t, want, spec.Router, "the paper's router parameters are the defaults")
 
 	p := spec.Prefill[0]
 	assert.Equal(t, 0.835, p.MemFractionStatic)

@@ -35,9 +35,9 @@ const (
 	DefaultPrefixK             = 8
 	DefaultFanOut              = 0
 	DefaultOverloadFactor      = 2.0
-	DefaultCacheThreshold      = 0.5    // cache_aware_dp
-	DefaultBalanceAbs          = 32     // cache_aware_dp
-	DefaultBalanceRel          = 1.0001 // cache_aware_dp
+	DefaultCacheThreshold      = 0.3 // cache_aware_dp (SGLang's current default; older releases 0.5)
+	DefaultBalanceAbs          = 64  // cache_aware_dp (older releases 32)
+	DefaultBalanceRel          = 1.5 // cache_aware_dp (older releases 1.0001)
 	DefaultLengthPenaltyWeight = 1.0
 	DefaultLoadWeight          = 1.0
 	DefaultCacheWeight         = 1.0
@@ -61,6 +61,7 @@ func DefaultLocalRouter(policy string) LocalRouter {
 		CacheThreshold: DefaultCacheThreshold,
 		BalanceAbs:     DefaultBalanceAbs,
 		BalanceRel:     DefaultBalanceRel,
+		MissRule:       MissSmallestTree,
 	}
 }
 
@@ -94,7 +95,7 @@ var localPolicies = []localPolicy{
 	{"prefix_affinity", "rendezvous hash of the first prefix_k blocks, spread over fan_out"},
 	{"cache_affinity", "prefix_affinity's home unless the meta-store shows a longer prefix elsewhere or the home is overloaded"},
 	{"kvc", "KVC Algorithm 1 scoring (overlap + alpha·sticky, sticky, −inflight, −assigned), no admission"},
-	{"cache_aware_dp", "SGLang-style cache-aware DP: longest recorded prefix when its ratio reaches cache_threshold, else least loaded; least loaded when imbalanced"},
+	{"cache_aware_dp", "SGLang-style cache-aware DP: longest recorded prefix when its ratio is above cache_threshold, else the smallest tree (miss_rule); least loaded when imbalanced"},
 }
 
 // LocalPolicies returns the local_router policy names, sorted.
@@ -145,6 +146,7 @@ var localParams = []routerParam{
 		func(o *routerOut) *int { return &o.Local.BalanceAbs }, atLeast(0)),
 	numField("balance_rel_threshold", "cache_aware_dp balances load when max load exceeds it × min load (and the absolute threshold)",
 		func(o *routerOut) *float64 { return &o.Local.BalanceRel }, atLeast(1.0)),
+	paramMissRule, paramInclusiveMatch, // topology/kvcpaper.go
 }
 
 // singlePoolPolicies are the router table entries of the local policies

@@ -79,7 +79,7 @@ func TestBucketScenario(t *testing.T) {
 	assert.Equal(t, LocalRouter{
 		Policy: "cache_affinity", MetaStoreTTL: 1000 * time.Second, ProbeLatency: 10 * time.Microsecond, ProbeTopK: 4,
 		LoadAlpha: 0.1, ScoreAlpha: 1, ScoreBeta: 0.1, PrefixK: 8, FanOut: 0, Alpha: 1, OverloadFactor: 2,
-		CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001,
+		CacheThreshold: 0.3, BalanceAbs: 64, BalanceRel: 1.5, MissRule: "smallest_tree",
 	}, spec.LocalRouter)
 	assert.Equal(t, PolicyBuckets, spec.Router.Policy)
 	assert.Len(t, spec.Fused, 10)
@@ -122,7 +122,7 @@ local_router "kvc" {
 	assert.Equal(t, []string{"b", "a"}, []string{spec.Buckets[0].Name, spec.Buckets[1].Name})
 	assert.Equal(t, LocalRouter{Policy: "kvc", Alpha: 2, MetaStoreTTL: 0, ProbeLatency: time.Millisecond, ProbeTopK: 0,
 		LoadAlpha: 0, ScoreAlpha: 3, ScoreBeta: 0.5, PrefixK: 1, FanOut: 2, OverloadFactor: 1.5,
-		CacheThreshold: 0.5, BalanceAbs: 32, BalanceRel: 1.0001}, spec.LocalRouter)
+		CacheThreshold: 0.3, BalanceAbs: 64, BalanceRel: 1.5, MissRule: "smallest_tree"}, spec.LocalRouter)
 	assert.Equal(t, DefaultGlobalRouter(GlobalStrictInputLength), spec.GlobalRouter)
 
 	// Variables work in lists.

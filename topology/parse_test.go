@@ -321,7 +321,7 @@ func TestDefaults(t *testing.T) {
 		Bandwidth: 25e9, Latency: 10 * time.Microsecond,
 	}}, spec.Links)
 	assert.Equal(t, Router{
-		Policy: "kvc", Alpha: 1, TauReject: 3, TauAppend: 8192, Rho: 0.95, Epsilon: 2,
+		Policy: "kvc", Alpha: 1, TauReject: 3, TauAppend: 8192, Rho: 0.95, Epsilon: 1, // ε defaults to |D|
 		BlockTokens: 24, V1: false, ReserveOutput: true,
 	}, spec.Router)
 	assert.Equal(t, Workload{

@@ -155,6 +155,7 @@ var disaggregatedPolicies = []policy{
 		params: []routerParam{
 			paramAlpha, paramTauReject, paramTauAppend, paramRho, paramEpsilon,
 			paramBlockTokens, paramV1, paramReserveOutput, paramNetCapacity,
+			paramResidentAppend, paramPrefillCacheBackup, paramDPSync, // topology/kvcpaper.go
 		},
 	},
 	{

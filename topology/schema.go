@@ -249,6 +249,10 @@ type workloadHCL struct {
 	TraceTime          *bool     `hcl:"trace_time,optional"`
 	TraceTimeRange     hcl.Range `hcl:"trace_time,attr_range"`
 
+	// Client concurrency cap (topology/kvcpaper.go).
+	ClientCap      *int      `hcl:"client_cap,optional"`
+	ClientCapRange hcl.Range `hcl:"client_cap,attr_range"`
+
 	Generators []generatorHCL `hcl:"generator,block"`
 }
 
@@ -275,4 +279,12 @@ type generatorHCL struct {
 	SessionStaggerRange hcl.Range `hcl:"session_stagger,attr_range"`
 	BlockTokens         *int      `hcl:"block_tokens,optional"`
 	BlockTokensRange    hcl.Range `hcl:"block_tokens,attr_range"`
+
+	// generator "swebench" (topology/kvcpaper.go).
+	Content             *string   `hcl:"content,optional"`
+	ContentRange        hcl.Range `hcl:"content,attr_range"`
+	Requests            *int      `hcl:"requests,optional"`
+	RequestsRange       hcl.Range `hcl:"requests,attr_range"`
+	ActiveSessions      *int      `hcl:"active_sessions,optional"`
+	ActiveSessionsRange hcl.Range `hcl:"active_sessions,attr_range"`
 }

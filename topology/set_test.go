@@ -128,7 +128,9 @@ func TestRouterSwap(t *testing.T) {
 	}{
 		{"1p3d-mlx5.hcl", "vanilla", func(t *testing.T, s *Spec) { assert.Equal(t, DefaultRouter("vanilla"), s.Router) }},
 		{"1p3d-mlx5.hcl", "kvc", func(t *testing.T, s *Spec) {
-			assert.Equal(t, DefaultRouter("kvc"), s.Router, "the policy's defaults, not the file's net_capacity")
+			want := DefaultRouter("kvc")
+			want.Epsilon = len(s.Decode) // ε defaults to |D| (kvcpaper.go)
+			assert.Equal(t, want, s.Router, "the policy's defaults, not the file's net_capacity")
 		}},
 		{"vanilla-pd-1p3d.hcl", "kv_score", func(t *testing.T, s *Spec) { assert.Equal(t, "kv_score", s.Router.Policy) }},
 		{"dp4.hcl", "least_loaded", func(t *testing.T, s *Spec) {

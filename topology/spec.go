@@ -114,11 +114,14 @@ type LocalRouter struct {
 	// OverloadFactor × max(mean load, 1) (2).
 	OverloadFactor float64
 	// cache_aware_dp: follow the cache when the matched prompt fraction
-	// reaches CacheThreshold (0.5), unless max−min load > BalanceAbs (32)
-	// and max > BalanceRel·min load (1.0001).
+	// is above CacheThreshold (0.3; at or above with InclusiveMatch),
+	// unless max−min load > BalanceAbs (64) and max > BalanceRel·min load
+	// (1.5); otherwise MissRule ("smallest_tree" | "least_loaded").
 	CacheThreshold float64
 	BalanceAbs     int
 	BalanceRel     float64
+	MissRule       string
+	InclusiveMatch bool
 }
 
 // Worker is one GPU worker (possibly tensor-parallel).
@@ -235,7 +238,7 @@ type Router struct {
 	TauReject     int     // blacklist threshold τ_reject (3)
 	TauAppend     int     // max append tokens for Direct τ_append (8192)
 	Rho           float64 // capacity high-water mark ρ (0.95)
-	Epsilon       int     // max Route→Admit tries before Fallback ε (2)
+	Epsilon       int     // max Route→Admit tries before Fallback ε (HCL default |D|, spec §2.4; DefaultRouter's 2 is §7's 1P3D value)
 	BlockTokens   int     // router block size in tokens (24); a trace's own block size wins when it has one
 	V1            bool    // omit reset-on-success (reproduces the v1 thrashing pathology)
 	ReserveOutput bool    // admission also reserves output tokens (true); false = literal Algorithm 2
@@ -244,6 +247,19 @@ type Router struct {
 	// (false, the default, is the literal used + input_len ≤ ρ·K_d, which
 	// counts the session's resident prefix twice since input_len includes it).
 	NetCapacity bool
+	// ResidentAppend measures append_len against the decode worker's last
+	// admitted prompt of the session (pdemu before issue 10); false, the
+	// default, uses the spec's append_len (§2.2: new since the previous turn).
+	ResidentAppend bool
+	// PrefillCacheBackup lets P's prefix cache (which Fallbacks refresh)
+	// serve a reseed; false, the default, models P's backup as the spec's
+	// seed-time snapshot (§9 Q4), so a reseed re-prefills every token
+	// appended since the session's last Seed/Reseed.
+	PrefillCacheBackup bool
+	// DPSync streams each Direct turn's new KV from the decode worker back
+	// to the session's backup on its prefill worker over their link (D→P
+	// incremental sync, the spec's §9 Q4 future work; false by default).
+	DPSync bool
 }
 
 // Clock modes.
@@ -274,6 +290,9 @@ type Workload struct {
 	MaxRequests    int           // 0 = all
 	Loop           string        // "open" | "closed" (default closed)
 	SampleInterval time.Duration // instances.csv sampling interval (default 1s)
+	// ClientCap caps the requests the replay client keeps outstanding
+	// (0 = none): the KVC paper's "concurrency 32" (workload.WithClientCap).
+	ClientCap int
 }
 
 // TraceReplay holds the trace loader options of the workload block.
@@ -299,4 +318,13 @@ type Generator struct {
 	ThinkTime      time.Duration // mean think/tool time between turns (default 2.5s)
 	SessionStagger time.Duration // mean gap between session starts (default 1s)
 	BlockTokens    int           // block size of the generated hashes (default 24)
+
+	// Kind is the generator block's label: "" or "agentic" (the fields
+	// above), "swebench" (workload.NewSWEBench: Sessions, Requests,
+	// Content, ActiveSessions, BlockTokens; 0 = its defaults) or "burst"
+	// (workload.NewBurst, no parameters).
+	Kind           string
+	Content        string // swebench content model ("paper", "v0", "v1-stress")
+	Requests       int    // swebench total requests
+	ActiveSessions int    // swebench: sessions kept active at once (0 = the real timeline)
 }

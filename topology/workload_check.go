@@ -62,12 +62,11 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 			c.errorf(gh.DefRange, "Conflicting workload sources",
 				"The workload has both a trace (%s) and a generator block; they are mutually exclusive. Remove one.", wh.TraceRange)
 		}
-		if gh.Kind != "agentic" {
-			c.errorf(gh.KindRange, "Unknown generator",
-				"There is no generator named %q.%s The only generator is \"agentic\".", gh.Kind, didYouMean(gh.Kind, []string{"agentic"}))
-		}
+		c.generatorKind(gh) // topology/kvcpaper.go
 		w.Generator = c.generator(gh)
+		c.kvcGenerator(gh, &w.Generator) // topology/kvcpaper.go
 	}
+	w.ClientCap = checkNum(c, wh.ClientCap, wh.ClientCapRange, 0, "client_cap", "requests the replay client keeps outstanding; 0 = no cap", between(0, MaxRequests))
 	return w
 }
 

@@ -36,14 +36,26 @@ type Driver struct {
 	released int
 	ended    int
 	out      []Release // releases since the last Ready
+
+	// client cap (see SetClientCap): releases beyond the cap wait in held.
+	clientCap   int
+	outstanding int
+	held        []Release
 }
 
 // NewDriver wraps src. closedLoop selects closed-loop session replay.
+//
+// If src carries a client cap (WithClientCap), the driver applies it as
+// SetClientCap would.
 func NewDriver(src Source, closedLoop bool) *Driver {
-	return &Driver{
+	d := &Driver{
 		src: src, closed: closedLoop,
 		queued: map[int32][]*Request{}, waiting: map[int32]time.Duration{},
 	}
+	if c, ok := src.(ClientCapper); ok {
+		d.SetClientCap(c.ClientCap())
+	}
+	return d
 }
 
 // Read is the number of requests read from the source so far.
@@ -83,9 +95,11 @@ func (d *Driver) Ready() effect.Ready[Release] {
 // Start decides the first releases.
 func (d *Driver) Start(now time.Duration) error {
 	if !d.closed {
-		return d.nextOpen(now)
+		mark := len(d.out)
+		return d.gate(now, mark, d.nextOpen(now))
 	}
-	return d.scheduleStart(now)
+	mark := len(d.out)
+	return d.gate(now, mark, d.scheduleStart(now))
 }
 
 func (d *Driver) nextOpen(now time.Duration) error {
@@ -140,11 +154,13 @@ func (d *Driver) readOne(now time.Duration) error {
 func (d *Driver) Released(r *Request, now time.Duration) error {
 	d.released++
 	if !d.closed {
-		return d.nextOpen(now)
+		mark := len(d.out)
+		return d.gate(now, mark, d.nextOpen(now))
 	}
 	if r.Turn == 0 {
 		d.startScheduled = false
-		return d.scheduleStart(now)
+		mark := len(d.out)
+		return d.gate(now, mark, d.scheduleStart(now))
 	}
 	return nil
 }
@@ -152,6 +168,14 @@ func (d *Driver) Released(r *Request, now time.Duration) error {
 // Ended must be called once when a request completed or failed.
 func (d *Driver) Ended(r *Request, now time.Duration) error {
 	d.ended++
+	if d.clientCap > 0 {
+		d.outstanding--
+	}
+	mark := len(d.out)
+	return d.gate(now, mark, d.ended1(r, now))
+}
+
+func (d *Driver) ended1(r *Request, now time.Duration) error {
 	if !d.closed {
 		return nil
 	}

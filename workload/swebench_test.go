@@ -116,3 +116,35 @@ func TestWriteJSONLRoundTrip(t *testing.T) {
 	got = drain(t, openReader(t, b.String(), FormatMooncake, LoadOptions{}))
 	require.Equal(t, want, got)
 }
+
+func TestSWEBenchContentModels(t *testing.T) {
+	count := func(content string) (mid, large int, out float64) {
+		g, err := NewSWEBench(SWEBenchConfig{Content: content}, 1)
+		require.NoError(t, err)
+		n := 0
+		for _, r := range drain(t, g) {
+			out += float64(r.OutputLen)
+			n++
+			if r.Turn == 0 {
+				continue
+			}
+			switch {
+			case r.AppendLen > 8192:
+				large++
+			case r.AppendLen > 2048:
+				mid++
+			}
+		}
+		return mid, large, out / float64(n)
+	}
+	midV0, _, outV0 := count(SWEBenchV0)
+	mid, large, out := count(SWEBenchPaper)
+	midStress, _, _ := count(SWEBenchV1Stress)
+	require.InDelta(t, 225, out, 20, "paper outputs: mean ≈ 225 tokens (1.00 M / 4,449)")
+	require.Less(t, outV0, 130.0)
+	require.Greater(t, mid, midV0, "the paper model has a 2–8K tail")
+	require.Greater(t, large, 40)
+	require.Greater(t, midStress, 3*mid, "v1-stress has many 2–8K appends")
+	_, err := NewSWEBench(SWEBenchConfig{Content: "nope"}, 1)
+	require.ErrorContains(t, err, "content")
+}

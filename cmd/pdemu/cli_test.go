@@ -28,6 +28,8 @@ var useLines = map[string]string{
 	"pdemu run":                   "pdemu run [SCENARIO] [flags]",
 	"pdemu compare":               "pdemu compare SCENARIO... --out DIR [flags]",
 	"pdemu report":                "pdemu report RUN_DIR... [--out FILE] [flags]",
+	"pdemu experiment":            "pdemu experiment [flags]",
+	"pdemu experiment kvc-paper":  "pdemu experiment kvc-paper [flags]",
 	"pdemu validate":              "pdemu validate SCENARIO [flags]",
 	"pdemu models":                "pdemu models [flags]",
 	"pdemu scenarios":             "pdemu scenarios [flags]",
@@ -92,8 +94,8 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		})
 	}
 	// The commands that run emulations document the exit codes.
-	for _, path := range []string{"run", "compare"} {
-		stdout, _, err := runCLI(t, path, "-h")
+	for _, path := range []string{"run", "compare", "experiment kvc-paper"} {
+		stdout, _, err := runCLI(t, append(strings.Fields(path), "-h")...)
 		require.NoError(t, err)
 		assert.Contains(t, stdout, "Exit codes:")
 	}

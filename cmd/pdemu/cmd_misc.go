@@ -366,25 +366,49 @@ its file:line (exit 2) unless --skip-bad.`,
 
 	var kind, out string
 	var seed uint64
-	var sessions, requests, concurrency int
+	var sessions, requests, concurrency, activeSessions, clientCap int
 	gen := &cobra.Command{
 		Use:   "gen",
 		Short: "Write a synthetic trace as Mooncake-style JSONL",
 		Long: `Write a seeded synthetic trace as Mooncake-style JSONL (one request per
 line with session ids): --kind swebench has the KVC-Router paper's
 SWE-Bench shape (52 sessions, 4,449 requests by default), --kind agentic
-is pdemu's default generator.`,
+is pdemu's default generator.
+
+Two different "concurrencies" (docs/MODEL.md §7.1):
+  --active-sessions N  (old name --concurrency) rewrites the timeline:
+                       sessions start staggered so that N run at once,
+                       compressing the 5.44 h trace (a stress setting).
+  --client-cap N       the paper's "concurrency 32": a cap on the replay
+                       client's outstanding requests, on the trace's own
+                       timeline. A cap acts while the trace is replayed
+                       (when a slot frees depends on service times), so it
+                       is not written into the trace: trace gen prints the
+                       --set that applies it (workload { client_cap = N }).`,
 		Example: `  pdemu trace gen --kind swebench --seed 3 --out swe.jsonl
-  pdemu trace gen --kind swebench --concurrency 8 --requests 1000 --out swe-1k.jsonl
+  pdemu trace gen --kind swebench --active-sessions 8 --requests 1000 --out swe-1k.jsonl
+  pdemu trace gen --kind swebench --client-cap 32 --out swe.jsonl
   pdemu trace gen --kind agentic --sessions 32 > agentic.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var src workload.Source
 			var err error
 			warnFlags(cmd.ErrOrStderr(), idleGenFlags(cmd, kind))
+			if concurrency != 0 && activeSessions != 0 && concurrency != activeSessions {
+				return usageErr("--concurrency is the old name of --active-sessions: give one of them, not %d and %d", concurrency, activeSessions)
+			}
+			if activeSessions == 0 {
+				activeSessions = concurrency
+			}
+			if activeSessions < 0 || clientCap < 0 {
+				return usageErr("--active-sessions and --client-cap must be >= 0")
+			}
+			if kind != "swebench" && activeSessions != 0 {
+				return usageErr("--active-sessions applies to --kind swebench only")
+			}
 			switch kind {
 			case "swebench":
-				src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: sessions, Requests: requests, Concurrency: concurrency}, seed)
+				src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: sessions, Requests: requests, ActiveSessions: activeSessions}, seed)
 			case "agentic":
 				src, err = workload.NewAgentic(workload.AgenticConfig{Sessions: sessions}, seed, 0)
 			default:
@@ -403,7 +427,17 @@ is pdemu's default generator.`,
 				w = f
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "pdemu: trace gen --kind %s --seed %d\n", kind, seed)
-			return workload.WriteJSONL(w, src)
+			if err := workload.WriteJSONL(w, src); err != nil {
+				return err
+			}
+			if clientCap > 0 {
+				name := out
+				if name == "-" {
+					name = "TRACE"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "pdemu: the client cap is applied at replay: pdemu run SCENARIO --trace %s --set workload.client_cap=%d\n", name, clientCap)
+			}
+			return nil
 		},
 	}
 	gen.Flags().StringVar(&kind, "kind", "swebench", "swebench (the KVC paper's SWE-Bench shape) | agentic (pdemu's default generator)")
@@ -411,7 +445,9 @@ is pdemu's default generator.`,
 	gen.Flags().StringVar(&out, "out", "-", "output file (- = stdout)")
 	gen.Flags().IntVar(&sessions, "sessions", 0, "sessions (0 = the generator's default)")
 	gen.Flags().IntVar(&requests, "requests", 0, "swebench: total requests (0 = 4449)")
-	gen.Flags().IntVar(&concurrency, "concurrency", 0, "swebench: staggered starts with this many concurrent sessions (0 = spread over 5.44 h)")
+	gen.Flags().IntVar(&activeSessions, "active-sessions", 0, "swebench: rewrite the timeline so this many sessions run at once (0 = the real 5.44 h timeline)")
+	gen.Flags().IntVar(&concurrency, "concurrency", 0, "old name of --active-sessions (sessions at once, NOT the paper's client cap)")
+	gen.Flags().IntVar(&clientCap, "client-cap", 0, "the paper's cap on outstanding requests, applied at replay (prints the --set to use; the trace is unchanged)")
 	c.AddCommand(stats, gen)
 	return c
 }

@@ -40,7 +40,7 @@ func idleGenFlags(c *cobra.Command, kind string) []string {
 	if kind != "agentic" {
 		return nil
 	}
-	for _, name := range []string{"requests", "concurrency"} {
+	for _, name := range []string{"requests"} {
 		if c.Flags().Changed(name) {
 			out = append(out, fmt.Sprintf("--%s has no effect with --kind agentic (it shapes --kind swebench)", name))
 		}

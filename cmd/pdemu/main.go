@@ -5,6 +5,7 @@
 //	pdemu run [SCENARIO] [--out DIR] [--set PATH=V]... [--router P] [--trace T] ...
 //	pdemu compare SCENARIO... [--set PATH=V[,V...]]... [--seeds N] [--jobs N] --out DIR
 //	pdemu report RUN_DIR... [--out FILE]
+//	pdemu experiment kvc-paper [--out DIR] [--seeds N] [--short] [--force] [--json]
 //	pdemu validate SCENARIO [--json]
 //	pdemu models | scenarios [show NAME] | trace stats|gen | version | completion
 //
@@ -176,7 +177,7 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newRunCmd(), newCompareCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
+	root.AddCommand(newRunCmd(), newCompareCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
 		newScenariosCmd(), newTraceCmd(), newVersionCmd())
 	// cobra's shell completion, created now so its help has examples too.
 	root.InitDefaultCompletionCmd()

@@ -38,6 +38,11 @@ func newCacheAwareLocal(cfg LocalConfig, instances int) (Local, error) {
 	if cfg.BalanceRel != nil {
 		c.BalanceRel = *cfg.BalanceRel
 	}
+	miss, err := policy.ParseMissRule(cfg.MissRule)
+	if err != nil {
+		return nil, err
+	}
+	c.Miss, c.StrictMatch = miss, !cfg.InclusiveMatch
 	p, err := policy.NewCacheAwareDP(c)
 	if err != nil {
 		return nil, err

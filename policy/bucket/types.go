@@ -162,6 +162,10 @@ type LocalConfig struct {
 	CacheThreshold *float64
 	BalanceAbs     *int
 	BalanceRel     *float64
+	// MissRule: "smallest_tree" (SGLang, default when "") or "least_loaded";
+	// InclusiveMatch follows the cache at a ratio equal to the threshold too.
+	MissRule       string
+	InclusiveMatch bool
 }
 
 // Defaults LocalConfig's zero values select.

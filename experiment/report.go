@@ -1,0 +1,115 @@
+package experiment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// figureTable is the published-vs-emulated table.
+func (r *Report) figureTable() Table {
+	t := Table{Header: []string{"figure", "published", "emulated", "spread (seeds)", "tolerance", "verdict"}}
+	for _, f := range r.Figures {
+		t.Rows = append(t.Rows, []string{f.Name, f.Published, f.Emulated, f.Spread, f.Tolerance, f.Verdict})
+	}
+	return t
+}
+
+func (r *Report) runTable() Table {
+	t := Table{Header: []string{"run", "seed", "requests", "failed", "Direct %", "P %", "TTFT p50 ms", "p90 ms", "p99 ms", "prefilled", "decoded", "migr", "fallb", "rej"}}
+	for _, x := range r.Runs {
+		t.Rows = append(t.Rows, []string{x.Name, fmt.Sprint(x.Seed), fmt.Sprint(x.Requests), fmt.Sprint(x.Failed),
+			pct(x.DirectShare), pct(x.PShare), f1(x.TTFTp50), f1(x.TTFTp90), f1(x.TTFTp99),
+			fmt.Sprint(x.Prefilled), fmt.Sprint(x.Decoded), fmt.Sprint(x.Migrations), fmt.Sprint(x.Fallbacks), fmt.Sprint(x.Rejections)})
+	}
+	return t
+}
+
+// WriteText writes the report as plain text.
+func (r *Report) WriteText(w io.Writer) error { return r.write(w, false) }
+
+// WriteMarkdown writes the report as markdown.
+func (r *Report) WriteMarkdown(w io.Writer) error { return r.write(w, true) }
+
+func (r *Report) write(w io.Writer, md bool) error {
+	h := func(level int, s string) {
+		if md {
+			fmt.Fprintf(w, "%s %s\n\n", "######"[:level], s)
+		} else {
+			fmt.Fprintf(w, "%s\n%s\n\n", s, repeat('=', len([]rune(s))))
+		}
+	}
+	h(1, fmt.Sprintf("pdemu experiment %s (seeds %v%s)", r.Experiment, r.Seeds, map[bool]string{true: ", short", false: ""}[r.Short]))
+	h(2, "Published vs emulated")
+	writeTable(w, r.figureTable(), md)
+	for _, f := range r.Figures {
+		if f.Explanation != "" {
+			if md {
+				fmt.Fprintf(w, "* **%s** (%s): %s\n", f.Name, f.Verdict, f.Explanation)
+			} else {
+				fmt.Fprintf(w, "- %s (%s): %s\n", f.Name, f.Verdict, f.Explanation)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	for _, s := range r.Sections {
+		h(2, s.Title)
+		for _, p := range s.Text {
+			fmt.Fprintf(w, "%s\n\n", p)
+		}
+		for _, t := range s.Tables {
+			writeTable(w, t, md)
+		}
+	}
+	h(2, "Runs")
+	writeTable(w, r.runTable(), md)
+	if len(r.Notes) > 0 {
+		h(2, "Notes")
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "- %s\n", n)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteDir writes report.txt, report.md and report.json into dir (per-run
+// outputs are written by Run itself when Options.OutDir is set).
+func (r *Report) WriteDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, f func(io.Writer) error) error {
+		fh, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := f(fh); err != nil {
+			fh.Close()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return fh.Close()
+	}
+	return errors.Join(write("report.txt", r.WriteText), write("report.md", r.WriteMarkdown), write("report.json", r.WriteJSON))
+}
+
+func repeat(c rune, n int) string {
+	b := make([]rune, n)
+	for i := range b {
+		b[i] = c
+	}
+	return string(b)
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.1f", 100*x) }
+func f1(x float64) string  { return fmt.Sprintf("%.1f", x) }
