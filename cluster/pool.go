@@ -100,6 +100,7 @@ type bucketNode struct {
 	nic      *transfer.NIC
 	bytesTok int64
 	fetches  map[uint64]fetch
+	rec      *metrics.LinkRecorder // links.csv (nil: not recorded)
 }
 
 // fetch is a prefix being copied from another instance of the bucket.
@@ -219,6 +220,10 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		}
 		if len(n.fetches) > 0 {
 			next, has = rd.Wake, rd.HasWake
+		}
+		if n.rec != nil {
+			b, r := n.nic.Load(now)
+			n.rec.Link(now, n.nic.Config().Name, b, r, n.nic.Active())
 		}
 	}
 	for i, c := range n.cores {

@@ -28,6 +28,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/topology"
 )
@@ -96,14 +97,14 @@ func exitCodeOf(err error) int {
 }
 
 func main() {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	var sig atomic.Value // the os.Signal received
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-ch
 		sig.Store(s)
-		cancel()
+		cancel(actors.StopCause(signalName(s)))
 		<-ch // a second signal: give up at once
 		os.Exit(signalCode(s))
 	}()
@@ -127,6 +128,14 @@ func main() {
 		}
 	}
 	os.Exit(code)
+}
+
+// signalName is summary.json stopped_by for signal s.
+func signalName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
 }
 
 func signalCode(s os.Signal) int {
