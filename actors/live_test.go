@@ -169,7 +169,9 @@ func TestServeSecondTurnIsDirect(t *testing.T) {
 	assert.Equal(t, hit, total("vllm:prefix_cache_hits_total"))
 	assert.EqualValues(t, 2, total("vllm:e2e_request_latency_seconds"))
 	assert.EqualValues(t, 1, total(`pdemu_requests_total`)-1, "one Seed and one Direct")
-	assert.Len(t, fams["vllm:kv_cache_usage_perc"].GetMetric(), 3, "one per decode worker")
+	// One per worker with a KV capacity: the decode pools and (since
+	// prefill workers report their prefix-cache size) p0.
+	assert.Len(t, fams["vllm:kv_cache_usage_perc"].GetMetric(), 4, "one per decode worker and the prefill worker")
 	assert.Positive(t, total("pdemu_kv_used_tokens"))
 	assert.Positive(t, total("pdemu_link_bytes_total"))
 	assert.Equal(t, 2, out.Summary.Requests.Total)

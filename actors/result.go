@@ -31,6 +31,12 @@ func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src workload.Source, clk Clock, deadLetters, panics int64) {
 	wl := spec.Workload
 	res.Records = cl.Collector().Records()
+	for i := range res.Records { // the P/D router's decisions (bucketed runs carry theirs in the Job)
+		if r := &res.Records[i]; len(r.RouteLog) == 0 {
+			r.RouteLog = cl.RouteLog(r.ID)
+		}
+	}
+	res.Links, res.RouterEvents = cl.Links(), cl.RouterEvents()
 	sum := metrics.Summarize(res.Records)
 	sum.Scenario = spec.Name
 	sum.Policy = spec.Router.Policy
@@ -61,9 +67,13 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	res.Faults = metrics.FaultsUntil(cl.Faults(), res.End)
 	metrics.Recover(res.Faults, res.Records)
 	sum.Faults = metrics.SummarizeFaults(res.Faults)
+	if wr, ok := src.(workload.Warner); ok {
+		sum.Trace.Warnings = wr.Warnings()
+	}
 	if sk, ok := src.(workload.Skipper); ok {
 		sum.Requests.SkippedBad = sk.Skipped()
 	}
+	sum.Warnings = metrics.Warnings(sum) // with the trace's
 	res.Summary = sum
 }
 

@@ -17,6 +17,7 @@ type built struct {
 	decode  []*gpu.DecodeWorker
 	prefill []*gpu.PrefillWorker
 	perfP   []gpu.Perf
+	capP    []int // prefill workers' prefix-cache size in tokens
 	nics    []nicSpec
 	pol     RouterPolicy
 	// Fresh workers for restarts after a crash, and the slowdown knobs
@@ -203,6 +204,7 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		})
 		b.prefill = append(b.prefill, pw)
 		b.perfP = append(b.perfP, p)
+		b.capP = append(b.capP, budget)
 	}
 	// One NIC per (prefill worker, device), shared by the links naming it;
 	// its faults are scheduled before the run starts.

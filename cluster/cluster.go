@@ -28,12 +28,14 @@ type Cluster struct {
 	router    *routerNode // nil in fused deployments
 	workers   func() []metrics.WorkerSummary
 	faults    *clusterFaults // nil: no faults
+	links     *metrics.LinkRecorder
+	routerEv  *metrics.RouterRecorder
 }
 
 // Build builds the cluster of spec around the workload src. Nothing runs
 // until a runtime delivers Start.
 func Build(spec *topology.Spec, src workload.Source) (*Cluster, error) {
-	c := &Cluster{}
+	c := &Cluster{links: metrics.NewLinkRecorder(), routerEv: metrics.NewRouterRecorder()}
 	c.driver = &driverNode{drv: workload.NewDriver(src, spec.Workload.Loop != topology.LoopOpen)}
 	c.collector = &collectorNode{}
 	c.Driver = c.add(c.driver, "driver", KindDriver)
@@ -116,6 +118,7 @@ func (b *built) checkLinks(spec *topology.Spec) error {
 func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	rtr := NewRouter(b.pol, nil, nil).(*routerNode)
 	c.router = rtr
+	rtr.Observe(c.routerEv, true, spec.Router.Policy, names(spec.Prefill), names(spec.Decode))
 	rAddr := c.add(rtr, "router", KindRouter)
 	c.driver.router = rAddr
 	decs := make([]*decodeNode, len(b.decode))
@@ -136,8 +139,9 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	var links []*linkNode
 	var linkPrefill []int
 	for ni, n := range b.nics {
+		c.links.NIC(n.name, n.nic.Config().LineRate)
 		ln := &linkNode{nic: n.nic, bytesPerToken: n.bytesTok, rateCap: n.rateCap, decode: rtr.decode,
-			inflight: map[uint64]*gpu.Job{}, f: linkFaults[ni]}
+			inflight: map[uint64]*gpu.Job{}, name: n.name, rec: c.links, f: linkFaults[ni]}
 		links, linkPrefill = append(links, ln), append(linkPrefill, n.prefill)
 		a := c.add(ln, "link:"+n.name, KindLink)
 		for d, rc := range n.rateCap {
@@ -155,7 +159,7 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 			out = append(out, metrics.WorkerSummary{Name: spec.Decode[i].Name, Kind: "decode", MaxKV: d.w.MaxUsed(), CapKV: d.w.Cap()})
 		}
 		for i, p := range pres {
-			out = append(out, metrics.WorkerSummary{Name: spec.Prefill[i].Name, Kind: "prefill", MaxKV: p.series.Max()})
+			out = append(out, metrics.WorkerSummary{Name: spec.Prefill[i].Name, Kind: "prefill", MaxKV: p.series.Max(), CapKV: b.capP[i]})
 		}
 		return out
 	}
@@ -172,6 +176,10 @@ func (c *Cluster) addPool(spec *topology.Spec, pb *poolBuilt) {
 		bn := &bucketNode{id: i, cfg: bb.cfg, local: bb.local, cores: bb.cores,
 			global: bb.global, rates: bb.rates, router: gAddr, collector: c.driver.collector,
 			nic: bb.nic, bytesTok: bb.bytesTok, fetches: map[uint64]fetch{}}
+		if bb.nic != nil {
+			bn.rec = c.links
+			c.links.NIC(bb.nic.Config().Name, bb.nic.Config().LineRate)
+		}
 		for _, gi := range bb.global {
 			s := metrics.NewSeries(spec.Fused[gi].Name, "fused")
 			s.Bucket = bb.cfg.Name

@@ -23,6 +23,13 @@
 //     time step after another, gets the same results from every run.
 //   - The run itself has the address RunAddr: Failed, Done and Progress go
 //     there.
+//   - Observation for the outputs changes no behaviour and is read after
+//     the run, once the runtime stopped delivering: Cluster.InFlight (the
+//     jobs released but not ended, for a partial run), Links (each NIC's
+//     load after every link event), RouterEvents (the P/D router's
+//     migrations, blacklists, Fallbacks, rejections) and RouteLog (the P/D
+//     router's tries and candidates per request; KVC explains its route
+//     only then, so Route pays nothing for it).
 //
 // # Protocol
 //

@@ -20,7 +20,9 @@ type driverNode struct {
 	router    Addr
 	collector Addr
 	done      bool
-	faults    *injector // nil: no faults
+	faults    *injector          // nil: no faults
+	live      map[int64]*gpu.Job // released, not ended (Cluster.InFlight)
+	released  int
 }
 
 func (n *driverNode) Handle(now time.Duration, msg any) Ready {
@@ -33,9 +35,11 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 		}
 	case Release:
 		job := &gpu.Job{Req: m.Req, P: -1, D: -1, Arrival: now}
+		n.track(job)
 		n.send(n.router, NewJob{job}, 0)
 		err = n.drv.Released(m.Req, now)
 	case RequestEnded:
+		delete(n.live, m.Req.ID)
 		err = n.drv.Ended(m.Req, now)
 	case InjectTick:
 		n.faults.tick(&n.outbox, now, !n.drv.Done())
@@ -67,6 +71,7 @@ type routerNode struct {
 	decode    []Addr
 	decisions int64
 	f         *routerFaults // nil: no faults
+	obs       *routerObs    // nil: not observed (see Observe)
 }
 
 func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
@@ -107,13 +112,29 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 	switch m := msg.(type) {
 	case NewJob:
 		ds := policy.NewDispatch(m.Job.Req)
-		n.apply(now, m.Job, ds, n.pol.Begin(ds))
-	case AdmitReply:
-		if m.Mode != policy.ModeNone {
-			n.apply(now, m.Job, m.DS, n.adm.Admitted(m.DS, m.D, m.Mode))
-		} else {
-			n.apply(now, m.Job, m.DS, n.adm.Rejected(m.DS, m.D, m.Reason))
+		if n.obs == nil {
+			n.apply(now, m.Job, ds, n.pol.Begin(ds))
+			break
 		}
+		cands := n.obs.begin(ds, true)
+		st := n.pol.Begin(ds)
+		n.obs.step(now, ds, st, cands, false)
+		n.apply(now, m.Job, ds, st)
+	case AdmitReply:
+		if n.obs != nil {
+			n.obs.begin(m.DS, false)
+			n.obs.reply(m)
+		}
+		var st policy.Step
+		if m.Mode != policy.ModeNone {
+			st = n.adm.Admitted(m.DS, m.D, m.Mode)
+		} else {
+			st = n.adm.Rejected(m.DS, m.D, m.Reason)
+		}
+		if n.obs != nil {
+			n.obs.step(now, m.DS, st, nil, m.Mode == policy.ModeNone)
+		}
+		n.apply(now, m.Job, m.DS, st)
 	case Finished:
 		if n.fb != nil {
 			n.fb.Finished(m.D)
@@ -245,8 +266,10 @@ type linkNode struct {
 	rateCap       []float64 // per decode index: the link's own line rate
 	decode        []Addr
 	inflight      map[uint64]*gpu.Job
-	f             *linkFaults // nil: no faults
-	sync          *linkSync   // D→P sync (dpsync.go); nil when off
+	f             *linkFaults           // nil: no faults
+	name          string                // links.csv nic
+	rec           *metrics.LinkRecorder // nil: not recorded
+	sync          *linkSync             // D→P sync (dpsync.go); nil when off
 }
 
 func (n *linkNode) Handle(now time.Duration, msg any) Ready {
@@ -277,6 +300,10 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 			}
 		}
 		n.send(n.decode[j.D], KVReady{j}, 0)
+	}
+	if n.rec != nil {
+		b, r := n.nic.Load(now)
+		n.rec.Link(now, n.name, b, r, n.nic.Active())
 	}
 	// Wake only while transfers are in flight: a scheduled fault with
 	// nothing on the wire changes nothing until the next Start (which

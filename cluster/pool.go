@@ -114,6 +114,7 @@ type bucketNode struct {
 	nic      *transfer.NIC
 	bytesTok int64
 	fetches  map[uint64]fetch
+	rec      *metrics.LinkRecorder // links.csv (nil: not recorded)
 
 	f *bucketFaults // nil: no faults
 }
@@ -261,6 +262,10 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		}
 		if len(n.fetches) > 0 {
 			next, has = rd.Wake, rd.HasWake
+		}
+		if n.rec != nil {
+			b, r := n.nic.Load(now)
+			n.rec.Link(now, n.nic.Config().Name, b, r, n.nic.Active())
 		}
 	}
 	for i, c := range n.cores {

@@ -139,7 +139,7 @@ func (c *Collector) Unfinished(j *gpu.Job) Record {
 		Mode: j.Mode.String(), P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
 		InputTokens: r.InputLen, OutputTokens: r.OutputLen, AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
 		TransferBytes: j.TransferBytes, Tries: j.Tries, Bucket: j.Bucket, BucketPolicy: j.BucketPolicy,
-		Reason: strings.Join(j.Reasons, ";"),
+		Reason: unfinishedReason(j),
 	}
 	if !j.Mode.UsesPrefill() {
 		rec.P = ""
