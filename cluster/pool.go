@@ -250,7 +250,7 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		for _, c := range rd.Out {
 			f := n.fetches[c.ID]
 			delete(n.fetches, c.ID)
-			if n.f != nil && n.f.held[f.inst][f.job.Req.ID] != f.job {
+			if n.f != nil && (f.job == nil || n.f.held[f.inst][f.job.Req.ID] != f.job) {
 				continue // the instance crashed meanwhile: the job was retried
 			}
 			f.job.TransferEnd = c.At
