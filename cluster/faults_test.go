@@ -48,6 +48,8 @@ func runFaults(t *testing.T, spec *topology.Spec) *faultRun {
 	downD := map[int][]window{}
 	downP := map[int][]window{}
 	downL := map[[2]int][]window{}
+	downB := map[int][]window{} // buckets, as the global router knows them
+	bucketIdx := map[cluster.Addr]int{}
 	decIdx, preIdx, linkOf := map[cluster.Addr]int{}, map[cluster.Addr]int{}, map[cluster.Addr]bool{}
 	nd, np := 0, 0
 	for a, k := range cl.Kinds {
@@ -60,11 +62,16 @@ func runFaults(t *testing.T, spec *topology.Spec) *faultRun {
 			np++
 		case cluster.KindLink:
 			linkOf[cluster.Addr(a)] = true
+		case cluster.KindBucket:
+			bucketIdx[cluster.Addr(a)] = len(bucketIdx)
 		}
 	}
 	net.Tap = func(from cluster.Addr, e cluster.Envelope) {
 		now := net.Now()
 		if h, ok := e.Msg.(cluster.Health); ok {
+			if cl.Kinds[e.To] == cluster.KindGlobal {
+				note(downB, h.Index, now+e.Delay, h.Up)
+			}
 			if cl.Kinds[e.To] == cluster.KindRouter {
 				at := now + e.Delay
 				switch h.Target {
@@ -84,6 +91,12 @@ func runFaults(t *testing.T, spec *topology.Spec) *faultRun {
 			return
 		}
 		switch cl.Kinds[from] {
+		case cluster.KindGlobal:
+			if _, ok := e.Msg.(cluster.Assign); ok {
+				if b := bucketIdx[e.To]; inside(downB[b], now) {
+					fr.violations = append(fr.violations, fmt.Sprintf("%v: global router assigned to bucket %d, known down", now, b))
+				}
+			}
 		case cluster.KindRouter:
 			switch m := e.Msg.(type) {
 			case cluster.Admit, cluster.RunJob:
