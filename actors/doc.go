@@ -25,5 +25,9 @@
 //     fires after d/S of real time) and measures timer lateness.
 //
 // Nothing is lost: every request that the driver releases ends exactly once
-// at the collector, completed or failed with a reason; Run checks it.
+// at the collector, completed or failed with a reason; Run checks it. A run
+// stopped early (its context cancelled, with a StopCause naming the signal,
+// or a wall run past Options.WallTimeout) returns a *PartialError and a
+// Result whose Unfinished lists every released request that had not ended,
+// with where it was; Run checks released = ended + unfinished instead.
 package actors

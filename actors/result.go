@@ -45,6 +45,12 @@ func boundSeries(series []*metrics.Series, interval time.Duration) {
 func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src workload.Source, clk Clock, deadLetters, panics int64) {
 	wl := spec.Workload
 	res.Records = cl.Collector().Records()
+	for i := range res.Records { // the P/D router's decisions (bucketed runs carry theirs in the Job)
+		if r := &res.Records[i]; len(r.RouteLog) == 0 {
+			r.RouteLog = cl.RouteLog(r.ID)
+		}
+	}
+	res.Links, res.RouterEvents = cl.Links(), cl.RouterEvents()
 	sum := metrics.Summarize(res.Records)
 	sum.Scenario = spec.Name
 	sum.Policy = spec.Router.Policy
@@ -72,9 +78,16 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	if st := cl.Sessions(); st != nil {
 		res.Sessions, sum.Router = sessionRows(res.Records, st)
 	}
+	res.Faults = metrics.FaultsUntil(cl.Faults(), res.End)
+	metrics.Recover(res.Faults, res.Records)
+	sum.Faults = metrics.SummarizeFaults(res.Faults)
+	if wr, ok := src.(workload.Warner); ok {
+		sum.Trace.Warnings = wr.Warnings()
+	}
 	if sk, ok := src.(workload.Skipper); ok {
 		sum.Requests.SkippedBad = sk.Skipped()
 	}
+	sum.Warnings = metrics.Warnings(sum) // with the trace's
 	res.Summary = sum
 }
 

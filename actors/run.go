@@ -58,6 +58,10 @@ type Result struct {
 	// header only / router columns 0).
 	Links        *metrics.LinkRecorder
 	RouterEvents *metrics.RouterRecorder
+	// Faults feed faults.csv (nil: header only); Restarts are the
+	// supervisor's restarts per actor name (injected crashes).
+	Faults   []metrics.FaultRecord
+	Restarts map[string]int
 }
 
 // runState is shared by the actors of one run to report its end.
@@ -136,11 +140,19 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	clk := newClock(ps.sys, spec.Workload, rs)
 	var deadLetters atomic.Int64
 	sub := watchDeadLetters(ps.sys, clk, log, &deadLetters)
-	pids := spawn(ps.sys, cl, clk, rs, isVirtual(clk))
+	pids, shells := spawnShells(ps.sys, cl, clk, rs, isVirtual(clk))
 
 	start := time.Now()
 	runErr := drive(ctx, clk, pids[cl.Driver], rs, opts)
-	res := &Result{Series: cl.Series, SampleInterval: spec.Workload.SampleInterval, End: clk.Now(), Wall: time.Since(start)}
+	end := clk.Now()
+	// The sample interval, widened now that the horizon is known so that
+	// instances.csv stays within topology.MaxSampleRows (output.Write
+	// bounds it further, to metrics.MaxInstanceRows).
+	interval := spec.Workload.SampleInterval
+	if interval > 0 { // 0: the writer's default (1 s)
+		interval = topology.SampleInterval(interval, len(cl.Series), end)
+	}
+	res := &Result{Series: cl.Series, SampleInterval: interval, End: end, Wall: time.Since(start)}
 
 	// Wait until every actor handled what it was sent (a barrier: the
 	// nodes are read afterwards; the virtual clock only returns once they
@@ -160,6 +172,14 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		ps.sys.Shutdown()
 	}
 	summarize(res, spec, cl, src, clk, deadLetters.Load(), rs.panics.Load())
+	res.Restarts = restartCounts(shells)
+	if res.Summary.Faults != nil {
+		res.Summary.Faults.Restarts = res.Restarts
+	}
+	if by := stoppedBy(ctx, runErr); by != "" {
+		markPartial(res, cl, by)
+		return res, checkPartial(res, cl, by, runErr, rs.error(), deadLetters.Load())
+	}
 	return res, check(res, cl, runErr, rs.error(), deadLetters.Load())
 }
 
@@ -199,7 +219,7 @@ func drive(ctx context.Context, clk Clock, driver *actor.PID, rs *runState, opts
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(timeout):
-		return fmt.Errorf("wall-clock run did not finish within %v", timeout)
+		return &errWallTimeout{fmt.Errorf("wall-clock run did not finish within %v (--wall-timeout)", timeout)}
 	}
 }
 

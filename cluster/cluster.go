@@ -27,12 +27,15 @@ type Cluster struct {
 	collector *collectorNode
 	router    *routerNode // nil in fused deployments
 	workers   func() []metrics.WorkerSummary
+	faults    *clusterFaults // nil: no faults
+	links     *metrics.LinkRecorder
+	routerEv  *metrics.RouterRecorder
 }
 
 // Build builds the cluster of spec around the workload src. Nothing runs
 // until a runtime delivers Start.
 func Build(spec *topology.Spec, src workload.Source) (*Cluster, error) {
-	c := &Cluster{}
+	c := &Cluster{links: metrics.NewLinkRecorder(), routerEv: metrics.NewRouterRecorder()}
 	c.driver = &driverNode{drv: workload.NewDriver(src, spec.Workload.Loop != topology.LoopOpen)}
 	c.collector = &collectorNode{}
 	c.Driver = c.add(c.driver, "driver", KindDriver)
@@ -115,6 +118,7 @@ func (b *built) checkLinks(spec *topology.Spec) error {
 func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	rtr := NewRouter(b.pol, nil, nil).(*routerNode)
 	c.router = rtr
+	rtr.Observe(c.routerEv, true, spec.Router.Policy, names(spec.Prefill), names(spec.Decode))
 	rAddr := c.add(rtr, "router", KindRouter)
 	c.driver.router = rAddr
 	decs := make([]*decodeNode, len(b.decode))
@@ -131,11 +135,13 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 		pres[i] = &prefillNode{w: w, series: s, links: make([]Addr, len(b.decode))}
 		rtr.prefill = append(rtr.prefill, c.add(pres[i], spec.Prefill[i].Name, KindPrefill))
 	}
+	linkFaults := c.wireFaults(spec, b, rtr, decs, pres)
 	var links []*linkNode
 	var linkPrefill []int
-	for _, n := range b.nics {
+	for ni, n := range b.nics {
+		c.links.NIC(n.name, n.nic.Config().LineRate)
 		ln := &linkNode{nic: n.nic, bytesPerToken: n.bytesTok, rateCap: n.rateCap, decode: rtr.decode,
-			inflight: map[uint64]*gpu.Job{}}
+			inflight: map[uint64]*gpu.Job{}, name: n.name, rec: c.links, f: linkFaults[ni]}
 		links, linkPrefill = append(links, ln), append(linkPrefill, n.prefill)
 		a := c.add(ln, "link:"+n.name, KindLink)
 		for d, rc := range n.rateCap {
@@ -153,7 +159,7 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 			out = append(out, metrics.WorkerSummary{Name: spec.Decode[i].Name, Kind: "decode", MaxKV: d.w.MaxUsed(), CapKV: d.w.Cap()})
 		}
 		for i, p := range pres {
-			out = append(out, metrics.WorkerSummary{Name: spec.Prefill[i].Name, Kind: "prefill", MaxKV: p.series.Max()})
+			out = append(out, metrics.WorkerSummary{Name: spec.Prefill[i].Name, Kind: "prefill", MaxKV: p.series.Max(), CapKV: b.capP[i]})
 		}
 		return out
 	}
@@ -170,6 +176,10 @@ func (c *Cluster) addPool(spec *topology.Spec, pb *poolBuilt) {
 		bn := &bucketNode{id: i, cfg: bb.cfg, local: bb.local, cores: bb.cores,
 			global: bb.global, rates: bb.rates, router: gAddr, collector: c.driver.collector,
 			nic: bb.nic, bytesTok: bb.bytesTok, fetches: map[uint64]fetch{}}
+		if bb.nic != nil {
+			bn.rec = c.links
+			c.links.NIC(bb.nic.Config().Name, bb.nic.Config().LineRate)
+		}
 		for _, gi := range bb.global {
 			s := metrics.NewSeries(spec.Fused[gi].Name, "fused")
 			s.Bucket = bb.cfg.Name
@@ -179,6 +189,7 @@ func (c *Cluster) addPool(spec *topology.Spec, pb *poolBuilt) {
 		bns = append(bns, bn)
 		g.buckets = append(g.buckets, c.add(bn, "bucket:"+bb.cfg.Name, KindBucket))
 	}
+	c.wirePoolFaults(spec, pb, g, bns)
 	c.workers = func() []metrics.WorkerSummary {
 		var out []metrics.WorkerSummary
 		for _, bn := range bns {

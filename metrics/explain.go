@@ -110,6 +110,9 @@ type Balance struct {
 type TraceInfo struct {
 	Path   string `json:"path"`
 	Digest string `json:"digest"`
+	// Warnings are the trace loader's (workload.Warner): what was replayed
+	// differently from what the trace says.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // OutputInfo says how the bounded outputs were sampled.
@@ -269,6 +272,9 @@ func Warnings(s Summary) []string {
 	}
 	if s.Clock.Fidelity == FidelityDistorted {
 		w = append(w, WallWarning(s.Clock))
+	}
+	for _, m := range s.Trace.Warnings {
+		w = append(w, "trace: "+m)
 	}
 	return w
 }

@@ -114,6 +114,9 @@ func (c *Collector) Add(j *gpu.Job) error {
 		rec.TTFT = j.FirstToken - j.Arrival
 		rec.E2E = j.Done - j.Arrival
 		rec.Reason = strings.Join(j.Reasons, ";")
+		if len(j.RetryReasons) > 0 { // attempts lost to faults first
+			rec.Reason = strings.Join(append(append([]string(nil), j.RetryReasons...), j.Reasons...), ";")
+		}
 		if r.OutputLen > 1 {
 			rec.TPOT = (j.Done - j.FirstToken) / time.Duration(r.OutputLen-1)
 		}
@@ -136,7 +139,7 @@ func (c *Collector) Unfinished(j *gpu.Job) Record {
 		Mode: j.Mode.String(), P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
 		InputTokens: r.InputLen, OutputTokens: r.OutputLen, AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
 		TransferBytes: j.TransferBytes, Tries: j.Tries, Bucket: j.Bucket, BucketPolicy: j.BucketPolicy,
-		Reason: strings.Join(j.Reasons, ";"),
+		Reason: unfinishedReason(j),
 	}
 	if !j.Mode.UsesPrefill() {
 		rec.P = ""

@@ -27,6 +27,7 @@ var useLines = map[string]string{
 	"pdemu":                       "pdemu [flags]",
 	"pdemu run":                   "pdemu run [SCENARIO] [flags]",
 	"pdemu compare":               "pdemu compare SCENARIO... --out DIR [flags]",
+	"pdemu serve":                 "pdemu serve [SCENARIO] [flags]",
 	"pdemu report":                "pdemu report RUN_DIR... [--out FILE] [flags]",
 	"pdemu experiment":            "pdemu experiment [flags]",
 	"pdemu experiment kvc-paper":  "pdemu experiment kvc-paper [flags]",

@@ -393,6 +393,7 @@ Two different "concurrencies" (docs/MODEL.md §7.1):
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var src workload.Source
 			var err error
+			warnFlags(cmd.ErrOrStderr(), idleGenFlags(cmd, kind))
 			if concurrency != 0 && activeSessions != 0 && concurrency != activeSessions {
 				return usageErr("--concurrency is the old name of --active-sessions: give one of them, not %d and %d", concurrency, activeSessions)
 			}

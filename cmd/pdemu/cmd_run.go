@@ -175,6 +175,7 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 		return err
 	}
 	defer closeSource(src)
+	warnFlags(stderr, idleRunFlags(cmd, spec))
 	wl := spec.Workload
 	fmt.Fprintf(stdout, "pdemu: scenario %s, policy %s, clock %s, seed %d\n", spec.Source, spec.Router.Policy, clockName(wl.Clock), wl.Seed)
 
@@ -190,6 +191,12 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	}
 	if err := output.Write(f.out, res, output.WriteOptions{Force: f.force}); err != nil {
 		return errors.Join(runErr, err)
+	}
+	var partial *actors.PartialError
+	if errors.As(runErr, &partial) {
+		// A stopped run: its outputs are written (partial: true, every
+		// unfinished request listed); the exit code says what stopped it.
+		runErr = &exitError{output.StopCode(partial.StoppedBy), runErr}
 	}
 	if !f.quiet {
 		printTable(stdout, res)
@@ -207,7 +214,11 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 
 func printTable(w io.Writer, res *actors.Result) {
 	s := res.Summary
-	fmt.Fprintf(w, "requests  total %d  completed %d  failed %d\n", s.Requests.Total, s.Requests.Completed, s.Requests.Failed)
+	fmt.Fprintf(w, "requests  total %d  completed %d  failed %d", s.Requests.Total, s.Requests.Completed, s.Requests.Failed)
+	if s.Partial {
+		fmt.Fprintf(w, "  unfinished %d (stopped by %s)", s.Requests.Unfinished, s.StoppedBy)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "modes    ")
 	for _, m := range []string{"Direct", "Seed", "Reseed", "Fallback", "Vanilla", "Fused"} {
 		fmt.Fprintf(w, " %s %d", m, s.Modes[m])

@@ -28,6 +28,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/topology"
 )
@@ -96,20 +97,25 @@ func exitCodeOf(err error) int {
 }
 
 func main() {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	var sig atomic.Value // the os.Signal received
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-ch
 		sig.Store(s)
-		cancel()
+		cancel(actors.StopCause(signalName(s)))
 		<-ch // a second signal: give up at once
 		os.Exit(signalCode(s))
 	}()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	code := exitCodeOf(err)
 	if s, ok := sig.Load().(os.Signal); ok {
+		if stopIsNormal.Load() && err == nil {
+			// pdemu serve: a signal is how a server stops; it drained.
+			fmt.Fprintf(os.Stderr, "pdemu: stopped by %v after a complete drain\n", s)
+			os.Exit(exitOK)
+		}
 		fmt.Fprintf(os.Stderr, "pdemu: stopped by %v; outputs written so far are partial\n", s)
 		os.Exit(signalCode(s))
 	}
@@ -122,6 +128,14 @@ func main() {
 		}
 	}
 	os.Exit(code)
+}
+
+// signalName is summary.json stopped_by for signal s.
+func signalName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
 }
 
 func signalCode(s os.Signal) int {
@@ -168,7 +182,7 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newRunCmd(), newCompareCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
+	root.AddCommand(newRunCmd(), newCompareCmd(), newServeCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
 		newScenariosCmd(), newTraceCmd(), newVersionCmd())
 	// cobra's shell completion, created now so its help has examples too.
 	root.InitDefaultCompletionCmd()

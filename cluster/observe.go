@@ -1,0 +1,284 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/policy"
+)
+
+// What the nodes report besides their messages, for the outputs: the jobs
+// still in the cluster (partial runs), each NIC's load (links.csv), the
+// P/D router's events (router_windows.csv) and its decisions
+// (routing_log.jsonl). Everything here is read after the run, once the
+// runtime stopped delivering; nothing changes a node's behaviour.
+
+// ---------------------------------------------------------------- in flight
+
+// InFlight returns the jobs released but not ended, in request id order:
+// the requests a partial run left unfinished. A job is in flight from the
+// driver's Release until the collector records it (a job whose end was
+// recorded but whose RequestEnded had not reached the driver yet is not).
+// Call it after the runtime stopped delivering.
+func (c *Cluster) InFlight() []*gpu.Job {
+	out := make([]*gpu.Job, 0, len(c.driver.live))
+	for id, j := range c.driver.live {
+		if !c.collector.col.Seen(id) {
+			out = append(out, j)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Req.ID < out[j].Req.ID })
+	return out
+}
+
+// Released is the number of requests the driver released (a Job created
+// and handed to the router).
+func (c *Cluster) Released() int { return c.driver.released }
+
+// track records a released job (driver).
+func (n *driverNode) track(j *gpu.Job) {
+	if n.live == nil {
+		n.live = map[int64]*gpu.Job{}
+	}
+	n.live[j.Req.ID] = j
+	n.released++
+}
+
+// ---------------------------------------------------------------- links
+
+// Links is links.csv's recorder, fed by every link node (and bucket
+// fabric) after each event.
+func (c *Cluster) Links() *metrics.LinkRecorder { return c.links }
+
+// RouterEvents is router_windows.csv's recorder, fed by the P/D router.
+func (c *Cluster) RouterEvents() *metrics.RouterRecorder { return c.routerEv }
+
+// ---------------------------------------------------------------- router
+
+// statsPolicy is implemented by policies with per-session counters (KVC,
+// KVScore); the router turns their changes into router events.
+type statsPolicy interface {
+	Stats(s int32) policy.SessionStats
+}
+
+// explainer is implemented by policies that can list the candidates their
+// route saw (policy.KVC, policy.KVScore).
+type explainer interface {
+	Explain(ds *policy.Dispatch, dst []policy.Candidate) []policy.Candidate
+}
+
+// routerObs is what a P/D router reports when observed: events from its
+// policy's session counters and, when log is set, one routing_log.jsonl
+// line per request.
+type routerObs struct {
+	ev      *metrics.RouterRecorder
+	stats   statsPolicy // nil: no events but rejections and Fallbacks seen in steps
+	explain explainer   // nil: tries without candidates
+	eps     int         // the policy's ε (0 = unknown)
+	log     bool
+	policy  string
+	prefill []string
+	decode  []string
+	pending map[int64]*pdLog
+	lines   map[int64][]byte
+	before  policy.SessionStats
+	scratch []policy.Candidate // Explain's, reused within one Handle call
+}
+
+// pdLog is one routing_log.jsonl line of a P/D run (docs/OUTPUTS.md).
+type pdLog struct {
+	ID             int64   `json:"id"`
+	Session        string  `json:"session"`
+	Turn           int     `json:"turn"`
+	InputTokens    int     `json:"input_tokens"`
+	Policy         string  `json:"policy"`
+	Tries          []pdTry `json:"tries"`
+	Fallback       bool    `json:"fallback"`
+	FallbackReason string  `json:"fallback_reason"`
+	Mode           string  `json:"mode"`
+	PWorker        string  `json:"p_worker"`
+	DWorker        string  `json:"d_worker"`
+}
+
+// pdTry is one routing attempt: the candidates the route saw, the worker
+// it chose and that worker's admission reply.
+type pdTry struct {
+	Try        int      `json:"try"`
+	AtMS       float64  `json:"at_ms"`
+	Candidates []pdCand `json:"candidates"`
+	Chosen     string   `json:"chosen"`
+	Reply      string   `json:"reply"` // admitted, rejected, none (no admission), "" (no reply yet)
+	Mode       string   `json:"reply_mode"`
+	Reason     string   `json:"reply_reason"`
+}
+
+type pdCand struct {
+	DWorker  string     `json:"d_worker"`
+	Key      [4]float64 `json:"key"` // overlap + α·sticky, sticky, −inflight, −assigned
+	Overlap  int        `json:"overlap"`
+	Rejects  int        `json:"rejects"`
+	Eligible bool       `json:"eligible"`
+}
+
+// Observe makes the P/D router report its events to ev and, when log is
+// set, keep each request's routing decisions for routing_log.jsonl, with
+// worker names from prefill and decode. name is the policy's name.
+func (n *routerNode) Observe(ev *metrics.RouterRecorder, log bool, name string, prefill, decode []string) {
+	o := &routerObs{ev: ev, log: log, policy: name, prefill: prefill, decode: decode,
+		pending: map[int64]*pdLog{}, lines: map[int64][]byte{}}
+	o.stats, _ = n.pol.(statsPolicy)
+	o.explain, _ = n.pol.(explainer)
+	if k, ok := n.pol.(interface{ Config() policy.KVCConfig }); ok {
+		o.eps = k.Config().Epsilon
+	}
+	n.obs = o
+}
+
+// begin is called before the policy handles a request's new job (Begin)
+// or reply; it returns the candidates of a route about to happen on
+// Begin.
+func (o *routerObs) begin(ds *policy.Dispatch, fresh bool) []policy.Candidate {
+	if o.stats != nil {
+		o.before = o.stats.Stats(ds.Req.Session)
+	}
+	if !o.log {
+		return nil
+	}
+	if fresh {
+		r := ds.Req
+		o.pending[r.ID] = &pdLog{ID: r.ID, Session: r.SessionName, Turn: r.Turn, InputTokens: r.InputLen,
+			Policy: o.policy, Tries: []pdTry{}}
+		if o.explain != nil {
+			o.scratch = o.explain.Explain(ds, o.scratch[:0])
+			return o.scratch
+		}
+	}
+	return nil
+}
+
+// reply records decode worker m.D's admission reply on the last try.
+func (o *routerObs) reply(m AdmitReply) {
+	if !o.log {
+		return
+	}
+	l := o.pending[m.DS.Req.ID]
+	if l == nil || len(l.Tries) == 0 {
+		return
+	}
+	t := &l.Tries[len(l.Tries)-1]
+	if m.Mode != policy.ModeNone {
+		t.Reply, t.Mode = "admitted", m.Mode.String()
+	} else {
+		t.Reply, t.Reason = "rejected", m.Reason
+	}
+}
+
+// step records the policy's step st for ds at now: router events from the
+// session counters' change, a new try (ActAdmit) or the decision (any
+// other action). cands are the candidates of a route made on Begin (nil
+// otherwise; a route made after a rejection is explained here).
+func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step, cands []policy.Candidate, rejected bool) {
+	if o.stats != nil {
+		after := o.stats.Stats(ds.Req.Session)
+		o.events(now, after.Migrations-o.before.Migrations, metrics.RouterMigration)
+		o.events(now, after.Blacklists-o.before.Blacklists, metrics.RouterBlacklist)
+		o.events(now, after.Fallbacks-o.before.Fallbacks, metrics.RouterFallback)
+		o.events(now, after.Rejections-o.before.Rejections, metrics.RouterRejection)
+	} else {
+		if rejected {
+			o.ev.Event(now, metrics.RouterRejection)
+		}
+		if st.Action == policy.ActPrefill && st.Mode == policy.ModeFallback {
+			o.ev.Event(now, metrics.RouterFallback)
+		}
+	}
+	if !o.log {
+		return
+	}
+	l := o.pending[ds.Req.ID]
+	if l == nil {
+		return
+	}
+	if st.Action == policy.ActAdmit {
+		if cands == nil && rejected && o.explain != nil {
+			o.scratch = o.explain.Explain(ds, o.scratch[:0]) // the state the route after the rejection read
+			cands = o.scratch
+		}
+		l.Tries = append(l.Tries, o.try(len(l.Tries), now, cands, st.D))
+		return
+	}
+	if cands != nil { // an admission-free route (KVScore): one try, no reply
+		t := o.try(len(l.Tries), now, cands, st.D)
+		t.Reply = "none"
+		l.Tries = append(l.Tries, t)
+	}
+	l.Mode = st.Mode.String()
+	l.DWorker = name(o.decode, st.D)
+	if st.Action == policy.ActPrefill {
+		l.PWorker = name(o.prefill, st.P)
+	}
+	if st.Mode == policy.ModeFallback {
+		l.Fallback = true
+		switch {
+		case o.eps > 0 && ds.Tries >= o.eps:
+			l.FallbackReason = fmt.Sprintf("%d admission tries (epsilon)", ds.Tries)
+		default:
+			l.FallbackReason = "no untried decode worker"
+		}
+	}
+	delete(o.pending, ds.Req.ID)
+	o.lines[ds.Req.ID] = marshalLog(l)
+}
+
+func (o *routerObs) events(now time.Duration, n int, kind string) {
+	for ; n > 0; n-- {
+		o.ev.Event(now, kind)
+	}
+}
+
+func (o *routerObs) try(i int, now time.Duration, cands []policy.Candidate, d int) pdTry {
+	t := pdTry{Try: i, AtMS: math.Round(float64(now)/1e3) / 1e3, Candidates: make([]pdCand, 0, len(cands)), Chosen: name(o.decode, d)}
+	for _, c := range cands {
+		t.Candidates = append(t.Candidates, pdCand{DWorker: name(o.decode, c.D), Key: c.Key(), Overlap: c.Overlap,
+			Rejects: c.Rejects, Eligible: c.Eligible()})
+	}
+	return t
+}
+
+func name(names []string, i int) string {
+	if i < 0 || i >= len(names) {
+		return ""
+	}
+	return names[i]
+}
+
+func marshalLog(l *pdLog) []byte {
+	b, err := json.Marshal(l)
+	if err != nil { // cannot happen for these types; keep the line parseable
+		return []byte(fmt.Sprintf(`{"id":%d,"error":%q}`, l.ID, err.Error()))
+	}
+	return b
+}
+
+// RouteLog returns request id's routing_log.jsonl line from the P/D
+// router (nil when the run logs none for it). A request still being
+// routed when a partial run stopped gets its tries so far. Call it after
+// the run.
+func (c *Cluster) RouteLog(id int64) []byte {
+	if c.router == nil || c.router.obs == nil || !c.router.obs.log {
+		return nil
+	}
+	o := c.router.obs
+	if b, ok := o.lines[id]; ok {
+		return b
+	}
+	if l := o.pending[id]; l != nil {
+		return marshalLog(l)
+	}
+	return nil
+}

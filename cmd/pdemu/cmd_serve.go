@@ -1,0 +1,140 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/output"
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/serve"
+)
+
+// stopIsNormal is set by serve: a SIGINT/SIGTERM is how a server is
+// stopped, so after a complete drain main exits 0 instead of 130/143.
+var stopIsNormal atomic.Bool
+
+type serveFlags struct {
+	scenarioFlags
+	listen      string
+	allowRemote bool
+	timeScale   float64
+	model       string
+	maxInFlight int
+	out         string
+	force       bool
+	logLevel    string
+}
+
+func newServeCmd() *cobra.Command {
+	f := &serveFlags{}
+	c := &cobra.Command{
+		Use:   "serve [SCENARIO]",
+		Short: "Serve the scenario's cluster behind an OpenAI-compatible API, on the wall clock",
+		Long: `Run SCENARIO's cluster (an HCL file or an embedded scenario; default
+` + scenarios.Default + `) on the wall clock, taking its requests from HTTP instead of
+its workload block:
+
+  POST /v1/chat/completions, POST /v1/completions (streaming or not)
+  GET  /v1/models, /health, /metrics (Prometheus; vLLM-compatible names)
+
+Each prompt is cut into 24-token blocks hashed as a chain, so a
+conversation re-sent with its history reuses its KV exactly as a trace
+does; the session comes from the X-Session-Id header, else the "user"
+field, else the conversation's opening. Tokens stream at the emulated
+decode's pace (scaled by --time-scale). docs/SERVE.md has the details and
+how to point clients and load generators at it.
+
+The server binds to loopback unless --allow-remote. SIGINT/SIGTERM drain:
+new requests get 503, streams in flight end normally; then the run's
+outputs are written to --out (per_request.csv, summary.json, ...; marked
+partial if the drain was cut).
+
+` + exitCodesHelp,
+		Example: `  pdemu serve
+  pdemu serve vanilla-pd-1p3d --listen 127.0.0.1:9000
+  pdemu serve --time-scale 10 --set router.tau_append=4096 --out served
+  pdemu serve --listen 127.0.0.1:8001 --out served --force   # then: OPENAI_BASE_URL=http://127.0.0.1:8001/v1 my-agent`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErr("serve takes at most one SCENARIO, got %d", len(args))
+			}
+			return nil
+		},
+		ValidArgsFunction: completeScenarios,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file := ""
+			if len(args) == 1 {
+				file = args[0]
+			}
+			return cmdServe(cmd, f, file)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8000", "address to listen on (loopback unless --allow-remote)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --listen address")
+	fl.Float64Var(&f.timeScale, "time-scale", 0, "emulated time runs this many times faster than real time (0: the scenario's, or 1)")
+	fl.StringVar(&f.model, "model", "pdemu", "the model name served (requests naming another get 404)")
+	fl.IntVar(&f.maxInFlight, "max-in-flight", 4096, "admission limit: beyond it requests get 429 with Retry-After")
+	fl.StringVar(&f.out, "out", "pdemu-serve-out", "where the run's outputs are written when the server stops")
+	fl.BoolVar(&f.force, "force", false, "replace the outputs of an earlier run in --out")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
+	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE (repeatable)")
+	return c
+}
+
+func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
+	stderr := cmd.ErrOrStderr()
+	if f.timeScale < 0 {
+		return usageErr("--time-scale must be > 0, got %g", f.timeScale)
+	}
+	if f.maxInFlight <= 0 {
+		return usageErr("--max-in-flight must be > 0, got %d", f.maxInFlight)
+	}
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	vars, err := f.varMap()
+	if err != nil {
+		return err
+	}
+	spec, err := loadSpec(file, vars, f.set, f.router)
+	if err != nil {
+		return err
+	}
+	if err := output.CheckDir(f.out, f.force); err != nil {
+		return err
+	}
+	stopIsNormal.Store(true)
+	res, runErr := actors.Serve(cmd.Context(), spec, actors.ServeOptions{
+		HTTP: serve.Options{
+			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log,
+			Ready: func(a net.Addr) {
+				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
+			},
+		},
+		TimeScale: f.timeScale,
+		Logger:    log,
+	})
+	if res == nil || res.Result == nil {
+		return runErr
+	}
+	if res.Partial {
+		metrics.MarkPartial(&res.Summary, "drain-timeout", res.Summary.Requests.Unfinished)
+	}
+	if err := output.Write(f.out, res.Result, output.WriteOptions{Force: f.force}); err != nil {
+		return errors.Join(runErr, err)
+	}
+	s := res.Summary
+	fmt.Fprintf(stderr, "pdemu: served %d requests (%d failed) in %s; report lag p99 %v emulated; outputs in %s\n",
+		s.Requests.Total, s.Requests.Failed, res.Wall.Round(time.Millisecond), res.Lag.P99.Round(time.Microsecond), f.out)
+	output.PrintWarnings(stderr, s)
+	return runErr
+}

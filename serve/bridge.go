@@ -1,0 +1,435 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pdemu/pdemu/workload"
+)
+
+// Bridge is the Cluster side of a wall-clock run of the emulated cluster.
+// Submit queues a request and calls the notify function (SetNotify); the
+// run then Takes the queued requests and releases each at the emulated
+// time it takes it, and reports each request's first token and end
+// (FirstToken, Ended). The Bridge turns those reports into the Event
+// stream of Cluster.Submit.
+//
+// Token timing: the first token and the last one are emitted when the run
+// reports them (emulated TTFT and E2E are the run's own). The emulated
+// decode is analytic between batch changes and reports no per-token
+// events, so tokens in between are paced at the worker's recent
+// inter-token time (the mean of (done − first token)/(output − 1) of its
+// last completed requests, an exponentially weighted average with weight
+// 0.2; before the first completion, Options.StepGuess) on the wall clock;
+// if the end comes first, the remaining tokens are emitted at once, and if
+// the pacing runs ahead, the last token waits for the end.
+//
+// FirstToken, Ended and Take never block (they are called on actor
+// goroutines); each stream has its own goroutine that waits for a slow
+// consumer.
+type Bridge struct {
+	scale float64
+	guess func(worker string, r *workload.Request) time.Duration
+
+	mu      sync.Mutex
+	now     func() time.Duration
+	queue   []*workload.Request
+	notify  func()
+	closed  bool
+	nextID  int64
+	streams map[int64]*stream
+	steps   map[string]time.Duration
+	workers map[string]WorkerState
+	order   []string // worker names in first-seen order
+	router  RouterState
+	links   map[string]LinkState
+	lnames  []string
+	lag     []time.Duration // every lag sample (bounded)
+	recent  [256]time.Duration
+	nrecent int
+	wg      sync.WaitGroup
+}
+
+// maxLagSamples bounds the lag samples kept for LagStats.
+const maxLagSamples = 1 << 20
+
+// BridgeOptions configure a Bridge.
+type BridgeOptions struct {
+	// TimeScale is the run's time scale (emulated = wall × scale) [1].
+	TimeScale float64
+	// StepGuess is the inter-token time assumed on a worker before any
+	// request completed there [20 ms].
+	StepGuess func(worker string, r *workload.Request) time.Duration
+}
+
+// NewBridge returns an open Bridge.
+func NewBridge(o BridgeOptions) *Bridge {
+	if o.TimeScale <= 0 {
+		o.TimeScale = 1
+	}
+	if o.StepGuess == nil {
+		o.StepGuess = func(string, *workload.Request) time.Duration { return 20 * time.Millisecond }
+	}
+	return &Bridge{scale: o.TimeScale, guess: o.StepGuess,
+		streams: map[int64]*stream{}, steps: map[string]time.Duration{}, workers: map[string]WorkerState{},
+		links: map[string]LinkState{}}
+}
+
+// Attach gives the Bridge the run's emulated clock (call before the run
+// starts; until then the emulated time is taken as 0).
+func (b *Bridge) Attach(now func() time.Duration) {
+	b.mu.Lock()
+	b.now = now
+	b.mu.Unlock()
+}
+
+func (b *Bridge) emulated() time.Duration {
+	b.mu.Lock()
+	f := b.now
+	b.mu.Unlock()
+	if f == nil {
+		return 0
+	}
+	return f()
+}
+
+// SetNotify sets the function Submit and Close call (with no lock held)
+// to tell the run that requests wait to be taken or that the Bridge
+// closed. It must not block.
+func (b *Bridge) SetNotify(f func()) {
+	b.mu.Lock()
+	b.notify = f
+	b.mu.Unlock()
+}
+
+func (b *Bridge) signal() {
+	b.mu.Lock()
+	f := b.notify
+	b.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// Take returns the next submitted request if there is one (in submission
+// order, with dense IDs from 0; the run sets its arrival). drained
+// reports that the Bridge is closed and every request was taken.
+func (b *Bridge) Take() (r *workload.Request, ok, drained bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) > 0 {
+		r = b.queue[0]
+		b.queue[0] = nil
+		b.queue = b.queue[1:]
+		return r, true, false
+	}
+	return nil, false, b.closed
+}
+
+// Submitted is the number of requests submitted so far.
+func (b *Bridge) Submitted() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.nextID
+}
+
+// Close stops accepting requests; Take reports drained once the requests
+// already submitted were taken. Streams in flight run to their end.
+func (b *Bridge) Close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.signal()
+}
+
+// Abort closes the Bridge and fails every request in flight with reason
+// (the run behind it stopped: nothing will report them).
+func (b *Bridge) Abort(reason string) {
+	b.Close()
+	now := b.emulated()
+	b.mu.Lock()
+	streams := b.streams
+	b.streams = map[int64]*stream{}
+	b.queue = nil
+	b.mu.Unlock()
+	for _, st := range streams {
+		st.mu.Lock()
+		if !st.hasEnd {
+			arr := st.arrival
+			if !st.hasFirst {
+				arr = now
+			}
+			st.end, st.hasEnd = End{ID: st.req.ID, Worker: st.worker, Arrival: arr, Done: now, Failed: reason, Now: now}, true
+		}
+		st.mu.Unlock()
+		st.poke()
+	}
+}
+
+// Wait returns when every stream has emitted its last event.
+func (b *Bridge) Wait() { b.wg.Wait() }
+
+// ErrClosed is returned by Submit once the Bridge is closed.
+var ErrClosed = errors.New("the emulated cluster is shutting down")
+
+// Submit implements Cluster. It renumbers r.ID to the run's dense
+// sequence.
+func (b *Bridge) Submit(_ context.Context, r *workload.Request) (<-chan Event, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	r.ID = b.nextID
+	b.nextID++
+	st := &stream{b: b, req: r, out: make(chan Event, 64), notify: make(chan struct{}, 1)}
+	b.streams[r.ID] = st
+	b.queue = append(b.queue, r)
+	b.wg.Add(1)
+	b.mu.Unlock()
+	b.signal()
+	go st.run()
+	return st.out, nil
+}
+
+// FirstToken reports that request id produced its first token on worker
+// at emulated time at; now is the emulated time of the report (now − at is
+// a lag sample). It never blocks.
+func (b *Bridge) FirstToken(id int64, worker string, arrival, at, now time.Duration) {
+	b.mu.Lock()
+	st := b.streams[id]
+	b.sample(now - at)
+	step, ok := b.steps[worker]
+	b.mu.Unlock()
+	if st == nil {
+		return
+	}
+	if !ok {
+		step = b.guess(worker, st.req)
+	}
+	st.mu.Lock()
+	if !st.hasFirst {
+		st.hasFirst, st.worker, st.arrival, st.firstAt, st.step = true, worker, arrival, at, step
+	}
+	st.mu.Unlock()
+	st.poke()
+}
+
+// End is how a request ended.
+type End struct {
+	ID                    int64
+	Worker, Prefill, Mode string
+	CachedTokens          int
+	Arrival, FirstToken   time.Duration // FirstToken 0: none
+	Done                  time.Duration
+	Failed                string // non-empty: the request failed
+	Now                   time.Duration
+}
+
+// Ended reports that a request ended (now − Done is a lag sample). It
+// never blocks.
+func (b *Bridge) Ended(e End) {
+	b.mu.Lock()
+	st := b.streams[e.ID]
+	delete(b.streams, e.ID)
+	b.sample(e.Now - e.Done)
+	if e.Failed == "" && st != nil && st.req.OutputLen > 1 && e.FirstToken > 0 && e.Done > e.FirstToken {
+		obs := (e.Done - e.FirstToken) / time.Duration(st.req.OutputLen-1)
+		if old, ok := b.steps[e.Worker]; ok {
+			b.steps[e.Worker] = old + (obs-old)/5
+		} else {
+			b.steps[e.Worker] = obs
+		}
+	}
+	b.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	st.end, st.hasEnd = e, true
+	st.mu.Unlock()
+	st.poke()
+}
+
+func (b *Bridge) sample(lag time.Duration) {
+	lag = max(lag, 0)
+	if len(b.lag) < maxLagSamples {
+		b.lag = append(b.lag, lag)
+	}
+	b.recent[b.nrecent%len(b.recent)] = lag
+	b.nrecent++
+}
+
+// SetWorker publishes a worker's state (for Snapshot).
+func (b *Bridge) SetWorker(w WorkerState) {
+	b.mu.Lock()
+	if _, ok := b.workers[w.Name]; !ok {
+		b.order = append(b.order, w.Name)
+	}
+	b.workers[w.Name] = w
+	b.mu.Unlock()
+}
+
+// SetRouter publishes the router's counters.
+func (b *Bridge) SetRouter(r RouterState) {
+	b.mu.Lock()
+	b.router = r
+	b.mu.Unlock()
+}
+
+// SetLink publishes a link's state.
+func (b *Bridge) SetLink(l LinkState) {
+	b.mu.Lock()
+	if _, ok := b.links[l.Name]; !ok {
+		b.lnames = append(b.lnames, l.Name)
+	}
+	b.links[l.Name] = l
+	b.mu.Unlock()
+}
+
+// Snapshot implements Cluster. Lag is the largest of the last 256 lag
+// samples.
+func (b *Bridge) Snapshot() Snapshot {
+	now := b.emulated()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := Snapshot{Emulated: now, Router: b.router}
+	for i := range min(b.nrecent, len(b.recent)) {
+		s.Lag = max(s.Lag, b.recent[i])
+	}
+	for _, n := range b.order {
+		s.Workers = append(s.Workers, b.workers[n])
+	}
+	for _, n := range b.lnames {
+		s.Links = append(s.Links, b.links[n])
+	}
+	return s
+}
+
+// LagStats summarises every lag sample so far (emulated time).
+type LagStats struct {
+	Samples       int
+	P50, P99, Max time.Duration
+}
+
+// Lag returns the lag statistics.
+func (b *Bridge) Lag() LagStats {
+	b.mu.Lock()
+	s := append([]time.Duration(nil), b.lag...)
+	b.mu.Unlock()
+	if len(s) == 0 {
+		return LagStats{}
+	}
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	q := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	return LagStats{Samples: len(s), P50: q(0.5), P99: q(0.99), Max: s[len(s)-1]}
+}
+
+// stream paces one request's events.
+type stream struct {
+	b      *Bridge
+	req    *workload.Request
+	out    chan Event
+	notify chan struct{}
+
+	mu       sync.Mutex
+	hasFirst bool
+	worker   string
+	arrival  time.Duration
+	firstAt  time.Duration
+	step     time.Duration
+	hasEnd   bool
+	end      End
+}
+
+func (st *stream) poke() {
+	select {
+	case st.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (st *stream) state() (first bool, end bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.hasFirst, st.hasEnd
+}
+
+func (st *stream) run() {
+	defer st.b.wg.Done()
+	defer close(st.out)
+	for {
+		first, end := st.state()
+		if first || end {
+			break
+		}
+		<-st.notify
+	}
+	st.mu.Lock()
+	hasFirst, worker, arrival, firstAt, step := st.hasFirst, st.worker, st.arrival, st.firstAt, st.step
+	st.mu.Unlock()
+	n := st.req.OutputLen
+	next := 0
+	emit := func(at time.Duration) {
+		st.out <- Event{Kind: EvToken, Index: next, Since: at - arrival, Emulated: at, Wall: time.Now(), Worker: worker}
+		next++
+	}
+	if hasFirst {
+		if n > 1 {
+			emit(firstAt)
+		}
+		// Tokens 1 .. n−2 at the paced times; the last waits for the end.
+		timer := time.NewTimer(time.Hour)
+		defer timer.Stop()
+		for next < n-1 {
+			if _, end := st.state(); end {
+				break
+			}
+			target := firstAt + time.Duration(next)*step
+			if now := st.b.emulated(); now < target {
+				timer.Reset(time.Duration(float64(target-now)/st.b.scale) + 1)
+				select {
+				case <-timer.C:
+				case <-st.notify:
+				}
+				continue
+			}
+			emit(target)
+		}
+	}
+	for {
+		if _, end := st.state(); end {
+			break
+		}
+		<-st.notify
+	}
+	st.mu.Lock()
+	e := st.end
+	st.mu.Unlock()
+	if e.Failed != "" {
+		st.out <- Event{Kind: EvFailed, Since: e.Done - e.Arrival, Emulated: e.Done, Wall: time.Now(), Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, Reason: e.Failed}
+		return
+	}
+	if !hasFirst {
+		// The end came without a first-token report: take its timeline.
+		arrival, worker = e.Arrival, e.Worker
+		if e.FirstToken > 0 {
+			emit(e.FirstToken)
+		}
+	}
+	// The rest at once, spread up to the end; the last token at the end.
+	for next < n-1 {
+		at := min(e.Done, firstAt+time.Duration(next)*step)
+		if !hasFirst {
+			at = e.Done
+		}
+		emit(at)
+	}
+	if next < n {
+		emit(e.Done)
+	}
+	st.out <- Event{Kind: EvDone, Since: e.Done - e.Arrival, Emulated: e.Done, Wall: time.Now(), Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, CachedTokens: e.CachedTokens}
+}

@@ -1,0 +1,99 @@
+package serve
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+func TestTokenCount(t *testing.T) {
+	for _, tc := range []struct{ bytes, tokens int }{{0, 0}, {1, 1}, {3, 1}, {4, 1}, {7, 1}, {8, 2}, {96, 24}, {1000, 250}} {
+		assert.Equal(t, tc.tokens, TokenCount(tc.bytes), tc.bytes)
+	}
+}
+
+// Blocks are a prefix chain: extending a text keeps every full block of it,
+// and changing one byte changes exactly the blocks from the one holding it.
+func TestBlockHashesArePrefixChained(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		a := rapid.StringN(0, 300, -1).Draw(t, "a")
+		b := rapid.StringN(0, 300, -1).Draw(t, "b")
+		ha := blockHashes(a, 24, 7)
+		hab := blockHashes(a+b, 24, 7)
+		require.Len(t, ha, len(a)/96)
+		require.Len(t, hab, len(a+b)/96)
+		for i := range ha {
+			require.Equal(t, ha[i], hab[i])
+		}
+		ab := a + b
+		if len(ab) == 0 {
+			return
+		}
+		p := rapid.IntRange(0, len(ab)-1).Draw(t, "p")
+		mod := []byte(ab)
+		mod[p] ^= 0x20
+		hm := blockHashes(string(mod), 24, 7)
+		for i := range hab {
+			if i < p/96 {
+				require.Equal(t, hab[i], hm[i], "block %d before the change", i)
+			} else {
+				require.NotEqual(t, hab[i], hm[i], "block %d at or after the change", i)
+			}
+		}
+		// Another salt (model) shares nothing.
+		for i, h := range blockHashes(ab, 24, 8) {
+			require.NotEqual(t, hab[i], h)
+		}
+	})
+}
+
+func TestFillerTokensAreFourBytes(t *testing.T) {
+	for _, w := range fillerWords {
+		assert.Len(t, w, BytesPerToken, w)
+	}
+	text := fillerText(42, 100)
+	assert.Len(t, text, 400)
+	assert.Equal(t, 100, TokenCount(len(text)))
+	assert.Equal(t, text, fillerText(42, 100))
+	assert.True(t, strings.HasPrefix(fillerText(42, 100), fillerText(42, 10)))
+}
+
+func TestDefaultOutputLen(t *testing.T) {
+	total := 0
+	const n = 20000
+	for i := range n {
+		v := defaultOutputLen(150, hashString(string(rune(i))+"x"))
+		require.GreaterOrEqual(t, v, 1)
+		total += v
+	}
+	// Log-normal with mean 150: the sample mean is within a few percent.
+	assert.InDelta(t, 150, float64(total)/n, 10)
+	assert.Equal(t, defaultOutputLen(150, 99), defaultOutputLen(150, 99))
+}
+
+func TestSessionsTurnsAndAppend(t *testing.T) {
+	s := newSessions(2)
+	r0 := s.build("a", 100, 20, []uint64{1, 2, 3, 4}, 24)
+	assert.Equal(t, 0, r0.Turn)
+	assert.Equal(t, 100, r0.AppendLen)
+	// The history re-sent plus 30 new tokens.
+	r1 := s.build("a", 150, 10, []uint64{1, 2, 3, 4, 5, 6}, 24)
+	assert.Equal(t, r0.Session, r1.Session)
+	assert.Equal(t, 1, r1.Turn)
+	assert.Equal(t, 30, r1.AppendLen)
+	// A diverged history: what follows the common blocks is new.
+	r2 := s.build("a", 200, 10, []uint64{1, 2, 9, 9, 9, 9, 9, 9}, 24)
+	assert.Equal(t, 200-2*24, r2.AppendLen)
+	b := s.build("b", 10, 1, nil, 24)
+	assert.NotEqual(t, r0.Session, b.Session)
+	assert.Equal(t, []int64{0, 1, 2, 3}, []int64{r0.ID, r1.ID, r2.ID, b.ID})
+	// A third session evicts the oldest ("a"), which then starts afresh.
+	s.build("c", 10, 1, nil, 24)
+	assert.Equal(t, 2, s.count())
+	a := s.build("a", 10, 1, nil, 24)
+	assert.Equal(t, 0, a.Turn)
+	assert.NotEqual(t, r0.Session, a.Session)
+}
