@@ -11,13 +11,13 @@ import (
 	"github.com/pdemu/pdemu/topology"
 )
 
-// TestScaledScenarios: 4p12d, 16p48d and 64p192d are the default scenario
+// TestScaledScenarios: 4p12d and 16p48d are the default scenario
 // with n prefill and 3n decode workers, a full mesh of links, n× the
 // sessions and 1/n of the stagger (constant load per worker), and ε = |D|;
 // everything else is the default scenario's.
 func TestScaledScenarios(t *testing.T) {
 	base := parseEmbedded(t, scenarios.Default)
-	for name, n := range map[string]int{"4p12d.hcl": 4, "16p48d.hcl": 16, "64p192d.hcl": 64} {
+	for name, n := range map[string]int{"4p12d.hcl": 4, "16p48d.hcl": 16} {
 		t.Run(name, func(t *testing.T) {
 			spec := parseEmbedded(t, name)
 			assert.Len(t, spec.Prefill, n)

@@ -436,7 +436,7 @@ func sortDiags(diags hcl.Diagnostics) {
 }
 
 // maxSetProduct bounds setproduct's result: 65,536 elements is a full
-// mesh of links between 256 prefill and 256 decode workers (64p192d.hcl
+// mesh of links between 256 prefill and 256 decode workers (64P192D
 // needs 12,288); for_each over more blocks than that is a mistake, not a
 // cluster. (range, from cty, stops at 1024 values per call.)
 const maxSetProduct = 1 << 16
