@@ -21,6 +21,11 @@ import (
 // a minute and a few hundred MB per run).
 var million = flag.Bool("bench.million", false, "BenchmarkScaleRequests: also replay 1M requests")
 
+// -bench.w256 adds 64P192D (256 workers) to BenchmarkScaleWorkers: with the
+// decision log (every candidate of every try, kept until the outputs are
+// written) it takes gigabytes.
+var w256 = flag.Bool("bench.w256", false, "BenchmarkScaleWorkers: also run 256 workers (GBs of decision log)")
+
 // scaleSpec is the default scenario with n prefill and 3n decode workers,
 // sessions sessions and the session stagger scaled by 1/n (constant load
 // per worker when sessions = 16n; more sessions at one n make a longer run
@@ -148,11 +153,15 @@ func BenchmarkScaleRequests(b *testing.B) {
 
 // BenchmarkScaleWorkers: per-request CPU and peak memory against the
 // cluster size, nPnD with 4n workers from 4 to 256 at constant load per
-// worker (16n sessions, stagger 1s/n, 384n requests). The target
-// is cpu-exp ≤ 0.15.
+// worker (16n sessions, stagger 1s/n, 384n requests); 256 workers with
+// -bench.w256. The target is cpu-exp ≤ 0.15.
 func BenchmarkScaleWorkers(b *testing.B) {
 	var prev scalePoint
-	for _, n := range []int{1, 4, 16, 64} {
+	sizes := []int{1, 4, 16}
+	if *w256 {
+		sizes = append(sizes, 64)
+	}
+	for _, n := range sizes {
 		spec := scaleSpec(b, n, 16*n)
 		b.Run(fmt.Sprintf("workers=%d", 4*n), func(b *testing.B) { runScale(b, spec, float64(4*n), &prev) })
 	}
