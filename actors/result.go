@@ -64,6 +64,9 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	if st := cl.Sessions(); st != nil {
 		res.Sessions, sum.Router = sessionRows(res.Records, st)
 	}
+	res.Faults = metrics.FaultsUntil(cl.Faults(), res.End)
+	metrics.Recover(res.Faults, res.Records)
+	sum.Faults = metrics.SummarizeFaults(res.Faults)
 	if wr, ok := src.(workload.Warner); ok {
 		sum.Trace.Warnings = wr.Warnings()
 	}

@@ -58,6 +58,10 @@ type Result struct {
 	// header only / router columns 0).
 	Links        *metrics.LinkRecorder
 	RouterEvents *metrics.RouterRecorder
+	// Faults feed faults.csv (nil: header only); Restarts are the
+	// supervisor's restarts per actor name (injected crashes).
+	Faults   []metrics.FaultRecord
+	Restarts map[string]int
 }
 
 // runState is shared by the actors of one run to report its end.
@@ -135,7 +139,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	clk := newClock(ps.sys, spec.Workload, rs)
 	var deadLetters atomic.Int64
 	sub := watchDeadLetters(ps.sys, clk, log, &deadLetters)
-	pids := spawn(ps.sys, cl, clk, rs, isVirtual(clk))
+	pids, shells := spawnShells(ps.sys, cl, clk, rs, isVirtual(clk))
 
 	start := time.Now()
 	runErr := drive(ctx, clk, pids[cl.Driver], rs, opts)
@@ -167,6 +171,10 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		ps.sys.Shutdown()
 	}
 	summarize(res, spec, cl, src, clk, deadLetters.Load(), rs.panics.Load())
+	res.Restarts = restartCounts(shells)
+	if res.Summary.Faults != nil {
+		res.Summary.Faults.Restarts = res.Restarts
+	}
 	if by := stoppedBy(ctx, runErr); by != "" {
 		markPartial(res, cl, by)
 		return res, checkPartial(res, cl, by, runErr, rs.error(), deadLetters.Load())

@@ -22,6 +22,9 @@ type shell struct {
 	pids []*actor.PID // by cluster.Addr, shared by the run's shells
 	clk  Clock
 	run  *runState
+	// restarts counts the supervisor's restarts of this actor (injected
+	// crashes; supervise.go).
+	restarts int
 }
 
 func (s *shell) Receive(ctx actor.Context) {
@@ -30,6 +33,9 @@ func (s *shell) Receive(ctx actor.Context) {
 		defer s.clk.handled()
 		defer func() {
 			if r := recover(); r != nil {
+				if _, ok := r.(injectedCrash); ok {
+					panic(r) // to the supervisor, which restarts the actor
+				}
 				s.run.panicked(fmt.Errorf("actor %s panicked on %T: %v\n%s", s.name, m.msg, r, debug.Stack()))
 			}
 		}()
@@ -41,6 +47,13 @@ func (s *shell) Receive(ctx actor.Context) {
 			s.seq++
 			s.clk.Send(s.id, s.seq, s.pids[e.To], e.Msg, e.Delay)
 		}
+		if c, ok := m.msg.(cluster.Crash); ok && c.Node {
+			// The node has dropped its state (the cluster tier); the actor
+			// fails like a crashed process.
+			panic(injectedCrash{fault: c.Fault, actor: s.name})
+		}
+	case *actor.Restarting:
+		s.restarts++
 	case *queryMsg:
 		// A barrier: once every actor answered, Run may read the nodes.
 		ctx.Respond(nil)
@@ -53,6 +66,15 @@ type queryMsg struct{}
 // spawn starts one shell per node of cl; every shell resolves addresses
 // through the returned PIDs, filled before the first message is sent.
 func spawn(sys *actor.ActorSystem, cl *cluster.Cluster, clk Clock, rs *runState, virtual bool) []*actor.PID {
+	pids, _ := spawnShells(sys, cl, clk, rs, virtual)
+	return pids
+}
+
+// spawnShells is spawn that also returns the shells (for their restart
+// counts). The shells are supervised by the guardian of supervision: an
+// injected crash restarts the actor, anything else stops it.
+func spawnShells(sys *actor.ActorSystem, cl *cluster.Cluster, clk Clock, rs *runState, virtual bool) ([]*actor.PID, []*shell) {
+	root := actor.NewRootContext(sys, nil).WithGuardian(supervision)
 	var opts []actor.PropsOption
 	if virtual {
 		// In virtual time all messages of a step are delivered by the clock's
@@ -62,9 +84,13 @@ func spawn(sys *actor.ActorSystem, cl *cluster.Cluster, clk Clock, rs *runState,
 		opts = append(opts, actor.WithDispatcher(actor.NewSynchronizedDispatcher(1024)))
 	}
 	pids := make([]*actor.PID, len(cl.Nodes))
+	shells := make([]*shell, len(cl.Nodes))
 	for i, n := range cl.Nodes {
 		sh := &shell{host: cluster.NewHost(n, cluster.Addr(i)), id: int32(i + 1), name: cl.Names[i], pids: pids, clk: clk, run: rs}
-		pids[i] = sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return sh }, opts...))
+		shells[i] = sh
+		// A restart incarnates the same shell: its node already dropped
+		// its state, and its send counter keeps the delivery order.
+		pids[i] = root.Spawn(actor.PropsFromProducer(func() actor.Actor { return sh }, opts...))
 	}
-	return pids
+	return pids, shells
 }

@@ -20,6 +20,13 @@ type built struct {
 	capP    []int // prefill workers' prefix-cache size in tokens
 	nics    []nicSpec
 	pol     RouterPolicy
+	// Fresh workers for restarts after a crash, and the slowdown knobs
+	// (nil without slow faults): faults.go.
+	mkDecode  []func() *gpu.DecodeWorker
+	mkPrefill []func() *gpu.PrefillWorker
+	slowD     []*slowCost
+	slowP     []*slowCost
+	topoNICs  []topology.NIC
 }
 
 type nicSpec struct {
@@ -158,15 +165,22 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		if err != nil {
 			return nil, err
 		}
-		dw, err := gpu.NewDecodeWorker(gpu.DecodeConfig{
+		cost, slow := faultCost(w, p)
+		cfg := gpu.DecodeConfig{
 			Name: w.Name, Budget: budget, Rho: r.Rho, TauAppend: r.TauAppend,
 			ReserveOutput: r.ReserveOutput, NetCapacity: r.NetCapacity, MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
 			ResidentAppend: r.ResidentAppend,
-		}, p)
+		}
+		dw, err := gpu.NewDecodeWorker(cfg, cost)
 		if err != nil {
 			return nil, err
 		}
 		b.decode = append(b.decode, dw)
+		b.slowD = append(b.slowD, slow)
+		b.mkDecode = append(b.mkDecode, func() *gpu.DecodeWorker {
+			fresh, _ := gpu.NewDecodeWorker(cfg, cost) // the same config succeeded above
+			return fresh
+		})
 	}
 	preIdx := map[string]int{}
 	for i, w := range spec.Prefill {
@@ -175,12 +189,19 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		if err != nil {
 			return nil, err
 		}
-		pw, err := gpu.NewPrefillWorker(gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
+		cost, slow := faultCost(w, p)
+		cfg := gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
 			SnapshotBackup:  spec.Router.Policy == "kvc" && !spec.Router.PrefillCacheBackup,
-			FallbackRefresh: spec.Router.DPSync}, p)
+			FallbackRefresh: spec.Router.DPSync}
+		pw, err := gpu.NewPrefillWorker(cfg, cost)
 		if err != nil {
 			return nil, err
 		}
+		b.slowP = append(b.slowP, slow)
+		b.mkPrefill = append(b.mkPrefill, func() *gpu.PrefillWorker {
+			fresh, _ := gpu.NewPrefillWorker(cfg, cost)
+			return fresh
+		})
 		b.prefill = append(b.prefill, pw)
 		b.perfP = append(b.perfP, p)
 		b.capP = append(b.capP, budget)
@@ -191,6 +212,7 @@ func buildPD(spec *topology.Spec) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.topoNICs = nics
 	for _, n := range nics {
 		pi, ok := preIdx[n.Prefill]
 		if !ok {
@@ -283,6 +305,10 @@ type poolBucket struct {
 	cores    []*gpu.FusedWorker
 	global   []int     // instance → index in spec.Fused
 	rates    []float64 // prefill tokens/s of a cold 8K prompt, for estimated_ttft
+	// Restarts after a crash and slowdowns (faults.go).
+	mkLocal func() bucket.Local
+	mkCore  []func() *gpu.FusedWorker
+	slow    []*slowCost
 }
 
 func buildPool(spec *topology.Spec) (*poolBuilt, error) {
@@ -295,7 +321,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 		cfg := bucket.BucketConfig{Name: bs.Name, Range: bucket.Range{Min: bs.Min, Max: bs.Max}, Instances: len(bs.Instances)}
 		pb.configs = append(pb.configs, cfg)
 		lr := spec.LocalRouter
-		local, err := newLocalPolicy(bucket.LocalConfig{
+		lcfg := bucket.LocalConfig{
 			Policy: lr.Policy, MetaStoreTTL: lr.MetaStoreTTL, ProbeLatency: lr.ProbeLatency, ProbeTopK: lr.ProbeTopK,
 			LoadAlpha: lr.LoadAlpha, ScoreAlpha: lr.ScoreAlpha, ScoreBeta: lr.ScoreBeta, PrefixK: lr.PrefixK, FanOut: lr.FanOut,
 			OverloadFactor: lr.OverloadFactor, KVC: bucket.KVCConfig{Alpha: lr.Alpha},
@@ -303,11 +329,16 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			MissRule: lr.MissRule, InclusiveMatch: lr.InclusiveMatch,
 			// Each bucket draws its own random sequence.
 			Seed: spec.Workload.Seed ^ (uint64(len(pb.configs)) * 0x9e3779b97f4a7c15),
-		}, len(bs.Instances))
+		}
+		n := len(bs.Instances)
+		local, err := newLocalPolicy(lcfg, n)
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", bs.Name, err)
 		}
-		pbk := poolBucket{cfg: cfg, local: local}
+		pbk := poolBucket{cfg: cfg, local: local, mkLocal: func() bucket.Local {
+			fresh, _ := newLocalPolicy(lcfg, n) // succeeded above
+			return fresh
+		}}
 		for _, name := range bs.Instances {
 			gi, ok := idx[name]
 			if !ok {
@@ -322,12 +353,19 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			if dramBW == 0 {
 				dramBW = topology.DefaultDRAMBandwidth
 			}
-			core, err := gpu.NewFusedWorker(gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
+			cost, slow := faultCost(w, p)
+			fcfg := gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
 				MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
-				DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken()}, p)
+				DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken()}
+			core, err := gpu.NewFusedWorker(fcfg, cost)
 			if err != nil {
 				return nil, err
 			}
+			pbk.slow = append(pbk.slow, slow)
+			pbk.mkCore = append(pbk.mkCore, func() *gpu.FusedWorker {
+				fresh, _ := gpu.NewFusedWorker(fcfg, cost)
+				return fresh
+			})
 			pbk.cores = append(pbk.cores, core)
 			pbk.global = append(pbk.global, gi)
 			pbk.rates = append(pbk.rates, p.PrefillThroughput(8192))

@@ -27,6 +27,7 @@ type Cluster struct {
 	collector *collectorNode
 	router    *routerNode // nil in fused deployments
 	workers   func() []metrics.WorkerSummary
+	faults    *clusterFaults // nil: no faults
 	links     *metrics.LinkRecorder
 	routerEv  *metrics.RouterRecorder
 }
@@ -134,12 +135,13 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 		pres[i] = &prefillNode{w: w, series: s, links: make([]Addr, len(b.decode))}
 		rtr.prefill = append(rtr.prefill, c.add(pres[i], spec.Prefill[i].Name, KindPrefill))
 	}
+	linkFaults := c.wireFaults(spec, b, rtr, decs, pres)
 	var links []*linkNode
 	var linkPrefill []int
-	for _, n := range b.nics {
+	for ni, n := range b.nics {
 		c.links.NIC(n.name, n.nic.Config().LineRate)
 		ln := &linkNode{nic: n.nic, bytesPerToken: n.bytesTok, rateCap: n.rateCap, decode: rtr.decode,
-			inflight: map[uint64]*gpu.Job{}, name: n.name, rec: c.links}
+			inflight: map[uint64]*gpu.Job{}, name: n.name, rec: c.links, f: linkFaults[ni]}
 		links, linkPrefill = append(links, ln), append(linkPrefill, n.prefill)
 		a := c.add(ln, "link:"+n.name, KindLink)
 		for d, rc := range n.rateCap {
@@ -187,6 +189,7 @@ func (c *Cluster) addPool(spec *topology.Spec, pb *poolBuilt) {
 		bns = append(bns, bn)
 		g.buckets = append(g.buckets, c.add(bn, "bucket:"+bb.cfg.Name, KindBucket))
 	}
+	c.wirePoolFaults(spec, pb, g, bns)
 	c.workers = func() []metrics.WorkerSummary {
 		var out []metrics.WorkerSummary
 		for _, bn := range bns {

@@ -39,40 +39,62 @@
 //
 // The table, row by row:
 //
-//	 message      | sender → receiver  | payload                                        | Job owner afterwards
-//	--------------+--------------------+------------------------------------------------+-------------------------------------------------
-//	 Start        | run → driver       | —                                              | -
-//	 Release      | driver → driver    | request (timer at its release time)            | -
-//	 NewJob       | driver → router    | new Job (P = D = -1, Arrival set)              | router
-//	 NewJob       | driver → global    | new Job                                        | global router
-//	 DriverDone   | driver → collector | requests released in total                     | -
-//	 Failed       | driver → run       | trace error                                    | -
-//	 Admit        | router → decode    | Job, dispatch state                            | decode worker (until it replies)
-//	 AdmitReply   | decode → router    | Job, dispatch, mode or rejection reason        | router (Direct: decode worker keeps running it)
-//	 Prefill      | router → prefill   | Job with Mode, P, D set                        | prefill worker
-//	 RunJob       | router → decode    | Job to run Direct without admission            | decode worker
-//	 Transfer     | prefill → link     | prefilled Job                                  | link
-//	 KVReady      | link → decode      | Job with its transfer timeline (or failure)    | decode worker
-//	 Finished     | decode → router    | decode index                                   | -
-//	 Evicted      | decode → router    | decode index, session                          | -
-//	 JobEnded     | decode → collector | ended Job                                      | collector
-//	 SyncReq      | decode → prefill   | D→P sync: session, blocks, KV tokens (dp_sync) | -
-//	 SyncXfer     | prefill → link     | D→P sync to put on the wire                    | -
-//	 SyncDone     | link → prefill     | D→P sync landed: the backup advances           | -
-//	 ViewReq      | global → bucket    | Job (read only: the global router keeps it)    | global router
-//	 ViewResp     | bucket → global    | request id, BucketView                         | -
-//	 Assign       | global → bucket    | Job, global decision                           | bucket
-//	 JobEnded     | global → collector | Job failed: no bucket                          | collector
-//	 Submit       | bucket → bucket    | Job, instance (timer: probe latency)           | bucket
-//	 JobEnded     | bucket → collector | ended Job                                      | collector
-//	 RequestEnded | collector → driver | request                                        | -
-//	 *Progress    | collector → run    | requests ended, emulated time                  | -
-//	 Done         | collector → run    | —                                              | -
-//	 Failed       | collector → run    | record error                                   | -
-//	 Wake         | decode → decode    | wake time (timer)                              | -
-//	 Wake         | prefill → prefill  | wake time (timer)                              | -
-//	 Wake         | link → link        | wake time (timer)                              | -
-//	 Wake         | bucket → bucket    | wake time (timer)                              | -
+//	 message      | sender → receiver  | payload                                                                            | Job owner afterwards
+//	--------------+--------------------+------------------------------------------------------------------------------------+-------------------------------------------------
+//	 Start        | run → driver       | —                                                                                  | -
+//	 Release      | driver → driver    | request (timer at its release time)                                                | -
+//	 NewJob       | driver → router    | new Job (P = D = -1, Arrival set)                                                  | router
+//	 NewJob       | driver → global    | new Job                                                                            | global router
+//	 DriverDone   | driver → collector | requests released in total                                                         | -
+//	 Failed       | driver → run       | trace error                                                                        | -
+//	 Admit        | router → decode    | Job, dispatch state                                                                | decode worker (until it replies)
+//	 AdmitReply   | decode → router    | Job, dispatch, mode or rejection reason                                            | router (Direct: decode worker keeps running it)
+//	 Prefill      | router → prefill   | Job with Mode, P, D set                                                            | prefill worker
+//	 RunJob       | router → decode    | Job to run Direct without admission                                                | decode worker
+//	 Transfer     | prefill → link     | prefilled Job                                                                      | link
+//	 KVReady      | link → decode      | Job with its transfer timeline (or failure)                                        | decode worker
+//	 Finished     | decode → router    | decode index                                                                       | -
+//	 Evicted      | decode → router    | decode index, session                                                              | -
+//	 JobEnded     | decode → collector | ended Job                                                                          | collector
+//	 SyncReq      | decode → prefill   | D→P sync: session, blocks, KV tokens (dp_sync)                                     | -
+//	 SyncXfer     | prefill → link     | D→P sync to put on the wire                                                        | -
+//	 SyncDone     | link → prefill     | D→P sync landed: the backup advances                                               | -
+//	 ViewReq      | global → bucket    | Job (read only: the global router keeps it)                                        | global router
+//	 ViewResp     | bucket → global    | request id, BucketView                                                             | -
+//	 Assign       | global → bucket    | Job, global decision                                                               | bucket
+//	 JobEnded     | global → collector | Job failed: no bucket                                                              | collector
+//	 Submit       | bucket → bucket    | Job, instance (timer: probe latency)                                               | bucket
+//	 JobEnded     | bucket → collector | ended Job                                                                          | collector
+//	 RequestEnded | collector → driver | request                                                                            | -
+//	 *Progress    | collector → run    | requests ended, emulated time                                                      | -
+//	 Done         | collector → run    | —                                                                                  | -
+//	 Failed       | collector → run    | record error                                                                       | -
+//	 InjectTick   | driver → driver    | — (timer: the schedule's next actions, at most 1 s ahead)                          | -
+//	 Crash        | driver → decode    | fault id (timer: the crash time)                                                   | -
+//	 Crash        | driver → prefill   | fault id (timer: the crash time)                                                   | -
+//	 Restart      | driver → decode    | fault id (timer: the restart time)                                                 | -
+//	 Restart      | driver → prefill   | fault id (timer: the restart time)                                                 | -
+//	 Slowdown     | driver → decode    | fault id, factor (timer; factor 1 ends it)                                         | -
+//	 Slowdown     | driver → prefill   | fault id, factor (timer; factor 1 ends it)                                         | -
+//	 Health       | driver → router    | node or link down/up (timer: fault or end + detection delay)                       | -
+//	 Health       | driver → prefill   | node or link down/up (timer: fault or end + detection delay)                       | -
+//	 Retry        | decode → router    | Job hit by a fault (Failed, FaultHit set)                                          | router
+//	 Retry        | prefill → router   | Job hit by a fault (Failed, FaultHit set)                                          | router
+//	 Retry        | router → router    | Job that found no healthy decode worker (timer: detection delay)                   | router
+//	 KVReady      | prefill → decode   | Job its prefill worker cannot serve (Failed set): the reservation is released      | decode worker
+//	 KVReady      | router → decode    | admitted Job no prefill worker can reach (Failed set): the reservation is released | decode worker
+//	 JobEnded     | router → collector | Job failed: retry budget spent                                                     | collector
+//	 Crash        | driver → bucket    | fault id: an instance or the whole bucket (timer)                                  | -
+//	 Restart      | driver → bucket    | fault id (timer)                                                                   | -
+//	 Slowdown     | driver → bucket    | fault id, factor (timer)                                                           | -
+//	 Health       | driver → bucket    | instance down/up (timer: + detection delay)                                        | -
+//	 Health       | driver → global    | bucket down/up (timer: + detection delay)                                          | -
+//	 Retry        | bucket → global    | Job hit by a fault                                                                 | global router
+//	 Retry        | global → global    | Job whose bucket is down (timer: detection delay)                                  | global router
+//	 Wake         | decode → decode    | wake time (timer)                                                                  | -
+//	 Wake         | prefill → prefill  | wake time (timer)                                                                  | -
+//	 Wake         | link → link        | wake time (timer)                                                                  | -
+//	 Wake         | bucket → bucket    | wake time (timer)                                                                  | -
 //
 // # Policies
 //

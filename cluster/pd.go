@@ -20,6 +20,7 @@ type driverNode struct {
 	router    Addr
 	collector Addr
 	done      bool
+	faults    *injector          // nil: no faults
 	live      map[int64]*gpu.Job // released, not ended (Cluster.InFlight)
 	released  int
 }
@@ -29,6 +30,9 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 	switch m := msg.(type) {
 	case Start:
 		err = n.drv.Start(now)
+		if n.faults != nil {
+			n.faults.start(&n.outbox, now)
+		}
 	case Release:
 		job := &gpu.Job{Req: m.Req, P: -1, D: -1, Arrival: now}
 		n.track(job)
@@ -37,6 +41,8 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 	case RequestEnded:
 		delete(n.live, m.Req.ID)
 		err = n.drv.Ended(m.Req, now)
+	case InjectTick:
+		n.faults.tick(&n.outbox, now, !n.drv.Done())
 	}
 	rels := n.drv.Ready()
 	if err != nil {
@@ -64,11 +70,18 @@ type routerNode struct {
 	prefill   []Addr
 	decode    []Addr
 	decisions int64
-	obs       *routerObs // nil: not observed (see Observe)
+	f         *routerFaults // nil: no faults
+	obs       *routerObs    // nil: not observed (see Observe)
 }
 
 func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
 	n.decisions++
+	if n.f != nil {
+		var ok bool
+		if st, ok = n.fix(now, job, ds, st); !ok {
+			return
+		}
+	}
 	switch st.Action {
 	case policy.ActAdmit:
 		n.send(n.decode[st.D], Admit{job, ds}, 0)
@@ -93,6 +106,9 @@ func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch,
 }
 
 func (n *routerNode) Handle(now time.Duration, msg any) Ready {
+	if n.f != nil && n.faultHandle(now, msg) {
+		return n.ready(0, false)
+	}
 	switch m := msg.(type) {
 	case NewJob:
 		ds := policy.NewDispatch(m.Job.Req)
@@ -152,14 +168,23 @@ type decodeNode struct {
 	router    Addr
 	collector Addr
 	series    *metrics.Series
-	sync      *dpSync // D→P sync (dpsync.go); nil when off
+	f         *decodeFaults // nil: no faults
+	sync      *dpSync       // D→P sync (dpsync.go); nil when off
 }
 
 func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
+	if n.f != nil {
+		if rd, ok := n.faultHandle(now, msg); ok {
+			return rd
+		}
+	}
 	switch m := msg.(type) {
 	case Admit:
 		m.Job.D = n.idx
 		mode, reason := n.w.Admit(now, m.Job)
+		if n.f != nil && mode != policy.ModeNone {
+			n.f.admitted(m.Job, mode)
+		}
 		if mode != policy.ModeNone {
 			// The router does not touch the job until it hears back.
 			m.Job.Tries, m.Job.Reasons = m.DS.Tries+1, m.DS.Reasons
@@ -178,6 +203,13 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 	for _, ev := range rd.Out {
 		switch ev.Kind {
 		case gpu.EvDone, gpu.EvFailed:
+			if n.f != nil {
+				delete(n.f.held, ev.Job.Req.ID)
+				if ev.Job.FaultHit != 0 {
+					n.send(n.router, Retry{ev.Job}, 0)
+					continue
+				}
+			}
 			n.sync.ended(&n.outbox, ev.Job, n.idx)
 			n.send(n.router, Finished{n.idx}, 0)
 			n.send(n.collector, JobEnded{ev.Job}, 0)
@@ -197,9 +229,15 @@ type prefillNode struct {
 	w      *gpu.PrefillWorker
 	links  []Addr // by decode index
 	series *metrics.Series
+	f      *prefillFaults // nil: no faults
 }
 
 func (n *prefillNode) Handle(now time.Duration, msg any) Ready {
+	if n.f != nil {
+		if rd, ok := n.faultHandle(now, msg); ok {
+			return rd
+		}
+	}
 	if m, ok := msg.(Prefill); ok {
 		n.w.Submit(now, m.Job)
 	} else {
@@ -208,6 +246,9 @@ func (n *prefillNode) Handle(now time.Duration, msg any) Ready {
 	n.w.Advance(now)
 	rd := n.w.Ready()
 	for _, j := range rd.Out {
+		if n.f != nil && !n.f.out(&n.outbox, j) {
+			continue
+		}
 		n.send(n.links[j.D], Transfer{j}, 0)
 	}
 	n.series.Observe(now, n.w.CacheUsed(), n.w.Queued(), n.w.Running())
@@ -225,6 +266,7 @@ type linkNode struct {
 	rateCap       []float64 // per decode index: the link's own line rate
 	decode        []Addr
 	inflight      map[uint64]*gpu.Job
+	f             *linkFaults           // nil: no faults
 	name          string                // links.csv nic
 	rec           *metrics.LinkRecorder // nil: not recorded
 	sync          *linkSync             // D→P sync (dpsync.go); nil when off
@@ -253,6 +295,9 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 		j.TransferEnd = c.At
 		if c.Err != nil {
 			j.Failed = "link: " + c.Err.Error()
+			if n.f != nil {
+				n.f.blame(j, c.At)
+			}
 		}
 		n.send(n.decode[j.D], KVReady{j}, 0)
 	}

@@ -39,21 +39,29 @@ type globalNode struct {
 	configs   []bucket.BucketConfig
 	collector Addr
 	pending   map[int64]*gather
+	f         *globalFaults // nil: no faults
+}
+
+func (n *globalNode) newJob(now time.Duration, job *gpu.Job) {
+	if len(n.buckets) == 1 {
+		// One bucket: nothing to choose, no need to ask it for a view.
+		c := n.configs[0]
+		n.decide(now, job, []bucket.BucketView{{ID: 0, Name: c.Name, Min: c.Range.Min, Max: c.Range.Max, Instances: c.Instances}})
+		return
+	}
+	n.pending[job.Req.ID] = &gather{job: job, views: make([]bucket.BucketView, len(n.buckets))}
+	for _, b := range n.buckets {
+		n.send(b, ViewReq{job}, 0)
+	}
 }
 
 func (n *globalNode) Handle(now time.Duration, msg any) Ready {
+	if n.f != nil && n.faultHandle(now, msg) {
+		return n.ready(0, false)
+	}
 	switch m := msg.(type) {
 	case NewJob:
-		if len(n.buckets) == 1 {
-			// One bucket: nothing to choose, no need to ask it for a view.
-			c := n.configs[0]
-			n.decide(now, m.Job, []bucket.BucketView{{ID: 0, Name: c.Name, Min: c.Range.Min, Max: c.Range.Max, Instances: c.Instances}})
-			break
-		}
-		n.pending[m.Job.Req.ID] = &gather{job: m.Job, views: make([]bucket.BucketView, len(n.buckets))}
-		for _, b := range n.buckets {
-			n.send(b, ViewReq{m.Job}, 0)
-		}
+		n.newJob(now, m.Job)
 	case ViewResp:
 		g := n.pending[m.ID]
 		g.views[m.View.ID] = m.View
@@ -73,6 +81,12 @@ func (n *globalNode) decide(now time.Duration, job *gpu.Job, views []bucket.Buck
 		job.Failed, job.Done, job.D = dec.Reason, now, -1
 		job.RouteLog = routeLog(job, dec, nil)
 		n.send(n.collector, JobEnded{job}, 0)
+		return
+	}
+	if n.f != nil && n.f.down[dec.Bucket] != 0 {
+		// Known down: the request waits (a retry) instead.
+		job.Failed, job.FaultHit = "fault: bucket down", n.f.down[dec.Bucket]
+		n.send(n.self, Retry{job}, n.f.detect)
 		return
 	}
 	n.send(n.buckets[dec.Bucket], Assign{job, dec}, 0)
@@ -101,6 +115,8 @@ type bucketNode struct {
 	bytesTok int64
 	fetches  map[uint64]fetch
 	rec      *metrics.LinkRecorder // links.csv (nil: not recorded)
+
+	f *bucketFaults // nil: no faults
 }
 
 // fetch is a prefix being copied from another instance of the bucket.
@@ -114,6 +130,14 @@ type fetch struct {
 // fabric the part of its prefix that another instance of this bucket holds
 // and inst does not (never from another bucket).
 func (n *bucketNode) submit(now time.Duration, job *gpu.Job, inst int) {
+	if n.f != nil {
+		if id := n.f.down[inst]; id != 0 {
+			// Sent to a dead instance: lost, noticed after the detection delay.
+			hit(&n.outbox, n.router, job, id, fmt.Sprintf("fault: fused %s down", n.series[inst].Worker), n.f.detect)
+			return
+		}
+		n.f.submitted(job, inst)
+	}
 	if n.nic != nil {
 		r := job.Req
 		own := n.cores[inst].CachedPrefix(r.Blocks)
@@ -169,6 +193,11 @@ func (n *bucketNode) instances() []bucket.InstanceView {
 }
 
 func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
+	if n.f != nil {
+		if rd, ok := n.faultHandle(now, msg); ok {
+			return rd
+		}
+	}
 	// Only cores with an event due are advanced: an instance's state only
 	// changes at its own events, and advancing it at other instants would
 	// only split its analytic decode progress (at nanosecond rounding),
@@ -184,7 +213,17 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 	case Assign:
 		job := m.Job
 		br := job.Req
-		dec := n.local.Route(br, n.instances(), n, now)
+		views := n.instances()
+		dec := n.local.Route(br, views, n, now)
+		if n.f != nil && dec.Instance >= 0 {
+			inst := n.f.pick(dec.Instance, views)
+			if inst < 0 {
+				job.Bucket = n.cfg.Name
+				hit(&n.outbox, n.router, job, n.f.known[dec.Instance], "fault: no live instance in bucket "+n.cfg.Name, n.f.detect)
+				break
+			}
+			dec.Instance = inst
+		}
 		job.Bucket = n.cfg.Name
 		job.LengthBucketMatch = m.Dec.Bucket == m.Dec.StrictBucket
 		job.BucketPredictedPrefix = m.Dec.Candidates[m.Dec.Bucket].View.PredictedPrefix
@@ -211,6 +250,9 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		for _, c := range rd.Out {
 			f := n.fetches[c.ID]
 			delete(n.fetches, c.ID)
+			if n.f != nil && (f.job == nil || n.f.held[f.inst][f.job.Req.ID] != f.job) {
+				continue // the instance crashed meanwhile: the job was retried
+			}
 			f.job.TransferEnd = c.At
 			if c.Err == nil {
 				r := f.job.Req
@@ -231,6 +273,9 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		for _, ev := range rd.Out {
 			switch ev.Kind {
 			case gpu.EvDone, gpu.EvFailed:
+				if n.f != nil {
+					delete(n.f.held[i], ev.Job.Req.ID)
+				}
 				n.local.Finished(i, now)
 				n.send(n.collector, JobEnded{ev.Job}, 0)
 			case gpu.EvBlocksEvicted:

@@ -212,6 +212,15 @@ func TestProtocolWalk(t *testing.T) {
 	dp.LocalRouter.Policy = key.Name
 	require.NoError(t, walk(t, dp, &source{reqs: []*workload.Request{req(0, 0, 100)}}, seen))
 
+	// Fault schedules (faults_test.go).
+	for _, spec := range faultWalkSpecs(t) {
+		src, err := cluster.Source(spec, false)
+		require.NoError(t, err)
+		require.NoError(t, walk(t, spec, src, seen))
+	}
+	race, rsrc := raceSpec(t)
+	require.NoError(t, walk(t, race, rsrc, seen))
+
 	table := map[hop]bool{}
 	for _, h := range cluster.Protocol {
 		k := hop{msgName(h.Msg), h.From, h.To}

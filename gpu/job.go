@@ -53,6 +53,13 @@ type Job struct {
 	BucketPredictedPrefix int    // blocks predicted cached in the chosen bucket
 	RouteLog              []byte // one routing_log.jsonl line (JSON, no newline)
 
+	// Faults (cluster/faults.go): FaultHit is 1 + the id of the fault that
+	// made this attempt fail (0 = none); Retries counts the dispatches
+	// lost to faults before this one, RetryReasons says why each was lost.
+	FaultHit     int32
+	Retries      int
+	RetryReasons []string
+
 	// Unadmitted: no worker admitted the request (admission-free
 	// policies); the decode worker reserves its KV on arrival, waiting for
 	// room.

@@ -114,6 +114,9 @@ func (c *Collector) Add(j *gpu.Job) error {
 		rec.TTFT = j.FirstToken - j.Arrival
 		rec.E2E = j.Done - j.Arrival
 		rec.Reason = strings.Join(j.Reasons, ";")
+		if len(j.RetryReasons) > 0 { // attempts lost to faults first
+			rec.Reason = strings.Join(append(append([]string(nil), j.RetryReasons...), j.Reasons...), ";")
+		}
 		if r.OutputLen > 1 {
 			rec.TPOT = (j.Done - j.FirstToken) / time.Duration(r.OutputLen-1)
 		}

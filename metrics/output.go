@@ -166,6 +166,8 @@ type Summary struct {
 	Router *RouterTotals `json:"router,omitempty"`
 	// PerBucket breaks a bucketed run down by bucket (sorted by name).
 	PerBucket []BucketSummary `json:"per_bucket,omitempty"`
+	// Faults sums faults.csv (absent without faults).
+	Faults *FaultSummary `json:"faults,omitempty"`
 
 	TTFTParts  PartsSummary `json:"ttft_parts_ms"`
 	TTFTTail   TailParts    `json:"ttft_tail"`

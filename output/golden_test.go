@@ -120,7 +120,7 @@ func TestMetamorphicGOMAXPROCS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	for _, name := range []string{scenarios.Default, "buckets-3.hcl", "dp4.hcl"} {
+	for _, name := range []string{scenarios.Default, "buckets-3.hcl", "dp4.hcl", "chaos.hcl"} {
 		t.Run(name, func(t *testing.T) {
 			a, _ := runScenario(t, name)
 			prev := runtime.GOMAXPROCS(1)

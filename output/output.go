@@ -34,7 +34,7 @@ import (
 // (summary.json, the marker, last).
 var Files = []string{
 	"per_request.csv", "instances.csv", "links.csv", "router_windows.csv",
-	"sessions.csv", "routing_log.jsonl", "summary.json",
+	"sessions.csv", "routing_log.jsonl", "faults.csv", "summary.json",
 }
 
 // Marker is the file that makes a directory a run directory.
@@ -96,6 +96,7 @@ func Write(dir string, res *actors.Result, opts WriteOptions) error {
 		"router_windows.csv": func(w io.Writer) error { return metrics.WriteRouterWindows(w, recs, res.RouterEvents, window) },
 		"sessions.csv":       func(w io.Writer) error { return metrics.WriteSessions(w, res.Sessions) },
 		"routing_log.jsonl":  func(w io.Writer) error { return metrics.WriteRoutingLog(w, recs) },
+		"faults.csv":         func(w io.Writer) error { return metrics.WriteFaults(w, res.Faults) },
 		"summary.json":       func(w io.Writer) error { return metrics.WriteSummary(w, sum) },
 	}
 	for _, name := range Files {

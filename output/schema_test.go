@@ -171,7 +171,7 @@ func checkJSON(t *testing.T, file string, fields []docField, found map[string]bo
 func TestOutputsDocumented(t *testing.T) {
 	doc := readDoc(t)
 	var dirs []string
-	for _, name := range []string{"1p3d-tcp.hcl", "buckets-3.hcl"} {
+	for _, name := range []string{"1p3d-tcp.hcl", "buckets-3.hcl", "chaos.hcl"} {
 		dir, ok := runScenario(t, name)
 		require.True(t, ok)
 		dirs = append(dirs, dir)

@@ -20,7 +20,7 @@ import (
 
 func TestNames(t *testing.T) {
 	names := scenarios.Names()
-	assert.Equal(t, []string{"1p3d-mlx5.hcl", "1p3d-tcp.hcl", "buckets-3-strict.hcl", "buckets-3.hcl", "claude-code.hcl", "dp4.hcl", "kvc-v1-1p3d.hcl", "kvscore-1p3d.hcl", "mooncake.hcl", "reseed-tcp-loopback.hcl", "sticky-1p3d.hcl", "vanilla-pd-1p3d.hcl"}, names)
+	assert.Equal(t, []string{"1p3d-mlx5.hcl", "1p3d-tcp.hcl", "buckets-3-strict.hcl", "buckets-3.hcl", "chaos.hcl", "claude-code.hcl", "dp4.hcl", "kvc-v1-1p3d.hcl", "kvscore-1p3d.hcl", "mooncake.hcl", "reseed-tcp-loopback.hcl", "sticky-1p3d.hcl", "vanilla-pd-1p3d.hcl"}, names)
 	assert.Contains(t, names, scenarios.Default)
 }
 
@@ -54,7 +54,10 @@ func TestEmbeddedScenariosParse(t *testing.T) {
 	reseedGen.Sessions, reseedGen.Turns = 4, 32
 	reseedGen.SystemTokens, reseedGen.FirstTokens = 8000, 4000
 	reseedGen.AppendTokens, reseedGen.OutputTokens = 1000, 300
+	chaosGen := topology.DefaultGenerator()
+	chaosGen.Sessions = 8
 	expects := map[string]expect{
+		"chaos.hcl":               {"H200-SXM", chaosGen},
 		"1p3d-mlx5.hcl":           {"H200-SXM", topology.DefaultGenerator()},
 		"1p3d-tcp.hcl":            {"H200-SXM", topology.DefaultGenerator()},
 		"vanilla-pd-1p3d.hcl":     {"H200-SXM", topology.DefaultGenerator()},
@@ -290,15 +293,18 @@ func TestReseedTCPLoopbackRuns(t *testing.T) {
 func TestLinkCutEndToEnd(t *testing.T) {
 	spec := loadReseed(t)
 	spec.Workload.Generator.Turns = 4
-	// On one link only: it is one NIC, so all three links are cut.
+	// On one link only: it is one NIC, so all three links are cut. No
+	// retries: the first failed transfer tells the router that no decode
+	// worker is reachable, and later requests fail for that.
 	spec.Links[1].Faults = []topology.LinkFault{{At: 0, Kind: topology.FaultCut}}
+	spec.Recovery.RetryBudget = 0
 	res, err := actors.Run(context.Background(), spec, actors.Options{})
 	require.NoError(t, err)
 	s := res.Summary
 	assert.Equal(t, s.Requests.Total, s.Requests.Completed+s.Requests.Failed)
 	assert.GreaterOrEqual(t, s.Requests.Failed, spec.Workload.Generator.Sessions)
 	for _, r := range res.Records {
-		if r.Failed {
+		if r.Failed && r.Reason != "fault: no healthy decode worker" {
 			assert.Equal(t, `link: transfer: NIC "p0/lo" cut`, r.Reason, "request %d", r.ID)
 		}
 		if r.Turn == 0 {
@@ -514,4 +520,22 @@ func TestGeneratorZerosAreHonoured(t *testing.T) {
 	}
 	require.Len(t, firsts, spec.Workload.Generator.Sessions)
 	assert.NotEqual(t, firsts[0][0], firsts[1][0], "no shared system prefix")
+}
+
+// The chaos scenario: d1's hand-written crash and the chaos block's draws
+// are in the Spec, and the run ends every request.
+func TestChaosScenario(t *testing.T) {
+	src, err := scenarios.Read("chaos.hcl")
+	require.NoError(t, err)
+	spec, err := topology.Parse("<embedded>/chaos.hcl", src, topology.Options{})
+	require.NoError(t, err)
+	require.NotNil(t, spec.Chaos)
+	assert.Contains(t, spec.Decode[1].Faults, topology.NodeFault{Kind: topology.FaultCrash, At: 30 * time.Second, For: 20 * time.Second})
+	res, err := actors.Run(context.Background(), spec, actors.Options{})
+	require.NoError(t, err)
+	s := res.Summary
+	assert.Equal(t, s.Requests.Total, s.Requests.Completed+s.Requests.Failed)
+	require.NotNil(t, s.Faults)
+	assert.Equal(t, len(res.Faults), s.Faults.Events)
+	assert.GreaterOrEqual(t, s.Faults.Events, 2)
 }

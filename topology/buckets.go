@@ -344,6 +344,7 @@ func (c *checker) buckets(bhs []bucketHCL, ctx *hcl.EvalContext, byName map[stri
 
 		ranges[i] = c.bucketRange(bh, ctx)
 		b := Bucket{Name: bh.Name, Min: ranges[i].lo, Max: ranges[i].hi}
+		b.Faults = c.nodeFaults(bh.Crashes, nil)
 		if bh.RemoteFetchBandwidth != nil {
 			bw, err := ParseBandwidth(*bh.RemoteFetchBandwidth)
 			if err != nil {

@@ -2,14 +2,16 @@ package topology
 
 import (
 	"slices"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 )
 
 // fault checks one fault block: at >= 0 and exactly one of degrade (in
-// (0, 1]), cut = true and restore = true.
-func (c *checker) fault(fh *faultHCL) (LinkFault, bool) {
-	const usage = "A fault block takes \"at\" and exactly one of degrade = FACTOR (0 < FACTOR <= 1), cut = true or restore = true, e.g. fault { at = \"30s\"  degrade = 0.5 }."
+// (0, 1]), cut = true, restore = true and flap = PERIOD (with flaps = N,
+// default 1), which it expands into cuts and restores.
+func (c *checker) fault(fh *faultHCL) ([]LinkFault, bool) {
+	const usage = "A fault block takes \"at\" and exactly one of degrade = FACTOR (0 < FACTOR <= 1), cut = true, restore = true or flap = PERIOD (cut for PERIOD, restored for PERIOD, flaps times), e.g. fault { at = \"30s\"  degrade = 0.5 }."
 	var f LinkFault
 	ok := fh.AtRange != (hcl.Range{}) && !c.bad(fh.AtRange)
 	if ok {
@@ -30,6 +32,13 @@ func (c *checker) fault(fh *faultHCL) (LinkFault, bool) {
 	if fh.Restore != nil || c.bad(fh.RestoreRange) {
 		set = append(set, kindAttr{FaultRestore, fh.RestoreRange})
 	}
+	if fh.Flap != nil || c.bad(fh.FlapRange) {
+		set = append(set, kindAttr{"flap", fh.FlapRange})
+	}
+	if fh.Flaps != nil && fh.Flap == nil && !c.bad(fh.FlapsRange) {
+		c.errorf(fh.FlapsRange, "\"flaps\" without \"flap\"", "\"flaps\" counts the cut/restore cycles of a flap; set flap = PERIOD too. %s", usage)
+		return nil, false
+	}
 	switch len(set) {
 	case 0:
 		// Unless HCL already complained about the block's content (a
@@ -37,7 +46,7 @@ func (c *checker) fault(fh *faultHCL) (LinkFault, bool) {
 		if !c.bad(c.bodyRange(fh.Body)) {
 			c.errorf(fh.DefRange, "Empty fault block", "This fault block does nothing. %s", usage)
 		}
-		return f, false
+		return nil, false
 	case 1:
 	default:
 		// Point at the second kind in source order.
@@ -45,15 +54,25 @@ func (c *checker) fault(fh *faultHCL) (LinkFault, bool) {
 		c.errorf(set[1].rng, "Conflicting fault kinds",
 			"This fault block sets both %q and %q, but a fault block does one thing. Split it into two fault blocks (they may have the same \"at\"). %s",
 			set[0].kind, set[1].kind, usage)
-		return f, false
+		return nil, false
 	}
 
 	k := set[0]
 	f.Kind = k.kind
 	switch k.kind {
+	case "flap":
+		if fh.Flap == nil {
+			return nil, false
+		}
+		period, pok := c.checkDurationOK(fh.Flap, fh.FlapRange, 0, time.Nanosecond, "flap", "how long each cut (and each restore between cuts) lasts")
+		n := checkNum(c, fh.Flaps, fh.FlapsRange, 1, "flaps", "number of cut/restore cycles", between(1, MaxFlaps))
+		if !ok || !pok || c.bad(fh.FlapsRange) {
+			return nil, false
+		}
+		return flapFaults(f.At, period, n), true
 	case FaultDegrade:
 		if fh.Degrade == nil {
-			return f, false // decoding failed; HCL said why
+			return nil, false // decoding failed; HCL said why
 		}
 		before := len(c.diags)
 		f.Factor = checkNum(c, fh.Degrade, fh.DegradeRange, 0, "degrade",
@@ -61,7 +80,7 @@ func (c *checker) fault(fh *faultHCL) (LinkFault, bool) {
 		ok = ok && len(c.diags) == before
 	case FaultCut:
 		if fh.Cut == nil {
-			return f, false
+			return nil, false
 		}
 		if !*fh.Cut {
 			c.errorf(fh.CutRange, "Invalid value for \"cut\"", "\"cut\" must be true: a fault with cut = false does nothing. Remove the block, or use restore = true to end a cut. %s", usage)
@@ -69,12 +88,12 @@ func (c *checker) fault(fh *faultHCL) (LinkFault, bool) {
 		}
 	case FaultRestore:
 		if fh.Restore == nil {
-			return f, false
+			return nil, false
 		}
 		if !*fh.Restore {
 			c.errorf(fh.RestoreRange, "Invalid value for \"restore\"", "\"restore\" must be true: a fault with restore = false does nothing. Remove the block. %s", usage)
 			ok = false
 		}
 	}
-	return f, ok
+	return []LinkFault{f}, ok
 }

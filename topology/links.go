@@ -211,8 +211,8 @@ func (c *checker) link(lh *linkHCL) (Link, map[string]bool) {
 	}
 
 	for i := range lh.Faults {
-		if f, ok := c.fault(&lh.Faults[i]); ok {
-			l.Faults = append(l.Faults, f)
+		if fs, ok := c.fault(&lh.Faults[i]); ok {
+			l.Faults = append(l.Faults, fs...)
 		}
 	}
 	return l, valid

@@ -38,6 +38,11 @@ type fileHCL struct {
 	Buckets       []bucketHCL `hcl:"bucket,block"`
 	GlobalRouters []routerHCL `hcl:"global_router,block"`
 	LocalRouters  []routerHCL `hcl:"local_router,block"`
+
+	// Faults (nodefaults.go): how the routers notice and retry, and random
+	// fault schedules.
+	Recovery []recoveryHCL `hcl:"recovery,block"`
+	Chaos    []chaosHCL    `hcl:"chaos,block"`
 }
 
 // bucketHCL is a bucket block. Its attributes are kept as expressions so
@@ -59,6 +64,8 @@ type bucketHCL struct {
 	// prefix fetches (absent = no remote fetch).
 	RemoteFetchBandwidth      *string   `hcl:"remote_fetch_bandwidth,optional"`
 	RemoteFetchBandwidthRange hcl.Range `hcl:"remote_fetch_bandwidth,attr_range"`
+
+	Crashes []crashHCL `hcl:"crash,block"`
 }
 
 // prefillHCL is a prefill block: a worker without max_running.
@@ -97,6 +104,10 @@ type prefillHCL struct {
 	// string of bytes.
 	ReservedMemory      *string   `hcl:"reserved_memory,optional"`
 	ReservedMemoryRange hcl.Range `hcl:"reserved_memory,attr_range"`
+
+	// Node faults (nodefaults.go).
+	Crashes []crashHCL `hcl:"crash,block"`
+	Slows   []slowHCL  `hcl:"slow,block"`
 }
 
 // workerHCL is a decode or fused block.
@@ -142,6 +153,10 @@ type workerHCL struct {
 	// string of bytes.
 	ReservedMemory      *string   `hcl:"reserved_memory,optional"`
 	ReservedMemoryRange hcl.Range `hcl:"reserved_memory,attr_range"`
+
+	// Node faults (nodefaults.go).
+	Crashes []crashHCL `hcl:"crash,block"`
+	Slows   []slowHCL  `hcl:"slow,block"`
 }
 
 func (p prefillHCL) worker() workerHCL {
@@ -160,6 +175,7 @@ func (p prefillHCL) worker() workerHCL {
 		PrefillOverhead: p.PrefillOverhead, PrefillOverheadRange: p.PrefillOverheadRange,
 		AllReduceLatency: p.AllReduceLatency, AllReduceLatencyRange: p.AllReduceLatencyRange,
 		ReservedMemory: p.ReservedMemory, ReservedMemoryRange: p.ReservedMemoryRange,
+		Crashes: p.Crashes, Slows: p.Slows,
 	}
 }
 
@@ -203,6 +219,11 @@ type faultHCL struct {
 	CutRange     hcl.Range `hcl:"cut,attr_range"`
 	Restore      *bool     `hcl:"restore,optional"`
 	RestoreRange hcl.Range `hcl:"restore,attr_range"`
+	// Flap: cut for Flap, restored for Flap, Flaps times from At.
+	Flap       *string   `hcl:"flap,optional"`
+	FlapRange  hcl.Range `hcl:"flap,attr_range"`
+	Flaps      *int      `hcl:"flaps,optional"`
+	FlapsRange hcl.Range `hcl:"flaps,attr_range"`
 }
 
 // routerHCL keeps the body undecoded: its schema depends on the policy label

@@ -70,6 +70,13 @@ type Spec struct {
 	Buckets      []Bucket // in file order; a bucket's id is its index
 	GlobalRouter GlobalRouter
 	LocalRouter  LocalRouter
+
+	// Recovery is how the routers notice faults and retry the requests
+	// they hit (the recovery block, defaults filled in); Chaos is the
+	// chaos block (nil = none), whose drawn faults are already in the
+	// workers' and links' fault lists.
+	Recovery Recovery
+	Chaos    *Chaos
 }
 
 // Bucket is an input-length bucket: the input lengths it serves (inclusive)
@@ -83,6 +90,9 @@ type Bucket struct {
 	// of the same bucket holds fetches it instead of recomputing it
 	// (0 = no remote fetch). Never across buckets.
 	RemoteFetchBandwidth float64
+	// Faults are the bucket's crashes (Kind FaultCrash only), in time
+	// order: every instance and the meta-store lose their state.
+	Faults []NodeFault
 }
 
 // GlobalRouter is the bucket-choosing router and its parameters, with
@@ -155,6 +165,10 @@ type Worker struct {
 	// (HCL: mfu, mbu, comm_efficiency, step_overhead, prefill_overhead,
 	// allreduce_latency, reserved_memory). Unset fields keep the defaults.
 	Perf PerfOverrides
+
+	// Faults are the worker's crash and slow blocks (and the chaos
+	// block's drawn crashes), in time order.
+	Faults []NodeFault
 }
 
 // PerfOverrides are per-worker overrides of the cost model (gpu.Perf). A nil
@@ -216,6 +230,8 @@ const (
 	FaultDegrade = "degrade" // multiply the NIC's effective rate by Factor (compounds until a restore)
 	FaultCut     = "cut"     // fail every transfer in flight, and every new one until a restore
 	FaultRestore = "restore" // end a cut and every degradation
+	// A flap (fault { at, flap = PERIOD, flaps = N }) is written as N
+	// cuts, each restored PERIOD later, PERIOD apart.
 )
 
 // LinkFault is a scheduled change of a NIC's state, at emulated time At
@@ -224,6 +240,7 @@ type LinkFault struct {
 	At     time.Duration // >= 0
 	Kind   string        // FaultDegrade, FaultCut or FaultRestore
 	Factor float64       // FaultDegrade: in (0, 1]; 0 for the other kinds
+	Chaos  bool          // drawn by the chaos block
 }
 
 // Router is the routing policy and its parameters, with defaults filled in.

@@ -76,6 +76,8 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 		}
 		spec.Workload = c.workload(filename, &fh.Workloads[0])
 	}
+	spec.Recovery = c.recovery(fh.Recovery)
+	c.chaos(spec, fh.Chaos)
 	return spec
 }
 

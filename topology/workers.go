@@ -57,5 +57,6 @@ func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
 		ReservedMemory: c.optSize(wh.ReservedMemory, wh.ReservedMemoryRange, "reserved_memory",
 			"memory per GPU taken before the KV pool is sized, e.g. \"1.1GiB\""),
 	}
+	w.Faults = c.nodeFaults(wh.Crashes, wh.Slows)
 	return w
 }

@@ -49,7 +49,9 @@ func TestServeCommand(t *testing.T) {
 	defer cancel()
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "--listen", addr, "--out", dir, "--time-scale", "20"}, &stdout, &stderr) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", addr, "--out", dir, "--time-scale", "20"}, &stdout, &stderr)
+	}()
 
 	url := "http://" + addr
 	require.Eventually(t, func() bool {

@@ -1,0 +1,225 @@
+package metrics
+
+import (
+	"encoding/csv"
+	"io"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// FaultRecord is one fault of a run (faults.csv, summary.json "faults"):
+// what was hit, when the routers learnt of it, what it did to the
+// requests, and how long the run took to recover.
+type FaultRecord struct {
+	ID     int
+	Kind   string // crash, slow, cut
+	Target string // decode, prefill, link
+	Node   string // worker name, or prefill/device for a NIC
+	At     time.Duration
+	End    time.Duration // restart or restore; -1: never
+	Factor float64       // slow
+	Chaos  bool          // drawn by the chaos block
+	// Detected is when the router learnt of it (-1: never, e.g. a
+	// slowdown, or the run ended first).
+	Detected time.Duration
+	// Lost: requests on the node when it crashed; LostSessions: sessions
+	// whose resident KV it destroyed.
+	Lost, LostSessions int
+	// Retried, Failed: requests it hit that were dispatched again, and
+	// that failed because the retry budget was spent. Reseeded: sessions
+	// the router believed resident on the node whose next request was
+	// prefilled again (elsewhere, or on the node after its restart).
+	Retried, Failed, Reseeded int
+	// Recovery: from the fault until the Direct share and the mean TTFT
+	// of a window of requests arriving after it are back to their level
+	// before the fault (see Recover); -1 when they never were.
+	Recovery time.Duration
+}
+
+// FaultsUntil keeps the faults that happened by end (the end of the run):
+// a fault scheduled later never happened, and nothing the run learnt after
+// its end counts.
+func FaultsUntil(faults []FaultRecord, end time.Duration) []FaultRecord {
+	var out []FaultRecord
+	for _, f := range faults {
+		if f.At > end {
+			continue
+		}
+		if f.Detected > end {
+			f.Detected = -1
+		}
+		if f.End > end {
+			f.End = -1
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// RecoveryWindow is the width of the windows Recover compares; a window
+// counts as recovered when its Direct share is at least RecoveryShare of
+// the pre-fault window's and its mean TTFT at most RecoveryTTFT times it.
+const (
+	RecoveryWindow = 10 * time.Second
+	RecoveryShare  = 0.9
+	RecoveryTTFT   = 1.2
+)
+
+// Recover fills each fault's Recovery from the records (sorted or not):
+// the pre-fault level is that of the completed requests arriving in the
+// RecoveryWindow before the fault; windows of the same width are then
+// slid from the fault to the last arrival in steps of a tenth of it, and
+// the recovery ends with the last window (holding a completed request)
+// below that level: the run is back to its level for good from then on.
+// 0: no window was below it (or no request came before the fault); -1:
+// the last window of the run still was.
+func Recover(faults []FaultRecord, recs []Record) {
+	if len(faults) == 0 {
+		return
+	}
+	rs := make([]Record, len(recs))
+	copy(rs, recs)
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Arrival < rs[j].Arrival })
+	level := func(lo, hi time.Duration) (share, ttft float64, n int) {
+		i := sort.Search(len(rs), func(i int) bool { return rs[i].Arrival >= lo })
+		var direct int
+		var sum float64
+		for ; i < len(rs) && rs[i].Arrival < hi; i++ {
+			if rs[i].Failed {
+				continue
+			}
+			n++
+			if rs[i].Mode == "Direct" {
+				direct++
+			}
+			sum += float64(rs[i].TTFT)
+		}
+		if n == 0 {
+			return 0, 0, 0
+		}
+		return float64(direct) / float64(n), sum / float64(n), n
+	}
+	var last time.Duration
+	if len(rs) > 0 {
+		last = rs[len(rs)-1].Arrival
+	}
+	for i := range faults {
+		f := &faults[i]
+		f.Recovery = -1
+		share0, ttft0, n0 := level(f.At-RecoveryWindow, f.At)
+		if n0 == 0 {
+			f.Recovery = 0
+			continue
+		}
+		// The end of the last window below the level (0 when none was).
+		f.Recovery = 0
+		for lo := f.At; lo <= last; lo += RecoveryWindow / 10 {
+			share, ttft, n := level(lo, lo+RecoveryWindow)
+			if n > 0 && !(share >= RecoveryShare*share0 && ttft <= RecoveryTTFT*ttft0) {
+				f.Recovery = lo + RecoveryWindow - f.At
+				if lo+RecoveryWindow > last {
+					f.Recovery = -1 // still below at the end of the run
+				}
+			}
+		}
+	}
+}
+
+// FaultColumns are faults.csv's columns.
+var FaultColumns = []string{"id", "kind", "target", "node", "at_ms", "end_ms", "factor", "chaos", "detected_ms",
+	"lost_requests", "lost_sessions", "retried", "failed", "reseeded", "recovery_ms"}
+
+// WriteFaults writes faults.csv (a header only when the run had no fault).
+func WriteFaults(w io.Writer, faults []FaultRecord) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(FaultColumns); err != nil {
+		return err
+	}
+	ms := func(d time.Duration) string {
+		if d < 0 {
+			return ""
+		}
+		return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
+	}
+	for _, f := range faults {
+		factor := ""
+		if f.Factor > 0 {
+			factor = strconv.FormatFloat(f.Factor, 'g', -1, 64)
+		}
+		if err := cw.Write([]string{strconv.Itoa(f.ID), f.Kind, f.Target, f.Node, ms(f.At), ms(f.End), factor,
+			strconv.FormatBool(f.Chaos), ms(f.Detected), strconv.Itoa(f.Lost), strconv.Itoa(f.LostSessions),
+			strconv.Itoa(f.Retried), strconv.Itoa(f.Failed), strconv.Itoa(f.Reseeded), ms(f.Recovery)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// FaultSummary is summary.json's "faults" (only runs with faults).
+type FaultSummary struct {
+	Events   int `json:"events"`
+	Retried  int `json:"requests_retried"`
+	Failed   int `json:"requests_failed"`
+	Reseeded int `json:"sessions_reseeded"`
+	Lost     int `json:"requests_lost"`
+	// DetectionMS: mean time from a fault to its detection; RecoveryMS:
+	// the longest recovery (-1 when a fault never recovered).
+	DetectionMS float64       `json:"mean_detection_ms"`
+	RecoveryMS  float64       `json:"max_recovery_ms"`
+	List        []FaultReport `json:"list"`
+	// Restarts: the actor runtime's supervisor restarts per actor (an
+	// injected crash fails the node's actor; filled by package actors).
+	Restarts map[string]int `json:"actor_restarts,omitempty"`
+}
+
+// FaultReport is one fault in summary.json.
+type FaultReport struct {
+	Kind       string  `json:"kind"`
+	Node       string  `json:"node"`
+	AtMS       float64 `json:"at_ms"`
+	DetectedMS float64 `json:"detected_ms"`
+	Retried    int     `json:"retried"`
+	Failed     int     `json:"failed"`
+	Reseeded   int     `json:"reseeded"`
+	RecoveryMS float64 `json:"recovery_ms"`
+}
+
+// SummarizeFaults is the summary of faults (nil when there are none).
+func SummarizeFaults(faults []FaultRecord) *FaultSummary {
+	if len(faults) == 0 {
+		return nil
+	}
+	ms := func(d time.Duration) float64 {
+		if d < 0 {
+			return -1
+		}
+		return float64(d) / 1e6
+	}
+	s := &FaultSummary{Events: len(faults), List: []FaultReport{}}
+	var det float64
+	var ndet int
+	for _, f := range faults {
+		s.Retried += f.Retried
+		s.Failed += f.Failed
+		s.Reseeded += f.Reseeded
+		s.Lost += f.Lost
+		if f.Detected >= 0 {
+			det += float64(f.Detected-f.At) / 1e6
+			ndet++
+		}
+		switch {
+		case f.Recovery < 0 && f.Kind != "slow":
+			s.RecoveryMS = -1
+		case s.RecoveryMS >= 0:
+			s.RecoveryMS = max(s.RecoveryMS, ms(f.Recovery))
+		}
+		s.List = append(s.List, FaultReport{Kind: f.Kind, Node: f.Node, AtMS: ms(f.At), DetectedMS: ms(f.Detected),
+			Retried: f.Retried, Failed: f.Failed, Reseeded: f.Reseeded, RecoveryMS: ms(f.Recovery)})
+	}
+	if ndet > 0 {
+		s.DetectionMS = det / float64(ndet)
+	}
+	return s
+}
