@@ -120,12 +120,14 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	c.router = rtr
 	rtr.Observe(c.routerEv, true, spec.Router.Policy, names(spec.Prefill), names(spec.Decode))
 	rAddr := c.add(rtr, "router", KindRouter)
+	rtr.collector = c.driver.collector
 	c.driver.router = rAddr
 	decs := make([]*decodeNode, len(b.decode))
 	for i, w := range b.decode {
 		s := metrics.NewSeries(spec.Decode[i].Name, "decode")
 		c.Series = append(c.Series, s)
 		decs[i] = &decodeNode{idx: i, w: w, series: s, router: rAddr, collector: c.driver.collector}
+		rtr.fit = max(rtr.fit, w.Cap())
 		rtr.decode = append(rtr.decode, c.add(decs[i], spec.Decode[i].Name, KindDecode))
 	}
 	pres := make([]*prefillNode, len(b.prefill))

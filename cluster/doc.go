@@ -83,7 +83,7 @@
 //	 Retry        | router → router    | Job that found no healthy decode worker (timer: detection delay)                   | router
 //	 KVReady      | prefill → decode   | Job its prefill worker cannot serve (Failed set): the reservation is released      | decode worker
 //	 KVReady      | router → decode    | admitted Job no prefill worker can reach (Failed set): the reservation is released | decode worker
-//	 JobEnded     | router → collector | Job failed: retry budget spent                                                     | collector
+//	 JobEnded     | router → collector | Job failed: retry budget spent, or larger than every decode pool                   | collector
 //	 Crash        | driver → bucket    | fault id: an instance or the whole bucket (timer)                                  | -
 //	 Restart      | driver → bucket    | fault id (timer)                                                                   | -
 //	 Slowdown     | driver → bucket    | fault id, factor (timer)                                                           | -

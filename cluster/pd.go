@@ -72,6 +72,11 @@ type routerNode struct {
 	decisions int64
 	f         *routerFaults // nil: no faults
 	obs       *routerObs    // nil: not observed (see Observe)
+	// fit is the largest request (input + output tokens) any decode
+	// worker's pool can hold; a larger one fails at once with
+	// gpu.ReasonExceedsPool, before any prefill (0: not checked).
+	fit       int
+	collector Addr
 }
 
 func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
@@ -111,6 +116,13 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 	}
 	switch m := msg.(type) {
 	case NewJob:
+		if r := m.Job.Req; n.fit > 0 && r.InputLen+r.OutputLen > n.fit {
+			// No worker could ever hold it: fail now rather than prefill
+			// it on P (possibly for hours) and fail on D.
+			m.Job.Failed, m.Job.Done = gpu.ReasonExceedsPool, now
+			n.send(n.collector, JobEnded{m.Job}, 0)
+			break
+		}
 		ds := policy.NewDispatch(m.Job.Req)
 		if n.obs == nil {
 			n.apply(now, m.Job, ds, n.pol.Begin(ds))

@@ -148,7 +148,7 @@ var Protocol = []Hop{
 	{Retry{}, KindRouter, KindRouter, "Job that found no healthy decode worker (timer: detection delay)", "router"},
 	{KVReady{}, KindPrefill, KindDecode, "Job its prefill worker cannot serve (Failed set): the reservation is released", "decode worker"},
 	{KVReady{}, KindRouter, KindDecode, "admitted Job no prefill worker can reach (Failed set): the reservation is released", "decode worker"},
-	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent", "collector"},
+	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent, or larger than every decode pool", "collector"},
 	{Crash{}, KindDriver, KindBucket, "fault id: an instance or the whole bucket (timer)", "-"},
 	{Restart{}, KindDriver, KindBucket, "fault id (timer)", "-"},
 	{Slowdown{}, KindDriver, KindBucket, "fault id, factor (timer)", "-"},

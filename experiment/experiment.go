@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -34,8 +35,30 @@ import (
 	"github.com/pdemu/pdemu/workload"
 )
 
-//go:embed kvcpaper/*.hcl
+// files holds the experiment's scenarios: the runnable files at
+// kvcpaper/*.hcl and the bases they extend under kvcpaper/base/ (not runs
+// on their own).
+//
+//go:embed kvcpaper/*.hcl kvcpaper/base/*.hcl
 var files embed.FS
+
+// filePrefix is the pseudo-directory of the embedded experiment files in
+// file names (Spec.Source, diagnostics, RunSummary.Scenario): a file's
+// extends resolve in the embedded files under it (experimentFS).
+const filePrefix = "<experiment>/"
+
+// experimentFS serves files under filePrefix, so that topology.ParseFS
+// names the experiment's files "<experiment>/kvcpaper/NAME.hcl" and
+// resolves their extends in the embedded files.
+type experimentFS struct{}
+
+func (experimentFS) Open(name string) (fs.File, error) {
+	rest, ok := strings.CutPrefix(name, filePrefix)
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return files.Open(rest)
+}
 
 // Options tune an experiment run.
 type Options struct {
@@ -107,13 +130,10 @@ func parseOptions(vars map[string]string) topology.Options {
 	}
 }
 
-// loadSpec parses an embedded experiment file.
+// loadSpec parses the embedded experiment file kvcpaper/<file>.hcl, its
+// extends resolved in the embedded files.
 func loadSpec(file string, vars map[string]string) (*topology.Spec, error) {
-	src, err := files.ReadFile("kvcpaper/" + file + ".hcl")
-	if err != nil {
-		return nil, fmt.Errorf("experiment: %w", err)
-	}
-	return topology.Parse("<experiment>/kvcpaper/"+file+".hcl", src, parseOptions(vars))
+	return topology.ParseFS(experimentFS{}, filePrefix+"kvcpaper/"+file+".hcl", parseOptions(vars))
 }
 
 // execute runs defs with opts.Parallel goroutines and returns their

@@ -21,11 +21,7 @@ func TestUnknownExperiment(t *testing.T) {
 }
 
 func TestEmbeddedFilesParse(t *testing.T) {
-	ents, err := files.ReadDir("kvcpaper")
-	require.NoError(t, err)
-	require.NotEmpty(t, ents)
-	for _, e := range ents {
-		name := e.Name()[:len(e.Name())-len(".hcl")]
+	for _, name := range runFiles(t) {
 		spec, err := loadSpec(name, nil)
 		require.NoError(t, err, name)
 		for _, w := range append(append(spec.Decode, spec.Fused...), spec.Prefill...) {
@@ -154,12 +150,11 @@ func itoa(x uint64) string {
 	return string(b)
 }
 
-// TestHCLWorkloadIsTheExperiments: `pdemu run` on an experiment file
-// replays exactly the workload the experiment gives that run, with the
-// client cap of 32.
+// TestHCLWorkloadIsTheExperiments: `pdemu run` on an experiment file on
+// disk (its extends resolved on disk) replays exactly the workload the
+// experiment gives that run, with the client cap of 32.
 func TestHCLWorkloadIsTheExperiments(t *testing.T) {
-	spec, err := loadSpec("kvc-tcp", map[string]string{"seed": "3"})
-	require.NoError(t, err)
+	spec := loadDisk(t, "kvc-tcp", map[string]string{"seed": "3"})
 	src, err := actors.Source(spec, false)
 	require.NoError(t, err)
 	c, ok := src.(workload.ClientCapper)

@@ -54,6 +54,54 @@ func runKVCPaper(ctx context.Context, opts Options) (*Report, error) {
 		seeds = seeds[:1]
 	}
 	short := opts.Short
+	defs := kvcPaperDefs(seeds, short)
+	s0 := seeds[0]
+	keep := func(d runDef) bool {
+		return d.name == fmt.Sprintf("v2-tcp-s%d", s0) || d.name == fmt.Sprintf("v2-tcp-s%d-rerun", s0)
+	}
+	outs, err := execute(ctx, defs, opts, keep)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*runOut{}
+	rep := &Report{Experiment: "kvc-paper", Seeds: seeds, Short: short, outs: byName}
+	for _, o := range outs {
+		byName[o.def.name] = o
+		rep.Runs = append(rep.Runs, o.st.sum)
+	}
+	sortRuns(rep.Runs)
+	perSeed := func(prefix string) []*runOut {
+		var xs []*runOut
+		for _, s := range seeds {
+			xs = append(xs, byName[fmt.Sprintf("%s-s%d", prefix, s)])
+		}
+		return xs
+	}
+	kvc, kvcR, v1r, dp, van := perSeed("v2-tcp"), perSeed("v2-rdma"), perSeed("v1-tcp"), perSeed("dp4"), perSeed("vanilla-tcp")
+	rep.figures(kvc, kvcR, v1r, dp, van)
+	rep.q1(kvc[0], van[0], byName["sticky-tcp"], byName["kvscore-tcp"], dp[0])
+	rep.dpSection(byName, dp[0])
+	if !short {
+		rep.q2(byName)
+	}
+	rep.q3(kvc, kvcR, byName["v2-tcp-cachebackup"])
+	rep.q4(kvc[0], byName["v2-tcp-dpsync"], byName["v2-tcp-dpsync-bigP"], kvcR[0], byName["v2-rdma-dpsync"])
+	rep.q5(kvc, dp, v1r, byName[fmt.Sprintf("v2-tcp-s%d", s0)], byName[fmt.Sprintf("v2-tcp-s%d-rerun", s0)])
+	rep.windows(kvc[0], v1r[0], byName["burst-v2"], byName["burst-v1"], byName["stress-v2-tcp"], byName["stress-v1-tcp"])
+	rep.Notes = append(rep.Notes,
+		"Workload: workload.NewSWEBench, content model \"paper\" (docs/MODEL.md: outputs and appends FITTED to the paper's decode tokens and median uncached tokens), 5.44 h timeline, client cap 32 outstanding requests (workload.WithClientCap).",
+		"Cluster: experiment/kvcpaper/*.hcl; H100 SXM, K_d 92,104, ε 2, τ_append 8192 (v1: 2048, no reset-on-success), net_capacity true, P backup as a seed-time snapshot, append_len as the spec defines it.",
+		"KVC-vs-DP figures use the TCP-loopback runs (the paper's transport); RDMA figures are §9 Q3's projection.",
+		"Reseed components are the cost models' unqueued service times for each reseed's prefilled tokens and transferred bytes (gpu.Perf.PrefillTime, transfer.Estimate); the reseed TTFT is measured (queueing included).",
+		fmt.Sprintf("Wall time %.1f s for %d runs.", time.Since(start).Seconds(), len(defs)))
+	rep.Wall = time.Since(start)
+	return rep, nil
+}
+
+// kvcPaperDefs lists the experiment's runs: seeds are the repeated runs'
+// seeds (the first one for the rest), short the reduced set. Each run's
+// file is a runnable kvcpaper/*.hcl, never a base under kvcpaper/base/.
+func kvcPaperDefs(seeds []uint64, short bool) []runDef {
 	paper := sweSource(nil, short)
 	v1 := map[string]string{"v1": "true", "tau_append": "2048"}
 	var defs []runDef
@@ -105,46 +153,7 @@ func runKVCPaper(ctx context.Context, opts Options) (*Report, error) {
 		// Q4 context: P's backup refreshed by Fallbacks (pdemu before issue 10).
 		add("v2-tcp-cachebackup", "kvc-tcp", map[string]string{"prefill_cache_backup": "true"}, s0, paper)
 	}
-	keep := func(d runDef) bool {
-		return d.name == fmt.Sprintf("v2-tcp-s%d", s0) || d.name == fmt.Sprintf("v2-tcp-s%d-rerun", s0)
-	}
-	outs, err := execute(ctx, defs, opts, keep)
-	if err != nil {
-		return nil, err
-	}
-	byName := map[string]*runOut{}
-	rep := &Report{Experiment: "kvc-paper", Seeds: seeds, Short: short, outs: byName}
-	for _, o := range outs {
-		byName[o.def.name] = o
-		rep.Runs = append(rep.Runs, o.st.sum)
-	}
-	sortRuns(rep.Runs)
-	perSeed := func(prefix string) []*runOut {
-		var xs []*runOut
-		for _, s := range seeds {
-			xs = append(xs, byName[fmt.Sprintf("%s-s%d", prefix, s)])
-		}
-		return xs
-	}
-	kvc, kvcR, v1r, dp, van := perSeed("v2-tcp"), perSeed("v2-rdma"), perSeed("v1-tcp"), perSeed("dp4"), perSeed("vanilla-tcp")
-	rep.figures(kvc, kvcR, v1r, dp, van)
-	rep.q1(kvc[0], van[0], byName["sticky-tcp"], byName["kvscore-tcp"], dp[0])
-	rep.dpSection(byName, dp[0])
-	if !short {
-		rep.q2(byName)
-	}
-	rep.q3(kvc, kvcR, byName["v2-tcp-cachebackup"])
-	rep.q4(kvc[0], byName["v2-tcp-dpsync"], byName["v2-tcp-dpsync-bigP"], kvcR[0], byName["v2-rdma-dpsync"])
-	rep.q5(kvc, dp, v1r, byName[fmt.Sprintf("v2-tcp-s%d", s0)], byName[fmt.Sprintf("v2-tcp-s%d-rerun", s0)])
-	rep.windows(kvc[0], v1r[0], byName["burst-v2"], byName["burst-v1"], byName["stress-v2-tcp"], byName["stress-v1-tcp"])
-	rep.Notes = append(rep.Notes,
-		"Workload: workload.NewSWEBench, content model \"paper\" (docs/MODEL.md: outputs and appends FITTED to the paper's decode tokens and median uncached tokens), 5.44 h timeline, client cap 32 outstanding requests (workload.WithClientCap).",
-		"Cluster: experiment/kvcpaper/*.hcl; H100 SXM, K_d 92,104, ε 2, τ_append 8192 (v1: 2048, no reset-on-success), net_capacity true, P backup as a seed-time snapshot, append_len as the spec defines it.",
-		"KVC-vs-DP figures use the TCP-loopback runs (the paper's transport); RDMA figures are §9 Q3's projection.",
-		"Reseed components are the cost models' unqueued service times for each reseed's prefilled tokens and transferred bytes (gpu.Perf.PrefillTime, transfer.Estimate); the reseed TTFT is measured (queueing included).",
-		fmt.Sprintf("Wall time %.1f s for %d runs.", time.Since(start).Seconds(), len(defs)))
-	rep.Wall = time.Since(start)
-	return rep, nil
+	return defs
 }
 
 // ---------------------------------------------------------------- figures

@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -198,4 +201,36 @@ func TestRunRefusesAnotherRunsDirectory(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "mine", string(b), "--force keeps files pdemu did not write")
+}
+
+// A request no decode pool could ever hold fails at once at the router,
+// before any prefill, and the request behind it is not held up (it used to
+// wait 89 emulated hours behind a 16.7M-token prefill on P).
+func TestOversizedRequestFailsBeforePrefill(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "huge.jsonl")
+	huge := make([]string, 16_700_000/512)
+	for i := range huge {
+		huge[i] = strconv.Itoa(i)
+	}
+	lines := `{"timestamp":0,"input_length":16700000,"output_length":10,"hash_ids":[` + strings.Join(huge, ",") + "]}\n" +
+		`{"timestamp":1,"input_length":1000,"output_length":10,"hash_ids":[999999,999998]}` + "\n"
+	require.NoError(t, os.WriteFile(trace, []byte(lines), 0o644))
+	out := t.TempDir()
+	_, _, err := runCLI(t, "run", "--trace", trace, "--out", out, "-q", "--max-failed", "1")
+	require.NoError(t, err)
+	f, err := os.Open(filepath.Join(out, "per_request.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	require.Len(t, rows, 3)
+	assert.Equal(t, "exceeds-kv-pool", rows[1][col["reason"]])
+	assert.Empty(t, rows[1][col["p_worker"]], "never sent to a prefill worker")
+	ttft, err := strconv.ParseFloat(rows[2][col["ttft_ms"]], 64)
+	require.NoError(t, err)
+	assert.Less(t, ttft, 1000.0, "the small request is not held up")
 }
