@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/gpu"
@@ -25,6 +26,19 @@ func NICConfigs(spec *topology.Spec) ([]transfer.Config, error) { return cluster
 // Source builds the scenario's workload source (see cluster.Source).
 func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 	return cluster.Source(spec, skipBad)
+}
+
+// boundSeries keeps the worker series to the points instances.csv can
+// read: those in force at multiples of the sample interval (1 s when
+// unset, as metrics.InstancesPlan reads it), so their memory grows with
+// the run's sample times, not its events.
+func boundSeries(series []*metrics.Series, interval time.Duration) {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	for _, s := range series {
+		s.SetGrid(interval)
+	}
 }
 
 // summarize fills res from the cluster after the run.

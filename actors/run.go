@@ -134,6 +134,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	boundSeries(cl.Series, spec.Workload.SampleInterval)
 	ps := borrowSystem(log, opts.FreshSystem)
 	rs := &runState{done: make(chan struct{}), progress: opts.Progress}
 	clk := newClock(ps.sys, spec.Workload, rs)

@@ -29,6 +29,7 @@ func BenchmarkReplay(b *testing.B) {
 	b.ReportAllocs()
 	var reqs int
 	var emulated float64
+	cpu0 := cpuTime()
 	for b.Loop() {
 		res, err := actors.Run(context.Background(), spec, actors.Options{})
 		if err != nil {
@@ -40,4 +41,5 @@ func BenchmarkReplay(b *testing.B) {
 	wall := b.Elapsed().Seconds()
 	b.ReportMetric(float64(reqs)/wall, "req/s")
 	b.ReportMetric(emulated/wall, "emu-s/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }

@@ -69,6 +69,10 @@ type residency struct {
 	blocks  []uint64 // prompt blocks of the session's last admitted request
 	active  int      // requests of the session admitted and not ended
 	lastUse time.Duration
+	// Idle sessions (active == 0) are linked in the worker's idle list in
+	// eviction order, (lastUse, id) ascending; busy ones are unlinked.
+	id         int32
+	prev, next *residency
 }
 
 // DecodeWorker is a decode worker's pure state machine: SessionAwareCache
@@ -101,6 +105,7 @@ type DecodeWorker struct {
 	used    int
 	maxUsed int
 	sess    map[int32]*residency
+	idle    residency // sentinel of the idle list (see residency)
 
 	running  []*Job
 	prefillQ []*Job // Direct requests waiting for their append-prefill
@@ -133,11 +138,54 @@ func NewDecodeWorker(cfg DecodeConfig, cost Cost) (*DecodeWorker, error) {
 	if cfg.IdleEvictAfter == 0 {
 		cfg.IdleEvictAfter = 10 * time.Second
 	}
-	return &DecodeWorker{
+	w := &DecodeWorker{
 		cfg: cfg, cost: cost,
 		cap:  int(math.Floor(cfg.Rho * float64(cfg.Budget))),
 		sess: make(map[int32]*residency),
-	}, nil
+	}
+	w.idle.prev, w.idle.next = &w.idle, &w.idle
+	return w, nil
+}
+
+// newResidency records session id as resident with one active request
+// (not idle, so not in the idle list).
+func (w *DecodeWorker) newResidency(id int32) *residency {
+	s := &residency{id: id}
+	w.sess[id] = s
+	return s
+}
+
+// dropResidency forgets session id (resident as s).
+func (w *DecodeWorker) dropResidency(id int32, s *residency) {
+	unlinkIdle(s)
+	delete(w.sess, id)
+	w.setUsed(w.used - s.tokens)
+}
+
+// activate counts one more request of s in flight (s leaves the idle list).
+func activate(s *residency) {
+	s.active++
+	unlinkIdle(s)
+}
+
+func unlinkIdle(s *residency) {
+	if s.prev != nil {
+		s.prev.next, s.next.prev = s.next, s.prev
+		s.prev, s.next = nil, nil
+	}
+}
+
+// linkIdle puts s, now idle, in the idle list. lastUse only grows, so s
+// usually goes at the tail, or just before sessions that went idle at the
+// same instant with a larger id.
+func (w *DecodeWorker) linkIdle(s *residency) {
+	at := w.idle.prev
+	for at != &w.idle && (at.lastUse > s.lastUse || at.lastUse == s.lastUse && at.id > s.id) {
+		at = at.prev
+	}
+	s.prev, s.next = at, at.next
+	at.next.prev = s
+	at.next = s
 }
 
 // Used is the KV tokens held now; Cap is ρ·K_d; MaxUsed the high-water mark.
@@ -228,15 +276,14 @@ func (w *DecodeWorker) Admit(now time.Duration, j *Job) (policy.Mode, string) {
 	j.DGot, j.KVReserved = now, now
 	footprint := r.InputLen + reserve
 	if s == nil {
-		s = &residency{}
-		w.sess[r.Session] = s
+		s = w.newResidency(r.Session)
 	}
 	if footprint > s.tokens {
 		w.setUsed(w.used + footprint - s.tokens)
 		s.tokens = footprint
 	}
 	s.blocks = r.Blocks
-	s.active++
+	activate(s)
 	s.lastUse = now
 	j.footprint = 0 // owned by the session
 	if mode == policy.ModeDirect {
@@ -249,25 +296,19 @@ func (w *DecodeWorker) Admit(now time.Duration, j *Job) (policy.Mode, string) {
 }
 
 // evictFor evicts sessions idle for at least minIdle, other than keep, LRU
-// first, until used+need ≤ cap or no such session is left.
+// first (ties by session index), until used+need ≤ cap or no such session
+// is left. The idle list is in that order, so each eviction is O(1).
 func (w *DecodeWorker) evictFor(now time.Duration, keep int32, need int, minIdle time.Duration) {
 	for w.used+need > w.cap {
-		victim := int32(-1)
-		var vs *residency
-		for id, s := range w.sess {
-			if id == keep || s.active > 0 || now-s.lastUse < minIdle {
-				continue
-			}
-			if vs == nil || s.lastUse < vs.lastUse || (s.lastUse == vs.lastUse && id < victim) {
-				victim, vs = id, s
-			}
+		vs := w.idle.next
+		if vs != &w.idle && vs.id == keep {
+			vs = vs.next
 		}
-		if vs == nil {
+		if vs == &w.idle || now-vs.lastUse < minIdle {
 			return
 		}
-		delete(w.sess, victim)
-		w.setUsed(w.used - vs.tokens)
-		w.out = append(w.out, Event{Kind: EvEvicted, Session: victim, At: now})
+		w.dropResidency(vs.id, vs)
+		w.out = append(w.out, Event{Kind: EvEvicted, Session: vs.id, At: now})
 	}
 }
 
@@ -288,8 +329,7 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 			if s := w.sess[j.Req.Session]; s != nil {
 				s.active--
 				if s.active <= 0 {
-					delete(w.sess, j.Req.Session)
-					w.setUsed(w.used - s.tokens)
+					w.dropResidency(j.Req.Session, s)
 					w.out = append(w.out, Event{Kind: EvEvicted, Session: j.Req.Session, At: now})
 				}
 			}
@@ -363,13 +403,12 @@ func (w *DecodeWorker) admitRoom(now time.Duration) {
 			j.PrefillTokens, j.CachedTokens = app, r.InputLen-app
 		}
 		if s == nil {
-			s = &residency{}
-			w.sess[r.Session] = s
+			s = w.newResidency(r.Session)
 		}
 		w.setUsed(w.used + need)
 		s.tokens += need
 		s.blocks = r.Blocks
-		s.active++
+		activate(s)
 		s.lastUse = now
 		j.Admitted, j.KVReserved = now, now
 		if j.Mode == policy.ModeDirect {

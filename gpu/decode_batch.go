@@ -113,9 +113,10 @@ func (w *DecodeWorker) finish(now time.Duration, j *Job) {
 		if j.Req.Last && s.active == 0 {
 			// The session's final turn: the client closes the session and
 			// its KV is freed at once (reported like an eviction).
-			delete(w.sess, j.Req.Session)
-			w.setUsed(w.used - s.tokens)
+			w.dropResidency(j.Req.Session, s)
 			w.out = append(w.out, Event{Kind: EvEvicted, Session: j.Req.Session, At: now})
+		} else if s.active == 0 {
+			w.linkIdle(s)
 		}
 	}
 	w.out = append(w.out, Event{Kind: EvDone, Job: j, At: now})

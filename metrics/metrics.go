@@ -175,15 +175,28 @@ type Sample struct {
 
 // Series is a worker's step-function time series: it stores only change
 // points and is resampled at a fixed interval on output.
+//
+// With a grid (SetGrid), it keeps only the change points that are in
+// force at some multiple of the grid interval (the sample times of
+// instances.csv, and of any widened interval, a multiple of it): a point
+// superseded before the next sample time is overwritten. Memory is then
+// bounded by the run's sample times, not by its events, and At at every
+// sample time and Max are what they would be without the grid.
 type Series struct {
 	Worker string
 	Kind   string
 	Bucket string // bucketed deployments: the worker's bucket
 	pts    []Sample
+	grid   time.Duration // 0: keep every change point
+	maxOut int           // the largest KV of the points a grid dropped
 }
 
 // NewSeries returns an empty series.
 func NewSeries(worker, kind string) *Series { return &Series{Worker: worker, Kind: kind} }
+
+// SetGrid makes the series keep only the points in force at multiples of
+// iv (iv > 0; see Series). Call it before the first Observe.
+func (s *Series) SetGrid(iv time.Duration) { s.grid = iv }
 
 // Observe records the state at t if it changed.
 func (s *Series) Observe(t time.Duration, kv, queue, running int) {
@@ -196,8 +209,20 @@ func (s *Series) Observe(t time.Duration, kv, queue, running int) {
 			last.KV, last.Queue, last.Running = kv, queue, running
 			return
 		}
+		if s.grid > 0 && !sampleIn(last.T, t, s.grid) {
+			// No sample time in [last.T, t): last is never read.
+			s.maxOut = max(s.maxOut, last.KV)
+			*last = Sample{T: t, KV: kv, Queue: queue, Running: running}
+			return
+		}
 	}
 	s.pts = append(s.pts, Sample{T: t, KV: kv, Queue: queue, Running: running})
+}
+
+// sampleIn reports whether a multiple of iv lies in [a, b) (0 ≤ a < b).
+func sampleIn(a, b, iv time.Duration) bool {
+	first := a + (iv-a%iv)%iv // the first multiple of iv at or after a
+	return first < b
 }
 
 // At returns the state in force at time t.
@@ -213,12 +238,15 @@ func (s *Series) At(t time.Duration) Sample {
 
 // Max returns the maximum KV observed.
 func (s *Series) Max() int {
-	m := 0
+	m := s.maxOut
 	for _, p := range s.pts {
 		m = max(m, p.KV)
 	}
 	return m
 }
+
+// Points is the number of change points kept.
+func (s *Series) Points() int { return len(s.pts) }
 
 // Quantiles summarises a distribution in milliseconds.
 type Quantiles struct {

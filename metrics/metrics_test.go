@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/policy"
@@ -132,4 +133,27 @@ func TestDigest(t *testing.T) {
 	assert.NotEqual(t, d1, d2, "a directory's digest follows its files")
 	_, err = DigestPath(filepath.Join(dir, "missing"))
 	assert.Error(t, err)
+}
+
+// TestSeriesGrid: a series with a grid answers At at every multiple of the
+// interval, and Max, exactly as one that keeps every change point, while
+// keeping at most one point per sample time (plus the latest).
+func TestSeriesGrid(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		iv := time.Duration(rapid.IntRange(1, 20).Draw(t, "iv"))
+		full, grid := NewSeries("w", "decode"), NewSeries("w", "decode")
+		grid.SetGrid(iv)
+		now := time.Duration(0)
+		for range rapid.IntRange(0, 200).Draw(t, "n") {
+			now += time.Duration(rapid.IntRange(0, 7).Draw(t, "dt"))
+			kv, q, r := rapid.IntRange(0, 5).Draw(t, "kv"), rapid.IntRange(0, 2).Draw(t, "q"), rapid.IntRange(0, 2).Draw(t, "r")
+			full.Observe(now, kv, q, r)
+			grid.Observe(now, kv, q, r)
+		}
+		require.Equal(t, full.Max(), grid.Max())
+		for k := time.Duration(0); k <= now/iv+1; k++ {
+			require.Equal(t, full.At(k*iv), grid.At(k*iv), "t = %d", k*iv)
+		}
+		require.LessOrEqual(t, grid.Points(), int(now/iv)+2)
+	})
 }

@@ -53,6 +53,16 @@ func runScenarioOpts(t *testing.T, name string, opts actors.Options) (dir string
 	return dir, true
 }
 
+// large are the embedded scenarios that take seconds each (the scaled
+// clusters); -short leaves them out.
+var large = map[string]bool{"16p48d.hcl": true}
+
+func skipLarge(t *testing.T, name string) {
+	if large[name] && testing.Short() {
+		t.Skip("-short: a large cluster")
+	}
+}
+
 // parseScenario parses an embedded scenario.
 func parseScenario(t *testing.T, name string) *topology.Spec {
 	t.Helper()
@@ -89,6 +99,7 @@ func TestGolden(t *testing.T) {
 	for _, name := range scenarios.Names() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			skipLarge(t, name)
 			dir, ok := runScenario(t, name)
 			if !ok {
 				t.Skip("trace not on this machine (../shared/traces)")
@@ -155,6 +166,7 @@ func TestMetamorphicInMemory(t *testing.T) {
 	for _, name := range scenarios.Names() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			skipLarge(t, name)
 			spec := parseScenario(t, name)
 			if tr := spec.Workload.Trace; tr != "" {
 				if testing.Short() {

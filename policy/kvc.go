@@ -70,6 +70,22 @@ type KVCConfig struct {
 	V1        bool    // omit reset-on-success (Algorithm 3 line 8)
 	Prefill   int     // number of prefill workers
 	Decode    int     // number of decode workers
+
+	// Opt-in remedies for the concentration of sessions on the decode
+	// workers that hold a shared first block (docs/MODEL.md, "Routing
+	// remedies"). Both off (the zero value) is Algorithm 1 literally.
+
+	// OwnOverlap counts line 6's overlap over the session's own resident
+	// prefix only: overlap[d] is the number of leading blocks the request
+	// shares with what the router recorded for this session on d, so
+	// blocks other sessions left on d (a shared system prompt) no longer
+	// draw new sessions to d.
+	OwnOverlap bool
+	// LoadFloor > 0 bounds the load of the workers Route may choose: the
+	// floor is the least inflight among the candidates (untried, not
+	// blacklisted), and a candidate other than the session's pinned worker
+	// is skipped when its inflight is floor + LoadFloor or more. 0: off.
+	LoadFloor int
 }
 
 // SessionStats are per-session counters reported in the outputs.
@@ -85,6 +101,9 @@ type sessState struct {
 	pin     int32 // -1 = ⊥
 	rejects []int32
 	stats   SessionStats
+	// resident lists the workers the index holds a record of this session
+	// on (kept only with OwnOverlap).
+	resident []int32
 }
 
 // KVC is the KVC-Router (Algorithms 1 and 3; Algorithm 2 is Admit).
@@ -115,6 +134,9 @@ func NewKVC(cfg KVCConfig) (*KVC, error) {
 	}
 	if cfg.TauReject < 1 || cfg.Epsilon < 1 || !(cfg.Alpha >= 0) || math.IsInf(cfg.Alpha, 1) {
 		return nil, fmt.Errorf("policy: kvc needs tau_reject >= 1, epsilon >= 1, finite alpha >= 0 (got %d, %d, %g)", cfg.TauReject, cfg.Epsilon, cfg.Alpha)
+	}
+	if cfg.LoadFloor < 0 {
+		return nil, fmt.Errorf("policy: kvc needs load_floor >= 0 (got %d)", cfg.LoadFloor)
 	}
 	return &KVC{
 		cfg:       cfg,
@@ -256,7 +278,13 @@ func (k *KVC) route(ds *Dispatch, st *sessState, ov []int) (best int, degenerate
 	ov = ov[:nd]
 	clear(ov)
 	how = routeScanned
-	if k.index.OverlapOwned(ds.Req.Blocks, pin, ds.Req.Session, ov) > 0 {
+	if k.cfg.OwnOverlap {
+		if st != nil {
+			for _, d := range st.resident {
+				ov[d] = commonPrefix(ds.Req.Blocks, k.index.Owned(int(d), ds.Req.Session))
+			}
+		}
+	} else if k.index.OverlapOwned(ds.Req.Blocks, pin, ds.Req.Session, ov) > 0 {
 		how = routeChained
 	}
 	// Lines 5–11: lexicographic max of (overlap+α·sticky, sticky, −inflight,
@@ -265,6 +293,10 @@ func (k *KVC) route(ds *Dispatch, st *sessState, ov []int) (best int, degenerate
 	// are ranked by integers, and the pinned worker is compared last: with
 	// sticky as tie-1 it wins any tie on the main term.
 	inflight, assigned := k.inflight[:nd], k.assigned[:nd]
+	ceiling := math.MaxInt // LoadFloor: unpinned candidates need inflight < ceiling
+	if k.cfg.LoadFloor > 0 {
+		ceiling = k.loadCeiling(rej, tried)
+	}
 	best = -1
 	var bo, bi int
 	var ba int64
@@ -281,6 +313,9 @@ func (k *KVC) route(ds *Dispatch, st *sessState, ov []int) (best int, degenerate
 			continue
 		}
 		o, i, a := ov[d], inflight[d], assigned[d]
+		if i >= ceiling {
+			continue
+		}
 		if best < 0 || o > bo || (o == bo && (i < bi || (i == bi && a < ba))) {
 			best, bo, bi, ba = d, o, i, a
 		}
@@ -289,6 +324,24 @@ func (k *KVC) route(ds *Dispatch, st *sessState, ov []int) (best int, degenerate
 		best = pin
 	}
 	return best, false, how
+}
+
+// loadCeiling is LoadFloor's bound: the least inflight among the
+// candidates (not blacklisted, not tried; at least one exists) plus
+// LoadFloor.
+func (k *KVC) loadCeiling(rej []int32, tried []uint64) int {
+	tau := int32(k.cfg.TauReject)
+	floor := math.MaxInt
+	for d, i := range k.inflight {
+		if rej[d] >= tau || i >= floor {
+			continue
+		}
+		if w := d >> 6; w < len(tried) && tried[w]&(1<<(uint(d)&63)) != 0 {
+			continue
+		}
+		floor = i
+	}
+	return floor + k.cfg.LoadFloor
 }
 
 // Begin starts Algorithm 3 for a new request.
@@ -339,6 +392,9 @@ func (k *KVC) Admitted(ds *Dispatch, d int, mode Mode) Step {
 	k.inflight[d]++
 	k.assigned[d]++
 	k.index.Set(d, r.Session, r.Blocks)
+	if k.cfg.OwnOverlap {
+		st.resident = setMember(st.resident, int32(d), len(r.Blocks) > 0)
+	}
 	if mode == ModeDirect {
 		return Step{Action: ActNone, D: d, Mode: mode}
 	}
@@ -369,4 +425,28 @@ func (k *KVC) Finished(d int) {
 }
 
 // Evicted records a decode worker's eviction notice for session s.
-func (k *KVC) Evicted(d int, s int32) { k.index.Remove(d, s) }
+func (k *KVC) Evicted(d int, s int32) {
+	k.index.Remove(d, s)
+	if k.cfg.OwnOverlap {
+		if st := k.sess[s]; st != nil {
+			st.resident = setMember(st.resident, int32(d), false)
+		}
+	}
+}
+
+// setMember adds d to the small set list (in) or removes it (!in).
+func setMember(list []int32, d int32, in bool) []int32 {
+	for i, x := range list {
+		if x == d {
+			if !in {
+				list[i] = list[len(list)-1]
+				list = list[:len(list)-1]
+			}
+			return list
+		}
+	}
+	if in {
+		list = append(list, d)
+	}
+	return list
+}

@@ -280,9 +280,9 @@ func TestSourceBounds(t *testing.T) {
 	ok := minimal + "\nname = " + strings.Repeat("(", 20) + `"x"` + strings.Repeat(")", 20) + "\n"
 	mustParse(t, ok, Options{})
 
-	// setproduct is bounded like range.
+	// setproduct is bounded (a full mesh of 256 × 256 workers at most).
 	msg = parseErr(t, minimal+"\nvariable \"big\" {\n  default = setproduct(range(1000), range(1000))\n}\n", Options{})
-	assert.Contains(t, msg, "more than 1024 elements")
+	assert.Contains(t, msg, "more than 65536 elements")
 }
 
 func TestExtendsRefusesNonRegularFiles(t *testing.T) {

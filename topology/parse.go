@@ -435,14 +435,16 @@ func sortDiags(diags hcl.Diagnostics) {
 	})
 }
 
-// maxSetProduct bounds setproduct's result, as cty bounds range to 1024
-// values: for_each over more blocks than that is a mistake, not a cluster.
-const maxSetProduct = 1024
+// maxSetProduct bounds setproduct's result: 65,536 elements is a full
+// mesh of links between 256 prefill and 256 decode workers (64P192D
+// needs 12,288); for_each over more blocks than that is a mistake, not a
+// cluster. (range, from cty, stops at 1024 values per call.)
+const maxSetProduct = 1 << 16
 
 // boundedSetProduct is stdlib's setproduct with at most maxSetProduct
 // elements.
 var boundedSetProduct = function.New(&function.Spec{
-	Description: "setproduct, with at most 1024 elements",
+	Description: "setproduct, with at most 65536 elements",
 	VarParam:    &function.Parameter{Name: "sets", Type: cty.DynamicPseudoType},
 	Type: func(args []cty.Value) (cty.Type, error) {
 		return stdlib.SetProductFunc.ReturnTypeForValues(args)

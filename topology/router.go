@@ -134,6 +134,10 @@ var (
 		func(r *Router) *bool { return &r.ReserveOutput })
 	paramNetCapacity = boolParam("net_capacity", "count a resident session's own KV once in the capacity check",
 		func(r *Router) *bool { return &r.NetCapacity })
+	paramOwnOverlap = boolParam("own_overlap", "count Route's overlap over the session's own resident prefix only (opt-in remedy)",
+		func(r *Router) *bool { return &r.OwnOverlap })
+	paramLoadFloor = numParam("load_floor", "skip unpinned decode workers with load_floor or more requests in flight above the least-loaded candidate (0 = off; opt-in remedy)",
+		func(r *Router) *int { return &r.LoadFloor }, atLeast(0))
 )
 
 var disaggregated = []Kind{KindPrefill, KindDecode}
@@ -156,6 +160,7 @@ var disaggregatedPolicies = []policy{
 			paramAlpha, paramTauReject, paramTauAppend, paramRho, paramEpsilon,
 			paramBlockTokens, paramV1, paramReserveOutput, paramNetCapacity,
 			paramResidentAppend, paramPrefillCacheBackup, paramDPSync, // topology/kvcpaper.go
+			paramOwnOverlap, paramLoadFloor,
 		},
 	},
 	{

@@ -277,6 +277,11 @@ type Router struct {
 	// to the session's backup on its prefill worker over their link (D→P
 	// incremental sync, the spec's §9 Q4 future work; false by default).
 	DPSync bool
+	// OwnOverlap and LoadFloor are opt-in remedies for sessions crowding
+	// onto the decode workers that hold a shared first block (false and 0,
+	// the defaults, are Algorithm 1 literally; policy.KVCConfig).
+	OwnOverlap bool
+	LoadFloor  int
 }
 
 // Clock modes.

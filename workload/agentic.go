@@ -42,6 +42,7 @@ type genSession struct {
 	pending *Request
 	salt    uint64
 	blocks  []uint64 // the session's prompt blocks so far (shared backing array)
+	name    string   // SessionName, formatted once per session
 }
 
 type sessHeap []*genSession
@@ -165,9 +166,12 @@ func (g *Agentic) make(s *genSession) *Request {
 		s.arrival += think + time.Duration(s.prevOut)*20*time.Millisecond
 	}
 	out := max(1, g.logNormal(float64(c.OutputTokens)))
+	if s.name == "" {
+		s.name = fmt.Sprintf("s%03d", s.idx)
+	}
 	r := &Request{
 		Session:     s.idx,
-		SessionName: fmt.Sprintf("s%03d", s.idx),
+		SessionName: s.name,
 		Turn:        s.turn,
 		Arrival:     s.arrival,
 		Think:       think,

@@ -1,0 +1,49 @@
+package scenarios_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
+)
+
+// TestScaledScenarios: 4p12d and 16p48d are the default scenario
+// with n prefill and 3n decode workers, a full mesh of links, n× the
+// sessions and 1/n of the stagger (constant load per worker), and ε = |D|;
+// everything else is the default scenario's.
+func TestScaledScenarios(t *testing.T) {
+	base := parseEmbedded(t, scenarios.Default)
+	for name, n := range map[string]int{"4p12d.hcl": 4, "16p48d.hcl": 16} {
+		t.Run(name, func(t *testing.T) {
+			spec := parseEmbedded(t, name)
+			assert.Len(t, spec.Prefill, n)
+			assert.Len(t, spec.Decode, 3*n)
+			assert.Len(t, spec.Links, 3*n*n)
+			assert.Equal(t, 3*n, spec.Router.Epsilon)
+			assert.Equal(t, base.Decode[0].KVBudgetTokens, spec.Decode[3*n-1].KVBudgetTokens)
+			g, bg := spec.Workload.Generator, base.Workload.Generator
+			assert.Equal(t, n*bg.Sessions, g.Sessions)
+			assert.Equal(t, bg.SessionStagger/time.Duration(n), g.SessionStagger)
+			g.Sessions, g.SessionStagger = bg.Sessions, bg.SessionStagger
+			assert.Equal(t, bg, g, "the rest of the generator is the default scenario's")
+			r := spec.Router
+			r.Epsilon = base.Router.Epsilon
+			assert.Equal(t, base.Router, r, "the rest of the router is the default scenario's")
+			_, err := spec.NICs()
+			assert.NoError(t, err)
+		})
+	}
+}
+
+func parseEmbedded(t *testing.T, name string) *topology.Spec {
+	t.Helper()
+	src, err := scenarios.Read(name)
+	require.NoError(t, err)
+	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
+	require.NoError(t, err)
+	return spec
+}
