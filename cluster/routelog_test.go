@@ -3,12 +3,15 @@ package cluster
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/policy"
+	"github.com/pdemu/pdemu/workload"
 )
 
 // TestKeepTopK: a try lists every candidate up to k, else the k largest
@@ -91,4 +94,44 @@ func TestKeepProperty(t *testing.T) {
 			}
 		}
 	})
+}
+
+// countingExplainer counts Explain calls.
+type countingExplainer struct{ calls int }
+
+func (e *countingExplainer) Explain(_ *policy.Dispatch, dst []policy.Candidate) []policy.Candidate {
+	e.calls++
+	return append(dst, policy.Candidate{D: 0})
+}
+
+// TestLogOff: with the decision log off the router neither explains nor
+// keeps anything, and allocates nothing for it; on, it explains each try.
+func TestLogOff(t *testing.T) {
+	req := &workload.Request{ID: 1, SessionName: "s"}
+	for _, log := range []bool{false, true} {
+		ex := &countingExplainer{}
+		n := &routerNode{pol: nil}
+		n.Observe(metrics.NewRouterRecorder(), log, 8, "kvc", []string{"p0"}, []string{"d0"})
+		n.obs.explain = ex
+		o := n.obs
+		ds := policy.NewDispatch(req)
+		run := func() {
+			c := o.begin(ds, true)
+			o.step(time.Millisecond, ds, policy.Step{Action: policy.ActAdmit, D: 0}, c, false)
+			o.reply(AdmitReply{DS: ds, D: 0, Mode: policy.ModeDirect})
+			o.step(2*time.Millisecond, ds, policy.Step{Action: policy.ActPrefill, D: 0, Mode: policy.ModeDirect}, nil, false)
+		}
+		if !log {
+			assert.Zero(t, testing.AllocsPerRun(100, run), "log off allocates nothing")
+			assert.Zero(t, ex.calls, "log off explains nothing")
+			assert.Empty(t, o.lines)
+			continue
+		}
+		run()
+		assert.Equal(t, 1, ex.calls)
+		assert.JSONEq(t, `{"id":1,"session":"s","turn":0,"input_tokens":0,"policy":"kvc","tries":[{"try":0,"at_ms":1,
+			"candidates":[{"d_worker":"d0","key":[0,0,0,0],"overlap":0,"rejects":0,"eligible":true}],"chosen":"d0",
+			"reply":"admitted","reply_mode":"Direct","reply_reason":""}],"fallback":false,"fallback_reason":"","mode":"Direct",
+			"p_worker":"p0","d_worker":"d0"}`, string(o.lines[1]))
+	}
 }
