@@ -22,8 +22,8 @@ import (
 var million = flag.Bool("bench.million", false, "BenchmarkScaleRequests: also replay 1M requests")
 
 // -bench.w256 adds 64P192D (256 workers) to BenchmarkScaleWorkers: with the
-// decision log (every candidate of every try, kept until the outputs are
-// written) it takes gigabytes.
+// decision log (8 candidates of each of about a million tries, kept until
+// the outputs are written) it takes gigabytes.
 var w256 = flag.Bool("bench.w256", false, "BenchmarkScaleWorkers: also run 256 workers (GBs of decision log)")
 
 // scaleSpec is the default scenario with n prefill and 3n decode workers,

@@ -118,7 +118,7 @@ func (b *built) checkLinks(spec *topology.Spec) error {
 func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	rtr := NewRouter(b.pol, nil, nil).(*routerNode)
 	c.router = rtr
-	rtr.Observe(c.routerEv, true, spec.Router.Policy, names(spec.Prefill), names(spec.Decode))
+	rtr.Observe(c.routerEv, spec.Router.RoutingLog, spec.Router.LogCandidates, spec.Router.Policy, names(spec.Prefill), names(spec.Decode))
 	rAddr := c.add(rtr, "router", KindRouter)
 	rtr.collector = c.driver.collector
 	c.driver.router = rAddr

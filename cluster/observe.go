@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -81,6 +82,7 @@ type routerObs struct {
 	explain explainer   // nil: tries without candidates
 	eps     int         // the policy's ε (0 = unknown)
 	log     bool
+	k       int // candidates listed per try (≤ 0: every one)
 	policy  string
 	prefill []string
 	decode  []string
@@ -88,6 +90,7 @@ type routerObs struct {
 	lines   map[int64][]byte
 	before  policy.SessionStats
 	scratch []policy.Candidate // Explain's, reused within one Handle call
+	top     []int              // try's, the indexes into cands it keeps
 }
 
 // pdLog is one routing_log.jsonl line of a P/D run (docs/OUTPUTS.md).
@@ -111,6 +114,7 @@ type pdTry struct {
 	Try        int      `json:"try"`
 	AtMS       float64  `json:"at_ms"`
 	Candidates []pdCand `json:"candidates"`
+	Omitted    int      `json:"candidates_omitted,omitempty"` // candidates beyond the top k (absent when none)
 	Chosen     string   `json:"chosen"`
 	Reply      string   `json:"reply"` // admitted, rejected, none (no admission), "" (no reply yet)
 	Mode       string   `json:"reply_mode"`
@@ -127,9 +131,11 @@ type pdCand struct {
 
 // Observe makes the P/D router report its events to ev and, when log is
 // set, keep each request's routing decisions for routing_log.jsonl, with
-// worker names from prefill and decode. name is the policy's name.
-func (n *routerNode) Observe(ev *metrics.RouterRecorder, log bool, name string, prefill, decode []string) {
-	o := &routerObs{ev: ev, log: log, policy: name, prefill: prefill, decode: decode,
+// worker names from prefill and decode, listing per try the top k
+// candidates by Algorithm 1's key (k ≤ 0: every one). name is the
+// policy's name. Without log the router does no Explain work at all.
+func (n *routerNode) Observe(ev *metrics.RouterRecorder, log bool, k int, name string, prefill, decode []string) {
+	o := &routerObs{ev: ev, log: log, k: k, policy: name, prefill: prefill, decode: decode,
 		pending: map[int64]*pdLog{}, lines: map[int64][]byte{}}
 	o.stats, _ = n.pol.(statsPolicy)
 	o.explain, _ = n.pol.(explainer)
@@ -242,12 +248,71 @@ func (o *routerObs) events(now time.Duration, n int, kind string) {
 }
 
 func (o *routerObs) try(i int, now time.Duration, cands []policy.Candidate, d int) pdTry {
-	t := pdTry{Try: i, AtMS: math.Round(float64(now)/1e3) / 1e3, Candidates: make([]pdCand, 0, len(cands)), Chosen: name(o.decode, d)}
-	for _, c := range cands {
+	keep := o.keep(cands, d)
+	t := pdTry{Try: i, AtMS: math.Round(float64(now)/1e3) / 1e3, Candidates: make([]pdCand, 0, len(keep)),
+		Omitted: len(cands) - len(keep), Chosen: name(o.decode, d)}
+	for _, j := range keep {
+		c := &cands[j]
 		t.Candidates = append(t.Candidates, pdCand{DWorker: name(o.decode, c.D), Key: c.Key(), Overlap: c.Overlap,
 			Rejects: c.Rejects, Eligible: c.Eligible()})
 	}
 	return t
+}
+
+// keep returns the indexes into cands a try lists, ascending: every one
+// when there are at most k, else the k with the largest keys (a lower
+// index first on a full tie, as Route breaks it) with the chosen worker d
+// in place of the k-th when it is not among them. The slice is o.top,
+// valid until the next call.
+func (o *routerObs) keep(cands []policy.Candidate, d int) []int {
+	top := o.top[:0]
+	if o.k <= 0 || len(cands) <= o.k {
+		for j := range cands {
+			top = append(top, j)
+		}
+		o.top = top
+		return top
+	}
+	// top holds the best so far, best first: insert each candidate that
+	// beats the last one kept.
+	for j := range cands {
+		if len(top) == o.k && !keyLess(cands[top[o.k-1]].Key(), cands[j].Key()) {
+			continue
+		}
+		if len(top) < o.k {
+			top = append(top, j)
+		} else {
+			top[o.k-1] = j
+		}
+		for x := len(top) - 1; x > 0 && keyLess(cands[top[x-1]].Key(), cands[top[x]].Key()); x-- {
+			top[x-1], top[x] = top[x], top[x-1]
+		}
+	}
+	chosen := -1
+	for j := range cands {
+		if cands[j].D == d {
+			chosen = j
+			break
+		}
+	}
+	if chosen >= 0 && !slices.Contains(top, chosen) {
+		top[o.k-1] = chosen
+	}
+	slices.Sort(top)
+	o.top = top
+	return top
+}
+
+// keyLess reports whether key a ranks strictly below key b
+// (lexicographically; equal keys rank equal, so the earlier index, seen
+// first, stays ahead).
+func keyLess(a, b [4]float64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
 }
 
 func name(names []string, i int) string {

@@ -55,7 +55,7 @@ func runScenarioOpts(t *testing.T, name string, opts actors.Options) (dir string
 
 // large are the embedded scenarios that take seconds each (the scaled
 // clusters); -short leaves them out.
-var large = map[string]bool{"16p48d.hcl": true}
+var large = map[string]bool{"16p48d.hcl": true, "64p192d.hcl": true}
 
 func skipLarge(t *testing.T, name string) {
 	if large[name] && testing.Short() {

@@ -2,12 +2,8 @@
 # 12 decode workers at constant load per worker: 4× the sessions and 1/4
 # of the mean gap between session starts.
 #
-# 4p12d and 16p48d measure how KVC-Router's Fallback share grows with the
-# cluster (docs/MODEL.md §9); 64P192D is
-#   pdemu run 4p12d -var prefills=64 -var decodes=192 -var sessions=1024 \
-#     --set 'workload.generator.session_stagger="15.625ms"'
-# (not shipped: routing_log.jsonl holds every candidate of every try,
-# gigabytes at 192 decode workers). They take the spec's general
+# 4p12d, 16p48d and 64p192d measure how KVC-Router's Fallback share grows
+# with the cluster (docs/MODEL.md §9). They take the spec's general
 # ε = |D| (epsilon = var.decodes; 1p3d-mlx5.hcl keeps the paper's 1P3D
 # ε = 2): with ε = 2 a new session tries only the two D's that hold the
 # shared system prefix, the other D's join only through reseeds, and the

@@ -11,13 +11,14 @@ import (
 	"github.com/pdemu/pdemu/topology"
 )
 
-// TestScaledScenarios: 4p12d and 16p48d are the default scenario
+// TestScaledScenarios: 4p12d, 16p48d and 64p192d are the default scenario
 // with n prefill and 3n decode workers, a full mesh of links, n× the
 // sessions and 1/n of the stagger (constant load per worker), and ε = |D|;
-// everything else is the default scenario's.
+// 64p192d turns routing_log.jsonl off; everything else is the default
+// scenario's.
 func TestScaledScenarios(t *testing.T) {
 	base := parseEmbedded(t, scenarios.Default)
-	for name, n := range map[string]int{"4p12d.hcl": 4, "16p48d.hcl": 16} {
+	for name, n := range map[string]int{"4p12d.hcl": 4, "16p48d.hcl": 16, "64p192d.hcl": 64} {
 		t.Run(name, func(t *testing.T) {
 			spec := parseEmbedded(t, name)
 			assert.Len(t, spec.Prefill, n)
@@ -32,6 +33,8 @@ func TestScaledScenarios(t *testing.T) {
 			assert.Equal(t, bg, g, "the rest of the generator is the default scenario's")
 			r := spec.Router
 			r.Epsilon = base.Router.Epsilon
+			assert.Equal(t, n < 64, r.RoutingLog, "only 64p192d turns the decision log off")
+			r.RoutingLog = base.Router.RoutingLog
 			assert.Equal(t, base.Router, r, "the rest of the router is the default scenario's")
 			_, err := spec.NICs()
 			assert.NoError(t, err)

@@ -20,7 +20,7 @@ import (
 
 func TestNames(t *testing.T) {
 	names := scenarios.Names()
-	assert.Equal(t, []string{"16p48d.hcl", "1p3d-mlx5.hcl", "1p3d-tcp.hcl", "4p12d.hcl", "buckets-3-strict.hcl", "buckets-3.hcl", "chaos.hcl", "claude-code.hcl", "dp4.hcl", "kvc-v1-1p3d.hcl", "kvscore-1p3d.hcl", "mooncake.hcl", "reseed-tcp-loopback.hcl", "sticky-1p3d.hcl", "vanilla-pd-1p3d.hcl"}, names)
+	assert.Equal(t, []string{"16p48d.hcl", "1p3d-mlx5.hcl", "1p3d-tcp.hcl", "4p12d.hcl", "64p192d.hcl", "buckets-3-strict.hcl", "buckets-3.hcl", "chaos.hcl", "claude-code.hcl", "dp4.hcl", "kvc-v1-1p3d.hcl", "kvscore-1p3d.hcl", "mooncake.hcl", "reseed-tcp-loopback.hcl", "sticky-1p3d.hcl", "vanilla-pd-1p3d.hcl"}, names)
 	assert.Contains(t, names, scenarios.Default)
 }
 
@@ -69,7 +69,7 @@ func TestEmbeddedScenariosParse(t *testing.T) {
 	// Trace and fused scenarios are checked by TestTraceScenarios and
 	// TestFusedScenarios, the scaled ones by TestScaledScenarios.
 	traces := map[string]bool{"claude-code.hcl": true, "mooncake.hcl": true, "dp4.hcl": true, "buckets-3.hcl": true, "buckets-3-strict.hcl": true,
-		"4p12d.hcl": true, "16p48d.hcl": true}
+		"4p12d.hcl": true, "16p48d.hcl": true, "64p192d.hcl": true}
 	for _, name := range scenarios.Names() {
 		if traces[name] {
 			continue

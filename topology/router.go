@@ -17,6 +17,10 @@ const (
 	DefaultRho         = 0.95
 	DefaultEpsilon     = 2
 	DefaultBlockTokens = 24
+	// DefaultLogCandidates is how many decode workers routing_log.jsonl
+	// lists per try (the top ones by Algorithm 1's key): every one up to
+	// 8 decode workers.
+	DefaultLogCandidates = 8
 )
 
 // DefaultRouter returns a Router for policy with every parameter at its
@@ -33,6 +37,8 @@ func DefaultRouter(policy string) Router {
 		BlockTokens:   DefaultBlockTokens,
 		V1:            false,
 		ReserveOutput: true,
+		RoutingLog:    true,
+		LogCandidates: DefaultLogCandidates,
 	}
 }
 
@@ -138,6 +144,10 @@ var (
 		func(r *Router) *bool { return &r.OwnOverlap })
 	paramLoadFloor = numParam("load_floor", "skip unpinned decode workers with load_floor or more requests in flight above the least-loaded candidate (0 = off; opt-in remedy)",
 		func(r *Router) *int { return &r.LoadFloor }, atLeast(0))
+	paramRoutingLog = boolParam("routing_log", "write the P/D routing decisions to routing_log.jsonl (false: an empty file, and no cost)",
+		func(r *Router) *bool { return &r.RoutingLog })
+	paramLogCandidates = numParam("log_candidates", "how many decode workers routing_log.jsonl lists per try, the top ones by Algorithm 1's key (the chosen one always)",
+		func(r *Router) *int { return &r.LogCandidates }, atLeast(1))
 )
 
 var disaggregated = []Kind{KindPrefill, KindDecode}
@@ -160,7 +170,7 @@ var disaggregatedPolicies = []policy{
 			paramAlpha, paramTauReject, paramTauAppend, paramRho, paramEpsilon,
 			paramBlockTokens, paramV1, paramReserveOutput, paramNetCapacity,
 			paramResidentAppend, paramPrefillCacheBackup, paramDPSync, // topology/kvcpaper.go
-			paramOwnOverlap, paramLoadFloor,
+			paramOwnOverlap, paramLoadFloor, paramRoutingLog, paramLogCandidates,
 		},
 	},
 	{
@@ -168,21 +178,21 @@ var disaggregatedPolicies = []policy{
 		doc:      "vanilla P/D: round-robin prefill worker, then round-robin decode worker",
 		kinds:    disaggregated,
 		fullMesh: true,
-		params:   []routerParam{paramBlockTokens},
+		params:   []routerParam{paramBlockTokens, paramRoutingLog},
 	},
 	{
 		name:     "sticky_only",
 		doc:      "sticky-only baseline: a session stays on the decode worker it first went to; no scoring, no admission",
 		kinds:    disaggregated,
 		fullMesh: true,
-		params:   []routerParam{paramBlockTokens},
+		params:   []routerParam{paramBlockTokens, paramRoutingLog},
 	},
 	{
 		name:     "kv_score",
 		doc:      "KVC's Algorithm 1 scoring without worker-side admission (router-side residency belief)",
 		kinds:    disaggregated,
 		fullMesh: true,
-		params:   []routerParam{paramAlpha, paramBlockTokens},
+		params:   []routerParam{paramAlpha, paramBlockTokens, paramRoutingLog, paramLogCandidates},
 	},
 }
 

@@ -282,6 +282,12 @@ type Router struct {
 	// the defaults, are Algorithm 1 literally; policy.KVCConfig).
 	OwnOverlap bool
 	LoadFloor  int
+	// RoutingLog keeps the P/D router's decisions for routing_log.jsonl
+	// (true); false writes it empty and skips the work. LogCandidates
+	// bounds the candidates listed per try (8): the top ones by
+	// Algorithm 1's key, the chosen one always (docs/OUTPUTS.md).
+	RoutingLog    bool
+	LogCandidates int
 }
 
 // Clock modes.
