@@ -29,7 +29,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pdemu/pdemu/actors"
-	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
@@ -114,21 +114,7 @@ type runOut struct {
 	st   runStats
 }
 
-func parseOptions(vars map[string]string) topology.Options {
-	return topology.Options{
-		Vars: vars,
-		KnownGPU: func(n string) bool {
-			_, err := gpu.LookupGPU(n)
-			return err == nil
-		},
-		KnownModel: func(n string) bool {
-			_, err := gpu.LookupModel(n)
-			return err == nil
-		},
-		GPUNames:   gpu.GPUNames(),
-		ModelNames: gpu.ModelNames(),
-	}
-}
+func parseOptions(vars map[string]string) topology.Options { return cluster.ParseOptions(vars) }
 
 // loadSpec parses the embedded experiment file kvcpaper/<file>.hcl, its
 // extends resolved in the embedded files.

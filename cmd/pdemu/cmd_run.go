@@ -152,19 +152,8 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if f.wallTimeout <= 0 {
 		return usageErr("--wall-timeout must be > 0, got %v", f.wallTimeout)
 	}
-	log, err := newLogger(f.logLevel, stderr)
+	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
 	if err != nil {
-		return err
-	}
-	vars, err := f.varMap()
-	if err != nil {
-		return err
-	}
-	spec, err := loadSpec(file, vars, f.set, f.router)
-	if err != nil {
-		return err
-	}
-	if err := output.CheckDir(f.out, f.force); err != nil {
 		return err
 	}
 	if err := f.overrides(cmd).apply(spec); err != nil {

@@ -97,19 +97,8 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if f.maxInFlight <= 0 {
 		return usageErr("--max-in-flight must be > 0, got %d", f.maxInFlight)
 	}
-	log, err := newLogger(f.logLevel, stderr)
+	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
 	if err != nil {
-		return err
-	}
-	vars, err := f.varMap()
-	if err != nil {
-		return err
-	}
-	spec, err := loadSpec(file, vars, f.set, f.router)
-	if err != nil {
-		return err
-	}
-	if err := output.CheckDir(f.out, f.force); err != nil {
 		return err
 	}
 	stopIsNormal.Store(true)

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
-	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
@@ -44,21 +46,9 @@ func (f *scenarioFlags) varMap() (map[string]string, error) {
 }
 
 func parseOptions(vars map[string]string, set []string, router string) topology.Options {
-	return topology.Options{
-		Vars: vars,
-		KnownGPU: func(n string) bool {
-			_, err := gpu.LookupGPU(n)
-			return err == nil
-		},
-		KnownModel: func(n string) bool {
-			_, err := gpu.LookupModel(n)
-			return err == nil
-		},
-		GPUNames:   gpu.GPUNames(),
-		ModelNames: gpu.ModelNames(),
-		Set:        set,
-		Router:     router,
-	}
+	o := cluster.ParseOptions(vars)
+	o.Set, o.Router = set, router
+	return o
 }
 
 // scenarioStems lists the embedded scenarios without ".hcl".
@@ -188,4 +178,26 @@ func clockName(c string) string {
 		return topology.ClockVirtual
 	}
 	return c
+}
+
+// loadForRun is what run and serve do before emulating: a logger at
+// level, the scenario (with --var, --set, --router), and a check that out
+// may be written (another run's outputs need --force).
+func (f *scenarioFlags) loadForRun(file, level string, stderr io.Writer, out string, force bool) (hclog.Logger, *topology.Spec, error) {
+	log, err := newLogger(level, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	vars, err := f.varMap()
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := loadSpec(file, vars, f.set, f.router)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := output.CheckDir(out, force); err != nil {
+		return nil, nil, err
+	}
+	return log, spec, nil
 }
