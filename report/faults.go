@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -144,4 +145,36 @@ func faultCaption(r *Run) string {
 		return ""
 	}
 	return " Red bands: the run's faults (faults.csv at_ms to end_ms; to the right edge when it never ended)."
+}
+
+// sharedFaultSpans are the fault spans of runs when every run has faults
+// and all have the same ones (e.g. one chaos scenario under several
+// routers), so that one set of bands on a plot of all runs is true of
+// each; nil otherwise.
+func sharedFaultSpans(runs []*Run) ([]faultSpan, error) {
+	var first []faultSpan
+	for i, r := range runs {
+		s, err := faultSpans(r)
+		if err != nil {
+			return nil, err
+		}
+		if len(s) == 0 {
+			return nil, nil
+		}
+		if i == 0 {
+			first = s
+			continue
+		}
+		if !slices.Equal(first, s) {
+			return nil, nil
+		}
+	}
+	return first, nil
+}
+
+func sharedFaultCaption(spans []faultSpan) string {
+	if len(spans) == 0 {
+		return ""
+	}
+	return " Red bands: the faults every run shares (faults.csv at_ms to end_ms; to the right edge when it never ended)."
 }

@@ -97,3 +97,33 @@ func TestNoFaultsNoFaultColumns(t *testing.T) {
 		})
 	}
 }
+
+// The Direct share plot of all runs shows bands only when every run has
+// the same faults.
+func TestSharedFaultsOnDirectShare(t *testing.T) {
+	load := func(faults string) *Run {
+		dir := writeRun(t, false)
+		if faults != "" {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "faults.csv"), []byte(faults), 0o644))
+		}
+		r, err := Load(dir)
+		require.NoError(t, err)
+		return r
+	}
+	other := "id,at_ms,end_ms\n0,100,400\n"
+	for name, c := range map[string]struct {
+		runs  []*Run
+		bands int
+	}{
+		"same faults":        {[]*Run{load(faultsCSV), load(faultsCSV)}, 2},
+		"one without faults": {[]*Run{load(faultsCSV), load("")}, 0},
+		"different faults":   {[]*Run{load(faultsCSV), load(other)}, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fig, err := directShareFigure(c.runs)
+			require.NoError(t, err)
+			assert.Equal(t, c.bands, strings.Count(string(fig.SVG), "fill-opacity"))
+			assert.Equal(t, c.bands > 0, strings.Contains(fig.Caption, "Red bands"))
+		})
+	}
+}

@@ -350,6 +350,13 @@ func directShareFigure(runs []*Run) (*Figure, error) {
 	p := newPlot(title, "arrival time (s, emulated)", "Direct requests (%)")
 	p.Y.Min, p.Y.Max = 0, 100
 	p.Y.Tick.Marker = percentTicks
+	shared, err := sharedFaultSpans(runs)
+	if err != nil {
+		return nil, err
+	}
+	if len(shared) > 0 {
+		p.Add(faultSpansPlotter(shared))
+	}
 	for i, r := range runs {
 		xys, err := directShare(r.Requests, w)
 		if err != nil {
@@ -364,7 +371,7 @@ func directShareFigure(runs []*Run) (*Figure, error) {
 		return nil, err
 	}
 	return &Figure{ID: "direct_share", Title: title, SVG: svg,
-		Caption: "Requests arriving in each window (per_request.csv arrival_ms) served Direct, over all requests arriving in it."}, nil
+		Caption: "Requests arriving in each window (per_request.csv arrival_ms) served Direct, over all requests arriving in it." + sharedFaultCaption(shared)}, nil
 }
 
 // perKeySeries groups a time series table by key column and returns one
