@@ -5,9 +5,12 @@
 //
 // Contract: CSV files are read by column name, never by position, so
 // columns may be added to them; the optional files (params.json,
-// links.csv, router_windows.csv, sessions.csv, faults.csv) and the optional TTFT-part
-// columns of per_request.csv are used when present and silently skipped
-// when absent. Given the same run directories, every function here
+// links.csv, router_windows.csv, sessions.csv, faults.csv) and the
+// optional TTFT-part columns of per_request.csv are used when present and
+// silently skipped when absent. faults.csv's rows, when there are any,
+// give the run's panel a fault table and bands on its time-series plots,
+// and compare.csv the FaultColumns; without faults every output is as
+// before. Given the same run directories, every function here
 // produces the same bytes. The HTML names no external resource: it opens
 // from disk, offline.
 package report
