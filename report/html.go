@@ -22,7 +22,10 @@ type runSection struct {
 	Dir     string
 	Params  [][2]string
 	Results [][2]string
-	Figures []*Figure
+	// FaultHeader and Faults are the run's faults.csv (nil without faults).
+	FaultHeader []string
+	Faults      [][]string
+	Figures     []*Figure
 }
 
 // Build renders the report of runs (at least one). Run directories are
@@ -64,6 +67,7 @@ func Build(title, baseDir string, runs []*Run) (*Page, error) {
 			dir = filepath.ToSlash(rel)
 		}
 		sec := runSection{Name: r.Name, Dir: dir, Params: paramRows(r), Results: resultRows(r)}
+		sec.FaultHeader, sec.Faults = faultTable(r)
 		for _, f := range []func() (*Figure, error){
 			func() (*Figure, error) {
 				return seriesFigure(r, r.Instances, "instances.csv", "worker", "kv_tokens", id+"__kv", "KV occupancy per worker: "+r.Name, "KV tokens",
@@ -94,7 +98,7 @@ func Build(title, baseDir string, runs []*Run) (*Page, error) {
 	var b bytes.Buffer
 	err = pageTmpl.Execute(&b, map[string]any{
 		"Title":    title,
-		"Header":   CSVHeader(),
+		"Header":   csvHeader(anyFaults(rows)),
 		"Rows":     tableCells(rows),
 		"Global":   global,
 		"Sections": sections,
@@ -193,16 +197,13 @@ func resultRows(r *Run) [][2]string {
 	return rows
 }
 
+// tableCells are the cells of compare.csv's data lines, formatted as
+// there.
 func tableCells(rows []Row) [][]string {
-	var b bytes.Buffer
+	faults := anyFaults(rows)
 	out := make([][]string, 0, len(rows))
 	for _, r := range rows {
-		b.Reset()
-		_ = WriteCSV(&b, []Row{r})
-		lines := strings.SplitN(b.String(), "\n", 2)
-		// Reuse the CSV formatting of each cell: parse the data line back.
-		cells, _ := splitCSVLine(strings.TrimRight(lines[1], "\n"))
-		out = append(out, cells)
+		out = append(out, csvRecord(r, faults))
 	}
 	return out
 }
@@ -262,7 +263,13 @@ figcaption { font-size: 12px; color: #555; max-width: 60em; }
 <table><tr><th class="l" colspan="2">results</th></tr>{{range .Results}}<tr><td class="l">{{index . 0}}</td><td class="l">{{index . 1}}</td></tr>{{end}}</table>
 </div>
 <p style="font-size:12px;color:#555">directory: {{.Dir}}</p>
-{{range .Figures}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
+{{if .Faults}}<h4>Faults</h4>
+<div class="scroll"><table>
+<tr>{{range .FaultHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range .Faults}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table></div>
+<p style="font-size:12px;color:#555">faults.csv: one row per fault (docs/OUTPUTS.md); times in ms of emulated time, "never" for an empty time; retried and failed are the requests the fault hit that were dispatched again or failed with the retry budget spent.</p>
+{{end}}{{range .Figures}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
 {{end}}</section>
 {{end}}
 </body>

@@ -5,9 +5,12 @@
 //
 // Contract: CSV files are read by column name, never by position, so
 // columns may be added to them; the optional files (params.json,
-// links.csv, router_windows.csv, sessions.csv) and the optional TTFT-part
-// columns of per_request.csv are used when present and silently skipped
-// when absent. Given the same run directories, every function here
+// links.csv, router_windows.csv, sessions.csv, faults.csv) and the
+// optional TTFT-part columns of per_request.csv are used when present and
+// silently skipped when absent. faults.csv's rows, when there are any,
+// give the run's panel a fault table and bands on its time-series plots,
+// and compare.csv the FaultColumns; without faults every output is as
+// before. Given the same run directories, every function here
 // produces the same bytes. The HTML names no external resource: it opens
 // from disk, offline.
 package report
@@ -163,8 +166,9 @@ type Run struct {
 	Summary Summary
 	// Requests is per_request.csv, Instances instances.csv; Links
 	// (links.csv) and RouterWindows (router_windows.csv) are nil when the
-	// run has no such file.
-	Requests, Instances, Links, RouterWindows *Table
+	// run has no such file. Faults is faults.csv (nil without the file;
+	// no rows for a run without faults).
+	Requests, Instances, Links, RouterWindows, Faults *Table
 }
 
 // Load reads the run directory dir. summary.json, per_request.csv and
@@ -199,6 +203,7 @@ func Load(dir string) (*Run, error) {
 		{"instances.csv", &r.Instances, false},
 		{"links.csv", &r.Links, true},
 		{"router_windows.csv", &r.RouterWindows, true},
+		{"faults.csv", &r.Faults, true},
 	} {
 		t, err := readTable(filepath.Join(dir, f.name), f.optional)
 		if err != nil {

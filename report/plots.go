@@ -350,6 +350,13 @@ func directShareFigure(runs []*Run) (*Figure, error) {
 	p := newPlot(title, "arrival time (s, emulated)", "Direct requests (%)")
 	p.Y.Min, p.Y.Max = 0, 100
 	p.Y.Tick.Marker = percentTicks
+	shared, err := sharedFaultSpans(runs)
+	if err != nil {
+		return nil, err
+	}
+	if len(shared) > 0 {
+		p.Add(faultSpansPlotter(shared))
+	}
 	for i, r := range runs {
 		xys, err := directShare(r.Requests, w)
 		if err != nil {
@@ -364,7 +371,7 @@ func directShareFigure(runs []*Run) (*Figure, error) {
 		return nil, err
 	}
 	return &Figure{ID: "direct_share", Title: title, SVG: svg,
-		Caption: "Requests arriving in each window (per_request.csv arrival_ms) served Direct, over all requests arriving in it."}, nil
+		Caption: "Requests arriving in each window (per_request.csv arrival_ms) served Direct, over all requests arriving in it." + sharedFaultCaption(shared)}, nil
 }
 
 // perKeySeries groups a time series table by key column and returns one
@@ -401,6 +408,9 @@ func seriesFigure(r *Run, t *Table, file, key, val, id, title, ylabel, caption s
 	}
 	p := newPlot(title, "time (s, emulated)", ylabel)
 	p.Y.Min = 0
+	if err := addFaultSpans(p, r); err != nil {
+		return nil, err
+	}
 	for i, k := range keys {
 		if err := addLine(p, i, k, downsample(series[k], maxLinePoints)); err != nil {
 			return nil, err
@@ -410,7 +420,7 @@ func seriesFigure(r *Run, t *Table, file, key, val, id, title, ylabel, caption s
 	if err != nil {
 		return nil, err
 	}
-	return &Figure{ID: id, Title: title, SVG: svg, Caption: caption}, nil
+	return &Figure{ID: id, Title: title, SVG: svg, Caption: caption + faultCaption(r)}, nil
 }
 
 // routerWindowsFigure plots router_windows.csv's counters per window.
@@ -422,6 +432,9 @@ func routerWindowsFigure(r *Run, id string) (*Figure, error) {
 	title := "Router counters per window: " + r.Name
 	p := newPlot(title, "time (s, emulated)", "count per window")
 	p.Y.Min = 0
+	if err := addFaultSpans(p, r); err != nil {
+		return nil, err
+	}
 	tm, err := column(t, "t_ms")
 	if err != nil {
 		return nil, fmt.Errorf("%s: router_windows.csv: %w", r.Dir, err)
@@ -447,7 +460,7 @@ func routerWindowsFigure(r *Run, id string) (*Figure, error) {
 		return nil, err
 	}
 	return &Figure{ID: id, Title: title, SVG: svg,
-		Caption: "router_windows.csv: requests routed and router events in each window."}, nil
+		Caption: "router_windows.csv: requests routed and router events in each window." + faultCaption(r)}, nil
 }
 
 // percentile is the nearest-rank percentile of sorted vs.

@@ -38,6 +38,18 @@ type Row struct {
 	// share (1 = perfectly even), over the decode and fused workers (all
 	// workers when there are none).
 	Imbalance float64 `json:"imbalance"`
+	// Faults sums faults.csv; nil (and absent from compare.json) when the
+	// run had no faults.
+	Faults *FaultCounts `json:"faults,omitempty"`
+}
+
+// FaultCounts are a run's faults (rows of faults.csv), the requests they
+// hit that were dispatched again (sum of retried) and those that failed
+// because the retry budget was spent (sum of failed).
+type FaultCounts struct {
+	Events  int `json:"events"`
+	Retried int `json:"retried"`
+	Failed  int `json:"failed"`
 }
 
 // Percentiles are p50/p90/p99 in milliseconds.
@@ -139,6 +151,11 @@ func MakeRow(r *Run) (Row, error) {
 			*c.dst += int64(v)
 		}
 	}
+	fc, err := faultCounts(r)
+	if err != nil {
+		return Row{}, err
+	}
+	row.Faults = fc
 	return row, nil
 }
 
@@ -161,38 +178,70 @@ func round(v float64, digits int) float64 {
 	return f
 }
 
-// CSVHeader is compare.csv's header.
-func CSVHeader() []string {
+// CSVHeader is compare.csv's header for runs without faults.
+func CSVHeader() []string { return csvHeader(false) }
+
+// FaultColumns are the columns compare.csv ends with when any of its runs
+// had faults (0 for the runs without).
+var FaultColumns = []string{"faults", "retried", "failed_by_faults"}
+
+func anyFaults(rows []Row) bool {
+	for _, r := range rows {
+		if r.Faults != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func csvHeader(faults bool) []string {
 	h := []string{"run", "scenario", "policy", "set", "seed", "trace", "requests", "completed", "failed"}
 	for _, m := range Modes {
 		h = append(h, strings.ToLower(m)+"_share")
 	}
-	return append(h, "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "e2e_p50_ms", "e2e_p90_ms", "e2e_p99_ms",
+	h = append(h, "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "e2e_p50_ms", "e2e_p90_ms", "e2e_p99_ms",
 		"prefilled_tokens", "cached_tokens", "transfer_bytes", "imbalance")
+	if faults {
+		h = append(h, FaultColumns...)
+	}
+	return h
 }
 
-// WriteCSV writes rows as compare.csv (set values joined with ";").
+// WriteCSV writes rows as compare.csv (set values joined with ";"), with
+// FaultColumns at the end when any run had faults.
 func WriteCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader()); err != nil {
+	faults := anyFaults(rows)
+	if err := cw.Write(csvHeader(faults)); err != nil {
 		return err
 	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, r := range rows {
-		rec := []string{r.Run, r.Scenario, r.Policy, strings.Join(r.Set, ";"), strconv.FormatUint(r.Seed, 10), r.Trace,
-			strconv.Itoa(r.Requests), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed)}
-		for _, m := range Modes {
-			rec = append(rec, f(r.ModeShare[m]))
-		}
-		rec = append(rec, f(r.TTFT.P50), f(r.TTFT.P90), f(r.TTFT.P99), f(r.E2E.P50), f(r.E2E.P90), f(r.E2E.P99),
-			strconv.FormatInt(r.PrefilledTokens, 10), strconv.FormatInt(r.CachedTokens, 10),
-			strconv.FormatInt(r.TransferBytes, 10), f(r.Imbalance))
-		if err := cw.Write(rec); err != nil {
+		if err := cw.Write(csvRecord(r, faults)); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+func csvRecord(r Row, faults bool) []string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	rec := []string{r.Run, r.Scenario, r.Policy, strings.Join(r.Set, ";"), strconv.FormatUint(r.Seed, 10), r.Trace,
+		strconv.Itoa(r.Requests), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed)}
+	for _, m := range Modes {
+		rec = append(rec, f(r.ModeShare[m]))
+	}
+	rec = append(rec, f(r.TTFT.P50), f(r.TTFT.P90), f(r.TTFT.P99), f(r.E2E.P50), f(r.E2E.P90), f(r.E2E.P99),
+		strconv.FormatInt(r.PrefilledTokens, 10), strconv.FormatInt(r.CachedTokens, 10),
+		strconv.FormatInt(r.TransferBytes, 10), f(r.Imbalance))
+	if faults {
+		fc := FaultCounts{}
+		if r.Faults != nil {
+			fc = *r.Faults
+		}
+		rec = append(rec, strconv.Itoa(fc.Events), strconv.Itoa(fc.Retried), strconv.Itoa(fc.Failed))
+	}
+	return rec
 }
 
 // WriteJSON writes rows as compare.json (an indented array).
@@ -206,10 +255,6 @@ func WriteJSON(w io.Writer, rows []Row) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
-}
-
-func splitCSVLine(line string) ([]string, error) {
-	return csv.NewReader(strings.NewReader(line)).Read()
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
