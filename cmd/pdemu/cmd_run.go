@@ -94,6 +94,11 @@ and detects the trace's format unless --format names it; override a replay
 option with --set workload.max_concurrent=N. --set PATH=VALUE overrides any
 attribute of the file by path, with the same diagnostics as the file.
 
+--metrics-listen ADDR serves live Prometheus metrics (pdemu serve's
+/metrics: vLLM names per worker plus pdemu_*) during a --clock wall run,
+on loopback unless --allow-remote; --metrics-linger keeps them up after
+the run for a last scrape. It is refused with the virtual clock.
+
 Progress goes to stderr (a bar on a terminal, a line every 10 s
 otherwise); -q silences it and the summary table.
 
@@ -103,7 +108,8 @@ otherwise); -q silences it and the summary table.
   pdemu run --set router.tau_append=4096 --set decode.*.gpu=H100-SXM
   pdemu run --router vanilla --var sessions=52 --seed 7
   pdemu run claude-code --trace ../shared/traces/weka-claude-code --max-requests 300
-  pdemu run --clock wall --time-scale 20 -q`,
+  pdemu run --clock wall --time-scale 20 -q
+  pdemu run --clock wall --time-scale 20 --metrics-listen 127.0.0.1:9100 --metrics-linger 30s`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErr("run takes at most one SCENARIO, got %d: %s", len(args), strings.Join(args, " "))
