@@ -45,11 +45,13 @@ const (
 
 const exitCodesHelp = `Exit codes:
   0    success
-  1    the run failed (a lost request, an actor panic, an internal error)
-  2    bad input (HCL, trace, flags, unknown scenario)
-  3    too many failed requests
-  130  interrupted (SIGINT, Ctrl-C)
-  143  terminated (SIGTERM)`
+  1    the run failed (a lost request, an actor panic, --wall-timeout)
+  2    bad input (HCL, trace, flags, unknown scenario, an --out holding
+       another run's outputs without --force)
+  3    more than --max-failed of the requests failed
+  4    --strict-wall and the wall clock could not keep up
+  130  interrupted (SIGINT, Ctrl-C): outputs written, marked partial
+  143  terminated (SIGTERM): outputs written, marked partial`
 
 // exitError carries an exit code.
 type exitError struct {
