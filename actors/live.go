@@ -230,7 +230,7 @@ func runLive(ctx context.Context, spec *topology.Spec, br *serve.Bridge, o Serve
 		br.Abort(err.Error())
 		return nil, err
 	}
-	watch(spec, cl, br)
+	watch(spec, cl, br, nil)
 	ld := &liveDriver{Node: cl.Nodes[cl.Driver], br: br, collector: -1}
 	for i, k := range cl.Kinds {
 		if k == cluster.KindCollector {
@@ -313,8 +313,9 @@ func (w *watchedNode) Handle(now time.Duration, msg any) cluster.Ready {
 	return rd
 }
 
-// watch wraps the nodes of cl that the bridge needs to hear from.
-func watch(spec *topology.Spec, cl *cluster.Cluster, br *serve.Bridge) {
+// watch wraps the nodes of cl that the bridge needs to hear from; onEnd
+// (may be nil) also sees each ended job, after the bridge.
+func watch(spec *topology.Spec, cl *cluster.Cluster, br *serve.Bridge, onEnd func(*gpu.Job, serve.End)) {
 	fused := len(spec.Buckets) > 0
 	workerName := func(d int) string {
 		switch {
@@ -372,6 +373,9 @@ func watch(spec *topology.Spec, cl *cluster.Cluster, br *serve.Bridge) {
 					e.Done = now
 				}
 				br.Ended(e)
+				if onEnd != nil {
+					onEnd(j, e)
+				}
 			}}
 		case cluster.KindRouter:
 			var last time.Time

@@ -33,6 +33,9 @@ type Options struct {
 	// FreshSystem runs on a new actor system instead of a pooled one
 	// (metamorphic tests compare the two).
 	FreshSystem bool
+	// Metrics, when set, are fed live during the run (wall clock only:
+	// Run refuses them on the virtual clock). See RunMetrics.
+	Metrics *RunMetrics
 }
 
 // Progress is a run's progress as the collector sees it.
@@ -130,6 +133,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 			defer c.Close()
 		}
 	}
+	if opts.Metrics != nil && spec.Workload.Clock != topology.ClockWall {
+		return nil, fmt.Errorf("live metrics need the wall clock (this run's clock is virtual)")
+	}
 	cl, err := cluster.Build(spec, src)
 	if err != nil {
 		return nil, err
@@ -138,6 +144,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	ps := borrowSystem(log, opts.FreshSystem)
 	rs := &runState{done: make(chan struct{}), progress: opts.Progress}
 	clk := newClock(ps.sys, spec.Workload, rs)
+	if opts.Metrics != nil {
+		opts.Metrics.attach(spec, cl, clk.Now)
+	}
 	var deadLetters atomic.Int64
 	sub := watchDeadLetters(ps.sys, clk, log, &deadLetters)
 	pids, shells := spawnShells(ps.sys, cl, clk, rs, isVirtual(clk))
@@ -145,6 +154,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	start := time.Now()
 	runErr := drive(ctx, clk, pids[cl.Driver], rs, opts)
 	end := clk.Now()
+	if opts.Metrics != nil {
+		opts.Metrics.finish(end)
+	}
 	// The sample interval, widened now that the horizon is known so that
 	// instances.csv stays within topology.MaxSampleRows (output.Write
 	// bounds it further, to metrics.MaxInstanceRows).

@@ -44,6 +44,10 @@ type runFlags struct {
 	force       bool
 	maxFailed   float64
 	strictWall  bool
+	// run only: live /metrics of a wall-clock run.
+	metricsListen string
+	allowRemote   bool
+	metricsLinger time.Duration
 }
 
 func (f *runFlags) overrides(c *cobra.Command) workloadOverrides {
@@ -90,6 +94,11 @@ and detects the trace's format unless --format names it; override a replay
 option with --set workload.max_concurrent=N. --set PATH=VALUE overrides any
 attribute of the file by path, with the same diagnostics as the file.
 
+--metrics-listen ADDR serves live Prometheus metrics (pdemu serve's
+/metrics: vLLM names per worker plus pdemu_*) during a --clock wall run,
+on loopback unless --allow-remote; --metrics-linger keeps them up after
+the run for a last scrape. It is refused with the virtual clock.
+
 Progress goes to stderr (a bar on a terminal, a line every 10 s
 otherwise); -q silences it and the summary table.
 
@@ -99,7 +108,8 @@ otherwise); -q silences it and the summary table.
   pdemu run --set router.tau_append=4096 --set decode.*.gpu=H100-SXM
   pdemu run --router vanilla --var sessions=52 --seed 7
   pdemu run claude-code --trace ../shared/traces/weka-claude-code --max-requests 300
-  pdemu run --clock wall --time-scale 20 -q`,
+  pdemu run --clock wall --time-scale 20 -q
+  pdemu run --clock wall --time-scale 20 --metrics-listen 127.0.0.1:9100 --metrics-linger 30s`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErr("run takes at most one SCENARIO, got %d: %s", len(args), strings.Join(args, " "))
@@ -130,6 +140,9 @@ otherwise); -q silences it and the summary table.
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of an earlier run in --out (files pdemu did not write are kept)")
 	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when more than this share of the requests failed (negative: no limit)")
 	fl.BoolVar(&f.strictWall, "strict-wall", false, "wall clock: exit 4 when the run could not keep up with the wall clock (fidelity distorted)")
+	fl.StringVar(&f.metricsListen, "metrics-listen", "", "wall clock: serve live Prometheus /metrics (pdemu serve's) on this address during the run, e.g. 127.0.0.1:9100")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --metrics-listen address")
+	fl.DurationVar(&f.metricsLinger, "metrics-linger", 0, "keep serving /metrics this long after the outputs are written (a last scrape; SIGINT ends it)")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE, e.g. router.tau_append=4096 (repeatable)")
 	return c
 }
@@ -165,11 +178,24 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	}
 	defer closeSource(src)
 	warnFlags(stderr, idleRunFlags(cmd, spec))
+	if err := checkMetricsFlags(f, spec); err != nil {
+		return err
+	}
 	wl := spec.Workload
 	fmt.Fprintf(stdout, "pdemu: scenario %s, policy %s, clock %s, seed %d\n", spec.Source, spec.Router.Policy, clockName(wl.Clock), wl.Seed)
 
+	opts := actors.Options{Logger: log, Source: src, WallTimeout: f.wallTimeout}
+	if f.metricsListen != "" {
+		ms, err := startMetrics(f.metricsListen, spec, stderr)
+		if err != nil {
+			return err
+		}
+		defer ms.stop(cmd.Context(), f.metricsLinger)
+		opts.Metrics = ms.m
+	}
 	prog := newProgress(stderr, f.quiet, wl.MaxRequests, "requests")
-	res, runErr := actors.Run(cmd.Context(), spec, actors.Options{Logger: log, Source: src, WallTimeout: f.wallTimeout, Progress: prog.requestCallback()})
+	opts.Progress = prog.requestCallback()
+	res, runErr := actors.Run(cmd.Context(), spec, opts)
 	prog.finish()
 	var recErr *workload.RecordError
 	if errors.As(runErr, &recErr) {

@@ -1,0 +1,84 @@
+package actors
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/serve"
+	"github.com/pdemu/pdemu/topology"
+)
+
+// RunMetrics are the live Prometheus metrics of a wall-clock Run (pdemu
+// run --clock wall --metrics-listen): the same registry and names as
+// pdemu serve's /metrics (serve.Metrics), fed by the same node watchers
+// (watch, as Serve uses them). The cluster-state series (workers' running,
+// waiting and KV, the router's counters, the links' bytes, the clock lag)
+// are published into a serve.Bridge that takes no requests and read from
+// its Snapshot on every scrape; the per-request series are observed when
+// the collector ends each job:
+//
+//   - vllm:time_to_first_token_seconds: first token − arrival;
+//   - vllm:e2e_request_latency_seconds, prompt/generation tokens, prefix
+//     cache queries/hits, request_success_total (finished_reason "length":
+//     an emulated request always produces its OutputLen tokens) and
+//     pdemu_requests_total by mode: on completion;
+//   - vllm:inter_token_latency_seconds: the emulated decode has no
+//     per-token events, so each completed request contributes OutputLen−1
+//     observations of its mean inter-token time (done − first token) /
+//     (OutputLen − 1), the same pacing serve's streams use;
+//   - pdemu_requests_failed_total: on a failed end, by reason.
+//
+// Latencies are in emulated seconds. The HTTP-only series (http errors,
+// client disconnects, in-flight) stay at zero. After the run the emulated
+// clock of the snapshot stays at the run's end.
+type RunMetrics struct {
+	br  *serve.Bridge
+	met *serve.Metrics
+}
+
+// NewRunMetrics returns the metrics of a run of spec (model label: the
+// model every worker serves, or "" when they differ).
+func NewRunMetrics(spec *topology.Spec) *RunMetrics {
+	br := serve.NewBridge(serve.BridgeOptions{TimeScale: spec.Workload.TimeScale})
+	return &RunMetrics{br: br, met: serve.NewMetrics(commonModel(spec), br.Snapshot)}
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *RunMetrics) Handler() http.Handler { return m.met.Handler() }
+
+// attach wraps cl's nodes so that they feed m, on clock now.
+func (m *RunMetrics) attach(spec *topology.Spec, cl *cluster.Cluster, now func() time.Duration) {
+	m.br.Attach(now)
+	watch(spec, cl, m.br, m.ended)
+}
+
+// finish freezes the snapshot's emulated clock at the run's end.
+func (m *RunMetrics) finish(end time.Duration) {
+	m.br.Attach(func() time.Duration { return end })
+}
+
+// ended observes one ended job (on the collector's goroutine).
+func (m *RunMetrics) ended(j *gpu.Job, e serve.End) {
+	if e.Failed != "" {
+		m.met.Failed(e.Failed)
+		return
+	}
+	ev := serve.Event{Kind: serve.EvToken, Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, CachedTokens: e.CachedTokens}
+	if e.FirstToken > 0 {
+		ev.Since = e.FirstToken - e.Arrival
+		m.met.Token(ev, 0)
+		if n := j.Req.OutputLen - 1; n > 0 && e.Done > e.FirstToken {
+			step := (e.Done - e.FirstToken) / time.Duration(n)
+			prev := ev.Since
+			for i := 1; i <= n; i++ {
+				ev.Index, ev.Since = i, prev+step
+				m.met.Token(ev, prev)
+				prev = ev.Since
+			}
+		}
+	}
+	ev.Kind, ev.Index, ev.Since = serve.EvDone, 0, e.Done-e.Arrival
+	m.met.Done(ev, j.Req.InputLen, j.Req.OutputLen, "length")
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+func metricSum(fams map[string]*dto.MetricFamily, name string) float64 {
+	var s float64
+	for _, m := range fams[name].GetMetric() {
+		switch {
+		case m.Counter != nil:
+			s += m.Counter.GetValue()
+		case m.Histogram != nil:
+			s += float64(m.Histogram.GetSampleCount())
+		case m.Gauge != nil:
+			s += m.Gauge.GetValue()
+		}
+	}
+	return s
+}
+
+func scrape(url string) (map[string]*dto.MetricFamily, error) {
+	res, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	return p.TextToMetricFamilies(res.Body)
+}
+
+// pdemu run --clock wall --metrics-listen serves pdemu serve's /metrics
+// during the run and (with --metrics-linger) after it: the final scrape's
+// prompt-token counter is the sum of per_request.csv's input_tokens.
+func TestRunServesLiveMetrics(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	dir := filepath.Join(t.TempDir(), "wall")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--clock", "wall", "--var", "sessions=2", "--max-requests", "6", "--time-scale", "20",
+			"--metrics-listen", addr, "--metrics-linger", "2m", "-q", "--out", dir}, &stdout, &stderr)
+	}()
+
+	url := "http://" + addr + "/metrics"
+	var fams map[string]*dto.MetricFamily
+	sawWorkers := false
+	require.Eventually(t, func() bool {
+		f, err := scrape(url)
+		if err != nil {
+			return false
+		}
+		fams = f
+		sawWorkers = sawWorkers || len(f["vllm:num_requests_running"].GetMetric()) > 0
+		return metricSum(f, "vllm:request_success_total")+metricSum(f, "pdemu_requests_failed_total") == 6
+	}, 2*time.Minute, 50*time.Millisecond, "the run never ended 6 requests on /metrics: %s", stderr.String())
+	assert.True(t, sawWorkers, "per-worker gauges are served")
+
+	cancel() // ends the linger; the outputs were written before it
+	select {
+	case err := <-done:
+		require.NoError(t, err, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop after the linger was cancelled")
+	}
+	_, err = http.Get(url)
+	assert.Error(t, err, "the metrics server stops with the command")
+
+	f, err := os.Open(filepath.Join(dir, "per_request.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 7, "header + 6 requests")
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	var in, out float64
+	completed := 0
+	for _, r := range rows[1:] {
+		if r[col["state"]] != "completed" {
+			continue
+		}
+		completed++
+		a, err := strconv.Atoi(r[col["input_tokens"]])
+		require.NoError(t, err)
+		b, err := strconv.Atoi(r[col["output_tokens"]])
+		require.NoError(t, err)
+		in, out = in+float64(a), out+float64(b)
+	}
+	require.Positive(t, completed)
+	t.Logf("completed %d, input tokens %v, output tokens %v, emulated %vs", completed, in, out, metricSum(fams, "pdemu_emulated_seconds"))
+	assert.Equal(t, in, metricSum(fams, "vllm:prompt_tokens_total"))
+	assert.Equal(t, out, metricSum(fams, "vllm:generation_tokens_total"))
+	assert.Equal(t, float64(completed), metricSum(fams, "vllm:time_to_first_token_seconds"))
+	assert.Equal(t, float64(completed), metricSum(fams, "vllm:e2e_request_latency_seconds"))
+	assert.Equal(t, out-float64(completed), metricSum(fams, "vllm:inter_token_latency_seconds"))
+	assert.Positive(t, metricSum(fams, "pdemu_emulated_seconds"))
+}
+
+// --metrics-listen is refused on the virtual clock and on a non-loopback
+// address without --allow-remote (usage errors, exit 2).
+func TestRunMetricsListenUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--metrics-listen", "127.0.0.1:0"},
+		{"run", "--clock", "virtual", "--metrics-listen", "127.0.0.1:0"},
+		{"run", "--clock", "wall", "--metrics-listen", "0.0.0.0:0"},
+		{"run", "--clock", "wall", "--allow-remote"},
+	} {
+		args = append(args, "--out", filepath.Join(t.TempDir(), "x"))
+		_, _, err := runCLI(t, args...)
+		require.Error(t, err, "%v", args)
+		assert.Equal(t, 2, exitCode(err), "%v: %v", args, err)
+	}
+}
