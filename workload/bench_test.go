@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"testing"
 )
 
@@ -101,4 +102,37 @@ func BenchmarkWriteJSONL(b *testing.B) {
 		records += 1000
 	}
 	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkLoadReal loads the shipped traces (../shared/traces; skipped
+// when absent) from memory, so that the figure is decoding, not disk.
+func BenchmarkLoadReal(b *testing.B) {
+	for _, tc := range []struct{ name, path, format string }{
+		{"mooncake", "mooncake/synthetic_trace.jsonl", FormatMooncake},
+		{"claude-code-0018", "weka-claude-code/trace_0018.json", FormatClaudeCode},
+		{"azure", "azure-2023/AzureLLMInferenceTrace_code.csv", FormatAzure},
+		{"tracelab", "tracelab/round_trace.sanitized.jsonl", FormatTraceLab},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			data, err := os.ReadFile(tracesDir(b, tc.path))
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchLoader(b, tc.format, data, LoadOptions{})
+		})
+	}
+}
+
+// The agentic generator's export (pdemu's default workload, full hash_ids
+// on every line) replayed through the Mooncake loader.
+func BenchmarkLoadMooncakeAgenticExport(b *testing.B) {
+	g, err := NewAgentic(AgenticConfig{Sessions: 32}, 1, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, g); err != nil {
+		b.Fatal(err)
+	}
+	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
 }
