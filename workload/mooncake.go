@@ -66,6 +66,9 @@ type Mooncake struct {
 	// append-only block array (see intern)
 	chains map[string]*mcChain
 	cexp   expiry[string]
+	// the session_id of the line being parsed, once known (for SkipBad)
+	badSess          string
+	badHas, badKnown bool
 }
 
 // mcChain is the block array shared by the lines of one session_id.
@@ -184,10 +187,21 @@ func (m *Mooncake) read() error {
 	if err != nil {
 		return fmt.Errorf("workload: %s: %w", m.name, err)
 	}
+	m.badSess, m.badKnown = "", false
 	rec, err := m.parse(line)
 	if err != nil {
 		if m.opts.SkipBad {
 			m.skipped++
+			// Later compact lines may refer to this one: forget its
+			// session's blocks (every session's, when the line's session
+			// is unknown) so that they fail instead of resolving against
+			// an older line.
+			switch {
+			case !m.badKnown:
+				clear(m.chains)
+			case m.badHas:
+				delete(m.chains, m.badSess)
+			}
 			return nil
 		}
 		return locate(m.name, m.lr.line, "", err)
@@ -267,6 +281,7 @@ func (m *Mooncake) record(f *mcFields) (*mcRecord, error) {
 	if rec.session, rec.hasSess, err = idString("session_id", f.sessionID); err != nil {
 		return nil, err
 	}
+	m.badSess, m.badHas, m.badKnown = rec.session, rec.hasSess, true
 	rec.sessName = rec.session
 	if f.has&hasSessionName != 0 && f.sessionName != "" {
 		rec.sessName = f.sessionName
