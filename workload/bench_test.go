@@ -70,6 +70,19 @@ func BenchmarkLoadMooncakeSWEBenchExport(b *testing.B) {
 	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
 }
 
+// The same export in the compact form (prefix_blocks + new_hash_ids).
+func BenchmarkLoadMooncakeSWEBenchCompact(b *testing.B) {
+	g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteCompactJSONL(&buf, g); err != nil {
+		b.Fatal(err)
+	}
+	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
+}
+
 func BenchmarkSWEBenchGenerator(b *testing.B) {
 	b.ReportAllocs()
 	records := 0
@@ -135,4 +148,20 @@ func BenchmarkLoadMooncakeAgenticExport(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
+}
+
+func BenchmarkWriteCompactJSONL(b *testing.B) {
+	b.ReportAllocs()
+	records := 0
+	for b.Loop() {
+		g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteCompactJSONL(io.Discard, g); err != nil {
+			b.Fatal(err)
+		}
+		records += 1000
+	}
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
 }

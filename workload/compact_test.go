@@ -233,3 +233,17 @@ func TestCompactErrors(t *testing.T) {
 }
 
 func bufioReader(data []byte) *bufio.Reader { return bufio.NewReaderSize(bytes.NewReader(data), 1<<20) }
+
+// The example of docs/TRACES.md.
+func TestCompactDocExample(t *testing.T) {
+	data := `{"timestamp":0,"input_length":70,"output_length":5,"prefix_blocks":0,"new_hash_ids":[11,12],"session_id":0,"block_tokens":24}
+{"timestamp":900,"input_length":130,"output_length":5,"prefix_blocks":2,"new_hash_ids":[13,14],"session_id":0,"block_tokens":24}
+{"timestamp":950,"input_length":64,"output_length":5,"prefix_blocks":1,"new_hash_ids":[15],"session_id":0,"block_tokens":24,"last":true}
+`
+	reqs := loadBytes(t, []byte(data), LoadOptions{})
+	require.Len(t, reqs, 3)
+	assert.Equal(t, []uint64{11, 12}, reqs[0].Blocks)
+	assert.Equal(t, []uint64{11, 12, 13, 14}, reqs[1].Blocks)
+	assert.Equal(t, []uint64{11, 15}, reqs[2].Blocks)
+	assert.True(t, reqs[2].Last)
+}

@@ -36,8 +36,15 @@ const nominalTokenTime = 20 * time.Millisecond
 // hash prefix shared with the session's previous turn. LoadOptions.
 // InferSessions groups session-less requests by prefix extension.
 //
+// The compact form written by WriteCompactJSONL replaces hash_ids by
+// `prefix_blocks` P and `new_hash_ids`: the blocks are the first P blocks
+// of the previous line with the same session_id, then new_hash_ids
+// (docs/TRACES.md). Lines of one session_id share an append-only block
+// array (Request.Blocks).
+//
 // Arrivals are rebased so that the first request arrives at 0. Memory is
-// bounded by the reorder window and the live sessions (SessionIdle).
+// bounded by the reorder window and the live sessions (SessionIdle; a
+// compact-form session's latest blocks are kept until its last line).
 type Mooncake struct {
 	emitter
 	fileCloser
