@@ -346,15 +346,20 @@ func scanNumber(b []byte, i int) (float64, int, bool) {
 // scanIDs accepts a JSON array of plain unsigned 64-bit integers at b[i]
 // (what parseIDs accepts without error), appending to out[:0].
 func scanIDs(b []byte, i int, out []uint64) ([]uint64, int, bool) {
+	out, i, ok := appendIDs(b, i, out[:0])
+	if ok && out == nil {
+		out = []uint64{}
+	}
+	return out, i, ok
+}
+
+// appendIDs is scanIDs appending to out.
+func appendIDs(b []byte, i int, out []uint64) ([]uint64, int, bool) {
 	if i >= len(b) || b[i] != '[' {
 		return nil, i, false
 	}
-	out = out[:0]
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		if out == nil {
-			out = []uint64{}
-		}
 		return out, i + 1, true
 	}
 	for {

@@ -69,7 +69,11 @@ var decoderSeeds = []string{
 
 // loadAll reads src to the end (or its first error) and returns what it
 // emitted, the error text, the skipped count and the warnings.
-func loadAll(src *Mooncake) string {
+func loadAll(src interface {
+	Source
+	Skipper
+	Warner
+}) string {
 	var b bytes.Buffer
 	for range 20000 {
 		r, err := src.Next()
