@@ -1,6 +1,9 @@
 package workload
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // The Claude Code session documents are decoded like Mooncake lines: a
 // one-pass scanner for the plain shape, encoding/json for everything else
@@ -123,7 +126,9 @@ func (s *ccScanner) strPtr(i int, dst **string) int {
 func (s *ccScanner) doc(d *ccFileJSON[ccReqJSON]) bool {
 	b := s.b
 	if s.ids == nil {
-		s.ids = make([]uint64, 0, len(b)/6+1)
+		// Every id but an array's last is followed by a comma: one
+		// allocation holds them all.
+		s.ids = make([]uint64, 0, bytes.Count(b, []byte{','})+bytes.Count(b, []byte{'['}))
 	}
 	i := scanObject(b, skipSpace(b, 0), ccDocKeys, func(k, i int) int {
 		switch ccDocKeys[k] {
