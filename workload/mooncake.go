@@ -227,8 +227,13 @@ func (m *Mooncake) parse(line []byte) (*mcRecord, error) {
 		if err := f.decodeSlow(line); err != nil {
 			return nil, err
 		}
-	} else {
-		m.ids, m.newIDs = f.hashIDs, f.newHashIDs // keep grown scratch
+	} else { // keep the scratch arrays, grown
+		if f.hashIDs != nil {
+			m.ids = f.hashIDs
+		}
+		if f.newHashIDs != nil {
+			m.newIDs = f.newHashIDs
+		}
 	}
 	return m.record(f)
 }
