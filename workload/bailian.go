@@ -40,6 +40,8 @@ type Bailian struct {
 	chats   map[string]*blChat
 	exp     expiry[string]
 	orphans int
+	fast    blScratch // the fast decoder's storage (blscan.go)
+	slow    bool      // tests: decode with encoding/json only
 }
 
 type blRecord struct {
@@ -161,8 +163,12 @@ func (b *Bailian) read() error {
 
 func (b *Bailian) parse(line []byte) (*blRecord, error) {
 	var j blJSON
-	if err := json.Unmarshal(line, &j); err != nil {
-		return nil, err
+	fast := !b.slow && b.fast.scan(line, &j)
+	if !fast {
+		j = blJSON{}
+		if err := json.Unmarshal(line, &j); err != nil {
+			return nil, err
+		}
 	}
 	rec := &blRecord{line: b.lr.line}
 	var err error
@@ -201,6 +207,9 @@ func (b *Bailian) parse(line []byte) (*blRecord, error) {
 	rec.blocks = []uint64(*j.HashIDs)
 	if err := checkBlocks("hash_ids", len(rec.blocks), rec.in, b.bt); err != nil {
 		return nil, err
+	}
+	if fast { // the ids are in the scratch array
+		rec.blocks = append(make([]uint64, 0, len(rec.blocks)), rec.blocks...)
 	}
 	if b.opts.FullBlocks {
 		rec.blocks = rec.blocks[:min(len(rec.blocks), rec.in/b.bt)]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"testing"
 )
 
@@ -69,6 +70,19 @@ func BenchmarkLoadMooncakeSWEBenchExport(b *testing.B) {
 	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
 }
 
+// The same export in the compact form (prefix_blocks + new_hash_ids).
+func BenchmarkLoadMooncakeSWEBenchCompact(b *testing.B) {
+	g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteCompactJSONL(&buf, g); err != nil {
+		b.Fatal(err)
+	}
+	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
+}
+
 func BenchmarkSWEBenchGenerator(b *testing.B) {
 	b.ReportAllocs()
 	records := 0
@@ -96,6 +110,55 @@ func BenchmarkWriteJSONL(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := WriteJSONL(io.Discard, g); err != nil {
+			b.Fatal(err)
+		}
+		records += 1000
+	}
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkLoadReal loads the shipped traces (../shared/traces; skipped
+// when absent) from memory, so that the figure is decoding, not disk.
+func BenchmarkLoadReal(b *testing.B) {
+	for _, tc := range []struct{ name, path, format string }{
+		{"mooncake", "mooncake/synthetic_trace.jsonl", FormatMooncake},
+		{"claude-code-0018", "weka-claude-code/trace_0018.json", FormatClaudeCode},
+		{"azure", "azure-2023/AzureLLMInferenceTrace_code.csv", FormatAzure},
+		{"tracelab", "tracelab/round_trace.sanitized.jsonl", FormatTraceLab},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			data, err := os.ReadFile(tracesDir(b, tc.path))
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchLoader(b, tc.format, data, LoadOptions{})
+		})
+	}
+}
+
+// The agentic generator's export (pdemu's default workload, full hash_ids
+// on every line) replayed through the Mooncake loader.
+func BenchmarkLoadMooncakeAgenticExport(b *testing.B) {
+	g, err := NewAgentic(AgenticConfig{Sessions: 32}, 1, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, g); err != nil {
+		b.Fatal(err)
+	}
+	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
+}
+
+func BenchmarkWriteCompactJSONL(b *testing.B) {
+	b.ReportAllocs()
+	records := 0
+	for b.Loop() {
+		g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteCompactJSONL(io.Discard, g); err != nil {
 			b.Fatal(err)
 		}
 		records += 1000

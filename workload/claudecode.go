@@ -56,6 +56,7 @@ type ClaudeCode struct {
 	seq   int64
 	err   error
 	ids   map[string]string // session id -> the file that declared it
+	slow  bool              // tests: decode with encoding/json only
 }
 
 type ccEntry struct {
@@ -273,7 +274,16 @@ func (c *ClaudeCode) parseFile(i int) (chains []*ccChain, dur time.Duration, ski
 	}
 	var doc ccFileJSON[ccReqJSON]
 	var errs []error
-	if err := json.Unmarshal(data, &doc); err != nil {
+	var sc *ccScanner // the fast decoder (see ccscan.go); nil in tests' slow mode
+	if !c.slow {
+		sc = &ccScanner{b: data}
+	}
+	if sc == nil || !sc.doc(&doc) {
+		doc = ccFileJSON[ccReqJSON]{}
+		err = json.Unmarshal(data, &doc)
+	}
+	if err != nil {
+		err = nil
 		// Slow path: decode request by request to name the bad one.
 		var raw ccFileJSON[json.RawMessage]
 		if err := json.Unmarshal(data, &raw); err != nil {
@@ -281,7 +291,7 @@ func (c *ClaudeCode) parseFile(i int) (chains []*ccChain, dur time.Duration, ski
 		}
 		doc = ccFileJSON[ccReqJSON]{ID: raw.ID, BlockSize: raw.BlockSize, ToolTokens: raw.ToolTokens, SystemTokens: raw.SystemTokens}
 		if raw.Requests != nil {
-			doc.Requests, errs = decodeReqs(raw.Requests)
+			doc.Requests, errs = decodeReqs(sc, raw.Requests)
 		}
 	}
 	if doc.Requests == nil {
@@ -311,7 +321,7 @@ func (c *ClaudeCode) parseFile(i int) (chains []*ccChain, dur time.Duration, ski
 	if id == "" {
 		id = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
-	p := &ccParser{file: file, bt: bt, skipBad: c.opts.SkipBad, salt: mix64(c.opts.Seed ^ fnv64(id) ^ uint64(i)*0x9e3779b97f4a7c15)}
+	p := &ccParser{file: file, bt: bt, skipBad: c.opts.SkipBad, salt: mix64(c.opts.Seed ^ fnv64(id) ^ uint64(i)*0x9e3779b97f4a7c15), sc: sc}
 	if prev, dup := c.ids[id]; dup {
 		return nil, 0, 0, locate(file, 0, "", badField("id", "session id %q is also the id of %s; session names must be unique", id, prev))
 	}
@@ -338,6 +348,7 @@ type ccParser struct {
 	subs    int
 	// zeroOutputs counts requests with 0 output tokens (see outputField).
 	zeroOutputs int
+	sc          *ccScanner // the fast decoder; nil: encoding/json only
 }
 
 type ccRaw struct {
@@ -348,11 +359,12 @@ type ccRaw struct {
 }
 
 // decodeReqs decodes requests one by one; errs[k] is request k's error.
-func decodeReqs(raws []json.RawMessage) ([]ccReqJSON, []error) {
+// sc is the fast decoder (nil: encoding/json only).
+func decodeReqs(sc *ccScanner, raws []json.RawMessage) ([]ccReqJSON, []error) {
 	reqs := make([]ccReqJSON, len(raws))
 	errs := make([]error, len(raws))
 	for k, raw := range raws {
-		errs[k] = json.Unmarshal(raw, &reqs[k])
+		errs[k] = decodeReq(sc, raw, &reqs[k])
 	}
 	return reqs, errs
 }
@@ -422,7 +434,7 @@ func (p *ccParser) chain(name, path string, reqs []ccReqJSON, errs []error, offs
 		p.out = append(p.out, ch)
 	}
 	for _, s := range subs {
-		reqs, errs := decodeReqs(s.reqs)
+		reqs, errs := decodeReqs(p.sc, s.reqs)
 		if err := p.chain(s.name, s.path, reqs, errs, satAdd(offset, s.at), s.tool, s.sys, share); err != nil {
 			return err
 		}

@@ -14,7 +14,8 @@ import (
 // claude-code, a .csv (or a file whose first line names ContextTokens) is
 // azure, a JSON document with "requests" is a single claude-code session,
 // and for JSONL the keys of the first record decide (chat_id: bailian;
-// session_id + round_index: tracelab; input_length + hash_ids: mooncake).
+// session_id + round_index: tracelab; input_length, hash_ids or
+// new_hash_ids: mooncake, full or compact form).
 func Detect(path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -60,7 +61,7 @@ func detectReader(br *bufio.Reader) (string, error) {
 		return FormatTraceLab, nil
 	case has("requests"):
 		return FormatClaudeCode, nil
-	case has("input_length") || has("hash_ids"):
+	case has("input_length") || has("hash_ids") || has("new_hash_ids"):
 		return FormatMooncake, nil
 	}
 	return "", fmt.Errorf("cannot detect the trace format from the first record (known formats: %s)", strings.Join(Formats(), ", "))

@@ -20,9 +20,22 @@ import (
 // The Mooncake loader honours the extra fields, so the file replays as the
 // same sequence of requests (IDs and session indexes are reassigned densely
 // in the same order).
-func WriteJSONL(w io.Writer, src Source) error {
+func WriteJSONL(w io.Writer, src Source) error { return writeJSONL(w, src, false) }
+
+// WriteCompactJSONL is WriteJSONL in the compact form (docs/TRACES.md): a
+// line carries `prefix_blocks` P, the number of leading blocks it shares
+// with the previous line of its session, and `new_hash_ids`, the blocks
+// after them, instead of `hash_ids`. A session's blocks are kept until its
+// line with `last: true`.
+func WriteCompactJSONL(w io.Writer, src Source) error { return writeJSONL(w, src, true) }
+
+func writeJSONL(w io.Writer, src Source, compact bool) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	var buf []byte
+	var prev map[int32][]uint64
+	if compact {
+		prev = map[int32][]uint64{}
+	}
 	for {
 		r, err := src.Next()
 		if errors.Is(err, io.EOF) {
@@ -34,7 +47,20 @@ func WriteJSONL(w io.Writer, src Source) error {
 		if r == nil {
 			return errors.New("workload: source returned a nil request without error")
 		}
-		buf = appendJSONL(buf[:0], r)
+		prefix := -1
+		if compact {
+			p := prev[r.Session]
+			prefix = 0
+			for prefix < len(p) && prefix < len(r.Blocks) && p[prefix] == r.Blocks[prefix] {
+				prefix++
+			}
+			if r.Last {
+				delete(prev, r.Session)
+			} else {
+				prev[r.Session] = r.Blocks
+			}
+		}
+		buf = appendJSONL(buf[:0], r, prefix)
 		if _, err := bw.Write(buf); err != nil {
 			return fmt.Errorf("workload: write: %w", err)
 		}
@@ -52,15 +78,25 @@ func appendMS(b []byte, d time.Duration) []byte {
 	return strconv.AppendFloat(b, float64(d)/float64(time.Millisecond), 'f', -1, 64)
 }
 
-func appendJSONL(b []byte, r *Request) []byte {
+// appendJSONL appends r's line: with hash_ids, or when prefix >= 0 in the
+// compact form (prefix_blocks and the new_hash_ids after them).
+func appendJSONL(b []byte, r *Request, prefix int) []byte {
 	b = append(b, `{"timestamp":`...)
 	b = appendMS(b, r.Arrival)
 	b = append(b, `,"input_length":`...)
 	b = strconv.AppendInt(b, int64(r.InputLen), 10)
 	b = append(b, `,"output_length":`...)
 	b = strconv.AppendInt(b, int64(r.OutputLen), 10)
-	b = append(b, `,"hash_ids":[`...)
-	for i, h := range r.Blocks {
+	ids := r.Blocks
+	if prefix < 0 {
+		b = append(b, `,"hash_ids":[`...)
+	} else {
+		b = append(b, `,"prefix_blocks":`...)
+		b = strconv.AppendInt(b, int64(prefix), 10)
+		b = append(b, `,"new_hash_ids":[`...)
+		ids = ids[prefix:]
+	}
+	for i, h := range ids {
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -73,18 +73,39 @@ type idList []uint64
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *idList) UnmarshalJSON(b []byte) error {
+	out, err := parseIDs(b, "hash_ids", *l)
+	if err == nil {
+		*l = out
+	}
+	return err
+}
+
+// newIDList is idList for the compact form's new_hash_ids.
+type newIDList []uint64
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *newIDList) UnmarshalJSON(b []byte) error {
+	out, err := parseIDs(b, "new_hash_ids", *l)
+	if err == nil {
+		*l = out
+	}
+	return err
+}
+
+// parseIDs parses the JSON array b of unsigned 64-bit integers into
+// out[:0] (allocated when nil); errors name field.
+func parseIDs(b []byte, field string, out []uint64) ([]uint64, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {
-		return badField("hash_ids", "must be an array of unsigned integers")
+		return nil, badField(field, "must be an array of unsigned integers")
 	}
-	out := (*l)[:0]
+	out = out[:0]
 	if out == nil {
 		out = make([]uint64, 0, len(b)/6+1)
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		*l = out
-		return nil
+		return out, nil
 	}
 	for k := 0; ; k++ {
 		i = skipSpace(b, i)
@@ -93,7 +114,7 @@ func (l *idList) UnmarshalJSON(b []byte) error {
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			d := uint64(b[i] - '0')
 			if v > (math.MaxUint64-d)/10 {
-				return badField("hash_ids", "element %d overflows 64 bits", k)
+				return nil, badField(field, "element %d overflows 64 bits", k)
 			}
 			v = v*10 + d
 			i++
@@ -103,23 +124,22 @@ func (l *idList) UnmarshalJSON(b []byte) error {
 			for end < len(b) && b[end] != ',' && b[end] != ']' {
 				end++
 			}
-			return badField("hash_ids", "element %d (%.24s) is not an unsigned 64-bit integer", k, bytes.TrimSpace(b[start:end]))
+			return nil, badField(field, "element %d (%.24s) is not an unsigned 64-bit integer", k, bytes.TrimSpace(b[start:end]))
 		}
 		out = append(out, v)
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return badField("hash_ids", "unterminated array")
+			return nil, badField(field, "unterminated array")
 		}
 		if b[i] == ']' {
 			break
 		}
 		if b[i] != ',' {
-			return badField("hash_ids", "unexpected %q in array", b[i])
+			return nil, badField(field, "unexpected %q in array", b[i])
 		}
 		i++
 	}
-	*l = out
-	return nil
+	return out, nil
 }
 
 func skipSpace(b []byte, i int) int {

@@ -1,12 +1,14 @@
 package workload
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // nominalTokenTime is the nominal per-output-token service time used to
@@ -34,8 +36,15 @@ const nominalTokenTime = 20 * time.Millisecond
 // hash prefix shared with the session's previous turn. LoadOptions.
 // InferSessions groups session-less requests by prefix extension.
 //
+// The compact form written by WriteCompactJSONL replaces hash_ids by
+// `prefix_blocks` P and `new_hash_ids`: the blocks are the first P blocks
+// of the previous line with the same session_id, then new_hash_ids
+// (docs/TRACES.md). Lines of one session_id share an append-only block
+// array (Request.Blocks).
+//
 // Arrivals are rebased so that the first request arrives at 0. Memory is
-// bounded by the reorder window and the live sessions (SessionIdle).
+// bounded by the reorder window and the live sessions (SessionIdle; a
+// compact-form session's latest blocks are kept until its last line).
 type Mooncake struct {
 	emitter
 	fileCloser
@@ -54,6 +63,30 @@ type Mooncake struct {
 	// inferred sessions, keyed by the last full block of their latest turn
 	inferred map[uint64]*mcSession
 	iexp     expiry[*mcSession]
+
+	// decoding: the record's fields, the fast scanner's reusable id
+	// arrays, and slow (tests) to decode every line with encoding/json
+	fields      mcFields
+	ids, newIDs []uint64
+	slow        bool
+	// chains holds, per session_id in file order, the session's shared
+	// append-only block array (see intern)
+	chains map[string]*mcChain
+	cexp   expiry[string]
+	// the session_id of the line being parsed, once known (for SkipBad)
+	badSess          string
+	badHas, badKnown bool
+}
+
+// mcChain is the block array shared by the lines of one session_id.
+// arr[:n] are the blocks of the session's latest line; arr's elements may
+// be visible to emitted requests and are never rewritten (only appended
+// to, beyond every emitted request's length).
+type mcChain struct {
+	arr      []uint64
+	n        int
+	lastSeen time.Duration
+	compact  bool // referenced by the compact form: kept until the session's last line
 }
 
 type mcRecord struct {
@@ -86,20 +119,6 @@ type mcSession struct {
 	keyed    bool
 }
 
-type mcJSON struct {
-	Timestamp    *float64        `json:"timestamp"`
-	InputLength  *float64        `json:"input_length"`
-	OutputLength *float64        `json:"output_length"`
-	HashIDs      *idList         `json:"hash_ids"`
-	SessionID    json.RawMessage `json:"session_id"`
-	SessionName  *string         `json:"session_name"`
-	Turn         *float64        `json:"turn"`
-	ThinkMS      *float64        `json:"think_ms"`
-	AppendLength *float64        `json:"append_length"`
-	BlockTokens  *float64        `json:"block_tokens"`
-	Last         *bool           `json:"last"`
-}
-
 // OpenMooncake opens a Mooncake JSONL trace file.
 func OpenMooncake(path string, opts LoadOptions) (*Mooncake, error) {
 	f, err := os.Open(path)
@@ -130,6 +149,7 @@ func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) 
 		q:        reorder[*mcRecord]{window: opts.ReorderWindow},
 		sessions: map[string]*mcSession{},
 		inferred: map[uint64]*mcSession{},
+		chains:   map[string]*mcChain{},
 	}, nil
 }
 
@@ -174,14 +194,21 @@ func (m *Mooncake) read() error {
 	if err != nil {
 		return fmt.Errorf("workload: %s: %w", m.name, err)
 	}
+	m.badSess, m.badKnown = "", false
 	rec, err := m.parse(line)
-	if err == nil && m.q.tooLate(rec.at) {
-		err = badField("timestamp", "%v ms is earlier than an already emitted record (file not sorted within the reorder window %v)",
-			float64(rec.at)/float64(time.Millisecond), m.opts.ReorderWindow)
-	}
 	if err != nil {
 		if m.opts.SkipBad {
 			m.skipped++
+			// Later compact lines may refer to this one: forget its
+			// session's blocks (every session's, when the line's session
+			// is unknown) so that they fail instead of resolving against
+			// an older line.
+			switch {
+			case !m.badKnown:
+				clear(m.chains)
+			case m.badHas:
+				delete(m.chains, m.badSess)
+			}
 			return nil
 		}
 		return locate(m.name, m.lr.line, "", err)
@@ -190,64 +217,104 @@ func (m *Mooncake) read() error {
 	return nil
 }
 
+// parse decodes and validates one line. The fast scanner handles the
+// plain shape of a record; every other line (and every malformed one) goes
+// through encoding/json, so accepted records, rejected ones and error texts
+// are those of encoding/json (FuzzMooncakeDecoders checks it).
 func (m *Mooncake) parse(line []byte) (*mcRecord, error) {
-	var j mcJSON
-	if err := json.Unmarshal(line, &j); err != nil {
-		return nil, err
+	f := &m.fields
+	if m.slow || !f.scan(line, m.ids, m.newIDs) {
+		if err := f.decodeSlow(line); err != nil {
+			return nil, err
+		}
+	} else { // keep the scratch arrays, grown
+		if f.hashIDs != nil {
+			m.ids = f.hashIDs
+		}
+		if f.newHashIDs != nil {
+			m.newIDs = f.newHashIDs
+		}
 	}
+	return m.record(f)
+}
+
+// opt is the pointer encoding/json would have set for an optional field.
+func opt(f *mcFields, bit uint16, v *float64) *float64 {
+	if f.has&bit == 0 {
+		return nil
+	}
+	return v
+}
+
+// record validates the decoded fields of one line, resolves its blocks
+// (compact form) and interns them into the session's shared array.
+func (m *Mooncake) record(f *mcFields) (*mcRecord, error) {
 	rec := &mcRecord{line: m.lr.line, bt: m.bt}
 	var err error
-	if j.Timestamp == nil {
+	if f.has&hasTimestamp == 0 {
 		return nil, badField("timestamp", "missing")
 	}
-	if rec.at, err = durField("timestamp", *j.Timestamp, time.Millisecond); err != nil {
+	if rec.at, err = durField("timestamp", f.timestamp, time.Millisecond); err != nil {
 		return nil, err
 	}
-	if rec.in, err = intField("input_length", j.InputLength, 0); err != nil {
+	if rec.in, err = intField("input_length", opt(f, hasInputLength, &f.inputLength), 0); err != nil {
 		return nil, err
 	}
-	if rec.out, err = outputField("output_length", j.OutputLength, &m.zeroOutputs); err != nil {
+	if rec.out, err = outputField("output_length", opt(f, hasOutputLength, &f.outputLength), &m.zeroOutputs); err != nil {
 		return nil, err
 	}
-	if j.BlockTokens != nil {
-		if rec.bt, err = intField("block_tokens", j.BlockTokens, 1); err != nil {
+	if f.has&hasBlockTokens != 0 {
+		if rec.bt, err = intField("block_tokens", &f.blockToks, 1); err != nil {
 			return nil, err
 		}
 	}
-	if j.HashIDs == nil {
-		return nil, badField("hash_ids", "missing")
+	compact := f.has&(hasPrefixBlocks|hasNewHashIDs) != 0
+	prefix := 0
+	if compact {
+		switch {
+		case f.has&hasHashIDs != 0:
+			return nil, badField("hash_ids", "cannot be combined with prefix_blocks and new_hash_ids (the compact form)")
+		case f.has&hasPrefixBlocks == 0:
+			return nil, badField("prefix_blocks", "missing (new_hash_ids needs it)")
+		case f.has&hasNewHashIDs == 0:
+			return nil, badField("new_hash_ids", "missing (prefix_blocks needs it)")
+		}
+		if prefix, err = intField("prefix_blocks", &f.prefixBlocks, 0); err != nil {
+			return nil, err
+		}
+	} else {
+		if f.has&hasHashIDs == 0 {
+			return nil, badField("hash_ids", "missing")
+		}
+		if err := checkBlocks("hash_ids", len(f.hashIDs), rec.in, rec.bt); err != nil {
+			return nil, err
+		}
 	}
-	rec.blocks = []uint64(*j.HashIDs)
-	if err := checkBlocks("hash_ids", len(rec.blocks), rec.in, rec.bt); err != nil {
+	if rec.session, rec.hasSess, err = idString("session_id", f.sessionID); err != nil {
 		return nil, err
 	}
-	if m.opts.FullBlocks {
-		rec.blocks = rec.blocks[:min(len(rec.blocks), rec.in/rec.bt)]
-	}
-	if rec.session, rec.hasSess, err = idString("session_id", j.SessionID); err != nil {
-		return nil, err
-	}
+	m.badSess, m.badHas, m.badKnown = rec.session, rec.hasSess, true
 	rec.sessName = rec.session
-	if j.SessionName != nil && *j.SessionName != "" {
-		rec.sessName = *j.SessionName
+	if f.has&hasSessionName != 0 && f.sessionName != "" {
+		rec.sessName = f.sessionName
 	}
-	if j.Turn != nil {
-		if rec.turn, err = intField("turn", j.Turn, 0); err != nil {
+	if f.has&hasTurn != 0 {
+		if rec.turn, err = intField("turn", &f.turn, 0); err != nil {
 			return nil, err
 		}
 		rec.hasTurn = true
 	}
-	if j.ThinkMS != nil {
-		if *j.ThinkMS < 0 {
-			return nil, badField("think_ms", "%v must be >= 0", *j.ThinkMS)
+	if f.has&hasThinkMS != 0 {
+		if f.thinkMS < 0 {
+			return nil, badField("think_ms", "%v must be >= 0", f.thinkMS)
 		}
-		if rec.think, err = durField("think_ms", *j.ThinkMS, time.Millisecond); err != nil {
+		if rec.think, err = durField("think_ms", f.thinkMS, time.Millisecond); err != nil {
 			return nil, err
 		}
 		rec.hasThink = true
 	}
-	if j.AppendLength != nil {
-		if rec.appendLen, err = intField("append_length", j.AppendLength, 0); err != nil {
+	if f.has&hasAppendLength != 0 {
+		if rec.appendLen, err = intField("append_length", &f.appendLength, 0); err != nil {
 			return nil, err
 		}
 		if rec.appendLen > rec.in {
@@ -255,10 +322,99 @@ func (m *Mooncake) parse(line []byte) (*mcRecord, error) {
 		}
 		rec.hasAppend = true
 	}
-	if j.Last != nil {
-		rec.last = *j.Last
+	if f.has&hasLast != 0 {
+		rec.last = f.last
+	}
+	var ch *mcChain
+	if rec.hasSess {
+		if m.opts.idle() > 0 {
+			m.cexp.expire(rec.at-m.opts.idle(), func(at time.Duration, k string) {
+				if c := m.chains[k]; c != nil && c.lastSeen == at && !c.compact {
+					delete(m.chains, k)
+				}
+			})
+		}
+		ch = m.chains[rec.session]
+	}
+	tail := f.newHashIDs
+	if compact {
+		if prefix > 0 {
+			switch {
+			case !rec.hasSess:
+				return nil, badField("prefix_blocks", "%d needs a session_id (the prefix is that of the session's previous line)", prefix)
+			case ch == nil:
+				return nil, badField("prefix_blocks", "%d refers to the previous line of session %q, but there is none (or it was marked last)", prefix, rec.session)
+			case prefix > ch.n:
+				return nil, badField("prefix_blocks", "%d exceeds the %d blocks of the previous line of session %q", prefix, ch.n, rec.session)
+			}
+		}
+		if err := checkBlocks("new_hash_ids", prefix+len(tail), rec.in, rec.bt); err != nil {
+			return nil, err
+		}
+	} else {
+		if ch != nil {
+			for prefix < ch.n && prefix < len(f.hashIDs) && f.hashIDs[prefix] == ch.arr[prefix] {
+				prefix++
+			}
+		}
+		tail = f.hashIDs[prefix:]
+	}
+	if m.q.tooLate(rec.at) {
+		return nil, badField("timestamp", "%v ms is earlier than an already emitted record (file not sorted within the reorder window %v)",
+			float64(rec.at)/float64(time.Millisecond), m.opts.ReorderWindow)
+	}
+	rec.blocks = m.intern(rec, ch, prefix, tail, compact)
+	if m.opts.FullBlocks {
+		k := min(len(rec.blocks), rec.in/rec.bt)
+		rec.blocks = rec.blocks[:k:k]
 	}
 	return rec, nil
+}
+
+// intern returns the blocks of a validated line: the first prefix blocks of
+// the session's previous line (ch; nil for none) followed by tail. Runs of
+// a session whose lines extend each other share one backing array, which
+// is only ever appended to: a line that extends the array's whole length
+// appends in place, a line that is a prefix of it is a view, and anything
+// else starts a new array. Returned slices have cap == len, so that no
+// holder can append into the shared array.
+func (m *Mooncake) intern(rec *mcRecord, ch *mcChain, prefix int, tail []uint64, compact bool) []uint64 {
+	n := prefix + len(tail)
+	var blocks []uint64
+	switch {
+	case ch != nil && prefix == len(ch.arr):
+		ch.arr = append(ch.arr, tail...)
+		blocks = ch.arr[:n:n]
+	case ch != nil && len(tail) == 0:
+		blocks = ch.arr[:n:n]
+	default:
+		blocks = make([]uint64, n)
+		if ch != nil {
+			copy(blocks, ch.arr[:prefix])
+		}
+		copy(blocks[prefix:], tail)
+		if ch != nil {
+			ch.arr = blocks
+		}
+	}
+	if !rec.hasSess {
+		return blocks
+	}
+	if rec.last {
+		delete(m.chains, rec.session)
+		return blocks
+	}
+	if ch == nil {
+		ch = &mcChain{arr: blocks}
+		m.chains[rec.session] = ch
+	}
+	ch.n = n
+	ch.compact = ch.compact || compact
+	ch.lastSeen = rec.at
+	if m.opts.idle() > 0 && !ch.compact {
+		m.cexp.push(rec.at, rec.session)
+	}
+	return blocks
 }
 
 // idString reads an id that may be a JSON string or number; null or absent
@@ -269,6 +425,12 @@ func idString(field string, raw json.RawMessage) (string, bool, error) {
 	}
 	switch raw[0] {
 	case '"':
+		// Without escapes, valid UTF-8 decodes to itself (raw is valid JSON).
+		if len(raw) >= 2 && raw[len(raw)-1] == '"' {
+			if in := raw[1 : len(raw)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+				return string(in), true, nil
+			}
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", false, badField(field, "%v", err)

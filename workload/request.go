@@ -30,6 +30,15 @@ type Request struct {
 	// Blocks are prefix-chained hashes of the full blocks of the prompt:
 	// Blocks[i] identifies tokens [0, (i+1)*BlockTokens) of the prompt, so two
 	// prompts share Blocks[i] only if they share that whole prefix.
+	//
+	// Blocks is read-only and may share its backing array with other
+	// requests: the turns of a session whose prompts extend each other hold
+	// prefixes of one append-only array (the agentic generator, and the
+	// Mooncake loader for lines with a session_id). Sources only append to
+	// such an array beyond the length of every request already emitted, and
+	// give each request cap(Blocks) == len(Blocks) where they share. A
+	// consumer must never write to Blocks[i]; to build on it, copy it (or
+	// append, which copies when cap == len).
 	Blocks      []uint64
 	BlockTokens int
 	// AppendLen is the number of prompt tokens that are new with respect to

@@ -302,6 +302,30 @@ func TestTraceStatsJSON(t *testing.T) {
 	assert.Positive(t, st.DurationS)
 }
 
+// trace gen writes the compact form unless --full; both read back to the
+// same statistics.
+func TestTraceGenForms(t *testing.T) {
+	dir := t.TempDir()
+	compact, full := filepath.Join(dir, "swe.jsonl"), filepath.Join(dir, "swe-full.jsonl")
+	_, _, err := runCLI(t, "trace", "gen", "--kind", "swebench", "--requests", "500", "--out", compact)
+	require.NoError(t, err)
+	_, _, err = runCLI(t, "trace", "gen", "--kind", "swebench", "--requests", "500", "--full", "--out", full)
+	require.NoError(t, err)
+	c, err := os.ReadFile(compact)
+	require.NoError(t, err)
+	f, err := os.ReadFile(full)
+	require.NoError(t, err)
+	assert.Contains(t, string(c), `"new_hash_ids":[`)
+	assert.NotContains(t, string(c), `"hash_ids":[`)
+	assert.NotContains(t, string(f), `"new_hash_ids"`)
+	assert.Less(t, len(c)*5, len(f), "compact %d bytes, full %d", len(c), len(f))
+	sc, _, err := runCLI(t, "trace", "stats", compact, "--json")
+	require.NoError(t, err)
+	sf, _, err := runCLI(t, "trace", "stats", full, "--json")
+	require.NoError(t, err)
+	assert.Equal(t, sf, sc)
+}
+
 // A compare run is byte-identical to the same run alone, and --json
 // prints compare.json's rows.
 func TestCompareCLI(t *testing.T) {

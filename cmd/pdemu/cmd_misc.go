@@ -367,6 +367,7 @@ its file:line (exit 2) unless --skip-bad.`,
 	var kind, out string
 	var seed uint64
 	var sessions, requests, concurrency, activeSessions, clientCap int
+	var full bool
 	gen := &cobra.Command{
 		Use:   "gen",
 		Short: "Write a synthetic trace as Mooncake-style JSONL",
@@ -374,6 +375,12 @@ its file:line (exit 2) unless --skip-bad.`,
 line with session ids): --kind swebench has the KVC-Router paper's
 SWE-Bench shape (52 sessions, 4,449 requests by default), --kind agentic
 is pdemu's default generator.
+
+The trace is written in the compact form (docs/TRACES.md): a line carries
+only the block ids its session's previous line does not have
+(prefix_blocks + new_hash_ids), ~25x smaller than repeating them all;
+pdemu reads both forms. --full writes every line's complete hash_ids, the
+form other Mooncake tools read.
 
 Two different "concurrencies" (docs/MODEL.md §7.1):
   --active-sessions N  (old name --concurrency) rewrites the timeline:
@@ -388,7 +395,8 @@ Two different "concurrencies" (docs/MODEL.md §7.1):
 		Example: `  pdemu trace gen --kind swebench --seed 3 --out swe.jsonl
   pdemu trace gen --kind swebench --active-sessions 8 --requests 1000 --out swe-1k.jsonl
   pdemu trace gen --kind swebench --client-cap 32 --out swe.jsonl
-  pdemu trace gen --kind agentic --sessions 32 > agentic.jsonl`,
+  pdemu trace gen --kind agentic --sessions 32 > agentic.jsonl
+  pdemu trace gen --kind swebench --full --out swe-full.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var src workload.Source
@@ -427,7 +435,11 @@ Two different "concurrencies" (docs/MODEL.md §7.1):
 				w = f
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "pdemu: trace gen --kind %s --seed %d\n", kind, seed)
-			if err := workload.WriteJSONL(w, src); err != nil {
+			write := workload.WriteCompactJSONL
+			if full {
+				write = workload.WriteJSONL
+			}
+			if err := write(w, src); err != nil {
 				return err
 			}
 			if clientCap > 0 {
@@ -448,6 +460,7 @@ Two different "concurrencies" (docs/MODEL.md §7.1):
 	gen.Flags().IntVar(&activeSessions, "active-sessions", 0, "swebench: rewrite the timeline so this many sessions run at once (0 = the real 5.44 h timeline)")
 	gen.Flags().IntVar(&concurrency, "concurrency", 0, "old name of --active-sessions (sessions at once, NOT the paper's client cap)")
 	gen.Flags().IntVar(&clientCap, "client-cap", 0, "the paper's cap on outstanding requests, applied at replay (prints the --set to use; the trace is unchanged)")
+	gen.Flags().BoolVar(&full, "full", false, "write every line's complete hash_ids (Mooncake's own form) instead of the compact form")
 	c.AddCommand(stats, gen)
 	return c
 }

@@ -1,0 +1,252 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// The Claude Code session documents are decoded like Mooncake lines: a
+// one-pass scanner for the plain shape, encoding/json for everything else
+// (see mcFields.scan for what "plain" means and why the result is
+// encoding/json's either way; FuzzClaudeCodeDecoders compares the two).
+
+var (
+	ccDocKeys = []string{"id", "block_size", "tool_tokens", "system_tokens", "requests"}
+	ccReqKeys = []string{"t", "type", "in", "out", "hash_ids", "think_time", "api_time", "agent_id", "tool_tokens", "system_tokens", "requests"}
+)
+
+// scanObject walks the JSON object at b[i]. For a key equal to known[k] it
+// calls value(k, i), which returns the index after the value or -1 to
+// decline; other keys' values are skipped. It declines (-1) on escaped or
+// non-ASCII keys, keys that only case-fold to a known one, duplicate known
+// keys and malformed JSON; otherwise it returns the index after the '}'.
+func scanObject(b []byte, i int, known []string, value func(k, i int) int) int {
+	if i >= len(b) || b[i] != '{' {
+		return -1
+	}
+	var seen uint64
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		ks := i + 1
+		i = ks
+		for i < len(b) && b[i] != '"' {
+			if c := b[i]; c < 0x20 || c >= 0x80 || c == '\\' {
+				return -1
+			}
+			i++
+		}
+		if i >= len(b) {
+			return -1
+		}
+		key := b[ks:i]
+		i = skipSpace(b, i+1)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		i = skipSpace(b, i+1)
+		k := -1
+		for n, name := range known {
+			if string(key) == name {
+				k = n
+				break
+			}
+		}
+		if k < 0 {
+			for _, name := range known {
+				if asciiEqualFold(key, name) {
+					return -1
+				}
+			}
+			i = skipValue(b, i, 0)
+		} else {
+			if seen&(1<<k) != 0 {
+				return -1
+			}
+			seen |= 1 << k
+			i = value(k, i)
+		}
+		if i < 0 {
+			return -1
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return -1
+		}
+		if b[i] == '}' {
+			return i + 1
+		}
+		if b[i] != ',' {
+			return -1
+		}
+		i = skipSpace(b, i+1)
+	}
+}
+
+// ccScanner decodes Claude Code documents; ids is the arena the requests'
+// hash_ids are cut from (the parser copies what it keeps).
+type ccScanner struct {
+	b   []byte
+	ids []uint64
+}
+
+func (s *ccScanner) num(i int, dst **float64) int {
+	v, j, ok := scanNumber(s.b, i)
+	if !ok {
+		return -1
+	}
+	*dst = &v
+	return j
+}
+
+func (s *ccScanner) str(i int, dst *string) int {
+	j, ok := scanString(s.b, i)
+	if !ok {
+		return -1
+	}
+	*dst = string(s.b[i+1 : j-1])
+	return j
+}
+
+func (s *ccScanner) strPtr(i int, dst **string) int {
+	var v string
+	j := s.str(i, &v)
+	if j >= 0 {
+		*dst = &v
+	}
+	return j
+}
+
+// doc decodes a whole session document (nothing but spaces after it).
+func (s *ccScanner) doc(d *ccFileJSON[ccReqJSON]) bool {
+	b := s.b
+	if s.ids == nil {
+		// Every id but an array's last is followed by a comma: one
+		// allocation holds them all.
+		s.ids = make([]uint64, 0, bytes.Count(b, []byte{','})+bytes.Count(b, []byte{'['}))
+	}
+	i := scanObject(b, skipSpace(b, 0), ccDocKeys, func(k, i int) int {
+		switch ccDocKeys[k] {
+		case "id":
+			return s.str(i, &d.ID)
+		case "block_size":
+			return s.num(i, &d.BlockSize)
+		case "tool_tokens":
+			return s.num(i, &d.ToolTokens)
+		case "system_tokens":
+			return s.num(i, &d.SystemTokens)
+		}
+		// requests: an array of request objects
+		if i >= len(b) || b[i] != '[' {
+			return -1
+		}
+		d.Requests = []ccReqJSON{}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1
+		}
+		for {
+			d.Requests = append(d.Requests, ccReqJSON{})
+			if i = s.req(i, &d.Requests[len(d.Requests)-1]); i < 0 {
+				return -1
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return -1
+			}
+			if b[i] == ']' {
+				return i + 1
+			}
+			if b[i] != ',' {
+				return -1
+			}
+			i = skipSpace(b, i+1)
+		}
+	})
+	return i >= 0 && skipSpace(b, i) == len(b)
+}
+
+// req decodes the request object at b[i].
+func (s *ccScanner) req(i int, r *ccReqJSON) int {
+	b := s.b
+	return scanObject(b, i, ccReqKeys, func(k, i int) int {
+		switch ccReqKeys[k] {
+		case "t":
+			return s.num(i, &r.T)
+		case "type":
+			return s.strPtr(i, &r.Type)
+		case "in":
+			return s.num(i, &r.In)
+		case "out":
+			return s.num(i, &r.Out)
+		case "think_time":
+			return s.num(i, &r.Think)
+		case "api_time":
+			return s.num(i, &r.API)
+		case "agent_id":
+			return s.strPtr(i, &r.AgentID)
+		case "tool_tokens":
+			return s.num(i, &r.ToolTokens)
+		case "system_tokens":
+			return s.num(i, &r.SystemTokens)
+		case "hash_ids":
+			start := len(s.ids)
+			ids, j, ok := appendIDs(b, i, s.ids)
+			if !ok {
+				return -1
+			}
+			s.ids = ids
+			l := idList(ids[start:len(ids):len(ids)])
+			r.HashIDs = &l
+			return j
+		}
+		// requests (a subagent's): kept raw, decoded later
+		if i >= len(b) || b[i] != '[' {
+			return -1
+		}
+		r.Requests = []json.RawMessage{}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1
+		}
+		for {
+			j := skipValue(b, i, 0)
+			if j < 0 {
+				return -1
+			}
+			r.Requests = append(r.Requests, json.RawMessage(b[i:j:j]))
+			i = skipSpace(b, j)
+			if i >= len(b) {
+				return -1
+			}
+			if b[i] == ']' {
+				return i + 1
+			}
+			if b[i] != ',' {
+				return -1
+			}
+			i = skipSpace(b, i+1)
+		}
+	})
+}
+
+// decodeReq decodes one raw request (a subagent's): with sc (the fast
+// path) when it is plain, with encoding/json otherwise or when sc is nil.
+func decodeReq(sc *ccScanner, raw []byte, r *ccReqJSON) error {
+	if sc != nil {
+		sc.b = raw
+		if sc.ids == nil {
+			sc.ids = make([]uint64, 0, len(raw)/6+1)
+		}
+		if j := sc.req(skipSpace(raw, 0), r); j >= 0 && skipSpace(raw, j) == len(raw) {
+			return nil
+		}
+		*r = ccReqJSON{}
+	}
+	return json.Unmarshal(raw, r)
+}

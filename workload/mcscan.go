@@ -1,0 +1,459 @@
+package workload
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// mcFields is one Mooncake JSONL record as decoded, before validation:
+// what mcJSON holds, without pointers (has says which fields were present).
+type mcFields struct {
+	has                                    uint16
+	timestamp, inputLength, outputLength   float64
+	turn, thinkMS, appendLength, blockToks float64
+	prefixBlocks                           float64
+	hashIDs, newHashIDs                    []uint64
+	sessionID                              []byte // raw JSON, as json.RawMessage
+	sessionName                            string
+	last                                   bool
+}
+
+// Bits of mcFields.has.
+const (
+	hasTimestamp uint16 = 1 << iota
+	hasInputLength
+	hasOutputLength
+	hasHashIDs
+	hasSessionID
+	hasSessionName
+	hasTurn
+	hasThinkMS
+	hasAppendLength
+	hasBlockTokens
+	hasLast
+	hasPrefixBlocks
+	hasNewHashIDs
+)
+
+// mcKeys are the keys of mcJSON, in the order of the has bits.
+var mcKeys = [...]string{"timestamp", "input_length", "output_length", "hash_ids", "session_id",
+	"session_name", "turn", "think_ms", "append_length", "block_tokens", "last", "prefix_blocks", "new_hash_ids"}
+
+// mcJSON is the reference decoding of a record (encoding/json), used for
+// every line the fast scanner declines.
+type mcJSON struct {
+	Timestamp    *float64        `json:"timestamp"`
+	InputLength  *float64        `json:"input_length"`
+	OutputLength *float64        `json:"output_length"`
+	HashIDs      *idList         `json:"hash_ids"`
+	SessionID    json.RawMessage `json:"session_id"`
+	SessionName  *string         `json:"session_name"`
+	Turn         *float64        `json:"turn"`
+	ThinkMS      *float64        `json:"think_ms"`
+	AppendLength *float64        `json:"append_length"`
+	BlockTokens  *float64        `json:"block_tokens"`
+	Last         *bool           `json:"last"`
+	PrefixBlocks *float64        `json:"prefix_blocks"`
+	NewHashIDs   *newIDList      `json:"new_hash_ids"`
+}
+
+// decodeSlow decodes line with encoding/json into f.
+func (f *mcFields) decodeSlow(line []byte) error {
+	var j mcJSON
+	if err := json.Unmarshal(line, &j); err != nil {
+		return err
+	}
+	*f = mcFields{sessionID: j.SessionID}
+	if len(j.SessionID) > 0 {
+		f.has |= hasSessionID
+	}
+	num := func(p *float64, bit uint16, dst *float64) {
+		if p != nil {
+			f.has |= bit
+			*dst = *p
+		}
+	}
+	num(j.Timestamp, hasTimestamp, &f.timestamp)
+	num(j.InputLength, hasInputLength, &f.inputLength)
+	num(j.OutputLength, hasOutputLength, &f.outputLength)
+	num(j.Turn, hasTurn, &f.turn)
+	num(j.ThinkMS, hasThinkMS, &f.thinkMS)
+	num(j.AppendLength, hasAppendLength, &f.appendLength)
+	num(j.BlockTokens, hasBlockTokens, &f.blockToks)
+	num(j.PrefixBlocks, hasPrefixBlocks, &f.prefixBlocks)
+	if j.HashIDs != nil {
+		f.has |= hasHashIDs
+		f.hashIDs = []uint64(*j.HashIDs)
+	}
+	if j.NewHashIDs != nil {
+		f.has |= hasNewHashIDs
+		f.newHashIDs = []uint64(*j.NewHashIDs)
+	}
+	if j.SessionName != nil {
+		f.has |= hasSessionName
+		f.sessionName = *j.SessionName
+	}
+	if j.Last != nil {
+		f.has |= hasLast
+		f.last = *j.Last
+	}
+	return nil
+}
+
+// scan is the fast path: a single pass over line for the plain shape of a
+// record — an object whose keys are ASCII without escapes, each at most
+// once, numbers for numeric fields, arrays of plain unsigned integers for
+// hash_ids/new_hash_ids, a string or number for session_id, a string for
+// session_name, true/false for last, and unknown keys with simple values.
+// It returns false for anything else (malformed JSON, null, escapes,
+// non-ASCII keys, a key that only case-folds to a known one, out-of-range
+// numbers, ...): the caller then uses decodeSlow, whose result — value or
+// error — is the reference. When scan returns true, f holds exactly what
+// decodeSlow would. ids and newIDs are reused as the arrays' storage.
+func (f *mcFields) scan(line []byte, ids, newIDs []uint64) bool {
+	*f = mcFields{}
+	b := line
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for {
+		// key
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		ks := i + 1
+		i = ks
+		for i < len(b) && b[i] != '"' {
+			if c := b[i]; c < 0x20 || c >= 0x80 || c == '\\' {
+				return false
+			}
+			i++
+		}
+		if i >= len(b) {
+			return false
+		}
+		key := b[ks:i]
+		i = skipSpace(b, i+1)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		k := -1
+		for n, name := range mcKeys {
+			if string(key) == name {
+				k = n
+				break
+			}
+		}
+		if k < 0 {
+			for _, name := range mcKeys {
+				if asciiEqualFold(key, name) {
+					return false // encoding/json would match it case-insensitively
+				}
+			}
+			if i = skipValue(b, i, 0); i < 0 {
+				return false
+			}
+		} else {
+			bit := uint16(1) << k
+			if f.has&bit != 0 {
+				return false // duplicate key: leave the merge rules to encoding/json
+			}
+			f.has |= bit
+			var ok bool
+			switch bit {
+			case hasHashIDs:
+				f.hashIDs, i, ok = scanIDs(b, i, ids)
+			case hasNewHashIDs:
+				f.newHashIDs, i, ok = scanIDs(b, i, newIDs)
+			case hasSessionID:
+				start := i
+				if i < len(b) && b[i] == '"' {
+					i, ok = scanString(b, i)
+				} else {
+					var v float64
+					v, i, ok = scanNumber(b, i)
+					_ = v
+				}
+				if ok {
+					f.sessionID = b[start:i]
+				}
+			case hasSessionName:
+				start := i
+				if i, ok = scanString(b, i); ok {
+					f.sessionName = string(b[start+1 : i-1])
+				}
+			case hasLast:
+				switch {
+				case hasLit(b, i, "true"):
+					f.last, i, ok = true, i+4, true
+				case hasLit(b, i, "false"):
+					f.last, i, ok = false, i+5, true
+				}
+			default:
+				var v float64
+				v, i, ok = scanNumber(b, i)
+				switch bit {
+				case hasTimestamp:
+					f.timestamp = v
+				case hasInputLength:
+					f.inputLength = v
+				case hasOutputLength:
+					f.outputLength = v
+				case hasTurn:
+					f.turn = v
+				case hasThinkMS:
+					f.thinkMS = v
+				case hasAppendLength:
+					f.appendLength = v
+				case hasBlockTokens:
+					f.blockToks = v
+				case hasPrefixBlocks:
+					f.prefixBlocks = v
+				}
+			}
+			if !ok {
+				return false
+			}
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		if b[i] == '}' {
+			return skipSpace(b, i+1) == len(b)
+		}
+		if b[i] != ',' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+	}
+}
+
+func hasLit(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// scanString accepts a JSON string at b[i] without escapes or control
+// characters whose bytes are valid UTF-8 (so that decoding it is the
+// identity); it returns the index after the closing quote.
+func scanString(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	i++
+	start := i
+	ascii := true
+	for i < len(b) && b[i] != '"' {
+		c := b[i]
+		if c < 0x20 || c == '\\' {
+			return i, false
+		}
+		if c >= 0x80 {
+			ascii = false
+		}
+		i++
+	}
+	if i >= len(b) || (!ascii && !utf8.Valid(b[start:i])) {
+		return i, false
+	}
+	return i + 1, true
+}
+
+// scanNumber accepts a JSON number at b[i] that parses as a finite
+// float64, and returns its value as strconv.ParseFloat (encoding/json's
+// conversion) gives it.
+func scanNumber(b []byte, i int) (float64, int, bool) {
+	start := i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return 0, i, false
+	}
+	intEnd := i
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return 0, i, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return 0, i, false
+		}
+	}
+	// A non-negative integer of at most 15 digits is exact in a float64.
+	if intEnd == i && b[start] != '-' && i-start <= 15 {
+		var v uint64
+		for _, c := range b[start:i] {
+			v = v*10 + uint64(c-'0')
+		}
+		return float64(v), i, true
+	}
+	v, err := strconv.ParseFloat(string(b[start:i]), 64)
+	if err != nil || math.IsInf(v, 0) {
+		return 0, i, false
+	}
+	return v, i, true
+}
+
+// scanIDs accepts a JSON array of plain unsigned 64-bit integers at b[i]
+// (what parseIDs accepts without error), appending to out[:0].
+func scanIDs(b []byte, i int, out []uint64) ([]uint64, int, bool) {
+	out, i, ok := appendIDs(b, i, out[:0])
+	if ok && out == nil {
+		out = []uint64{}
+	}
+	return out, i, ok
+}
+
+// appendIDs is scanIDs appending to out.
+func appendIDs(b []byte, i int, out []uint64) ([]uint64, int, bool) {
+	if i >= len(b) || b[i] != '[' {
+		return nil, i, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return out, i + 1, true
+	}
+	for {
+		start := i
+		var v uint64
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			d := uint64(b[i] - '0')
+			if v > (math.MaxUint64-d)/10 {
+				return nil, i, false
+			}
+			v = v*10 + d
+			i++
+		}
+		if i == start || (b[start] == '0' && i-start > 1) {
+			return nil, i, false
+		}
+		out = append(out, v)
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return nil, i, false
+		}
+		switch b[i] {
+		case ']':
+			return out, i + 1, true
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return nil, i, false // includes '.', 'e': not an integer
+		}
+	}
+}
+
+// skipValue skips a simple JSON value at b[i] (strings as scanString
+// accepts, numbers, literals, arrays and objects of those nested at most
+// 32 deep); -1 declines.
+func skipValue(b []byte, i, depth int) int {
+	if i >= len(b) || depth > 32 {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '"':
+		j, ok := scanString(b, i)
+		if !ok {
+			return -1
+		}
+		return j
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, j, ok := scanNumber(b, i)
+		if !ok {
+			return -1
+		}
+		return j
+	case hasLit(b, i, "true"):
+		return i + 4
+	case hasLit(b, i, "false"):
+		return i + 5
+	case hasLit(b, i, "null"):
+		return i + 4
+	case c == '[' || c == '{':
+		end := byte(']')
+		if c == '{' {
+			end = '}'
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == end {
+			return i + 1
+		}
+		for {
+			if c == '{' {
+				j, ok := scanString(b, i)
+				if !ok {
+					return -1
+				}
+				i = skipSpace(b, j)
+				if i >= len(b) || b[i] != ':' {
+					return -1
+				}
+				i = skipSpace(b, i+1)
+			}
+			if i = skipValue(b, i, depth+1); i < 0 {
+				return -1
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return -1
+			}
+			if b[i] == end {
+				return i + 1
+			}
+			if b[i] != ',' {
+				return -1
+			}
+			i = skipSpace(b, i+1)
+		}
+	}
+	return -1
+}
