@@ -26,9 +26,6 @@ type Clock interface {
 	handled()
 }
 
-// envelope marks a message delivered by a Clock.
-type envelope struct{ msg any }
-
 // ---------------------------------------------------------------- virtual
 
 type vevent struct {
@@ -112,10 +109,6 @@ type VirtualClock struct {
 	steps    int64
 	messages int64
 	batch    []vevent
-	// envs are the envelopes of the step being delivered, reused from step
-	// to step: Run waits until every message of a step was handled (and
-	// shell no longer reads its envelope) before it starts the next one.
-	envs []envelope
 }
 
 // NewVirtualClock returns a clock delivering through sys.
@@ -179,17 +172,11 @@ func (c *VirtualClock) Run(ctx context.Context, horizon time.Duration) error {
 		c.steps++
 		c.messages += int64(len(c.batch))
 		c.inflight.Store(int64(len(c.batch)))
-		if cap(c.envs) < len(c.batch) {
-			c.envs = make([]envelope, len(c.batch), 2*len(c.batch))
-		}
-		envs := c.envs[:len(c.batch)]
 		for i := range c.batch {
-			envs[i] = envelope{c.batch[i].msg}
-			c.sys.Root.Send(c.batch[i].to, &envs[i])
-			c.batch[i] = vevent{}
+			c.sys.Root.Send(c.batch[i].to, c.batch[i].msg)
+			c.batch[i] = vevent{} // let the GC have the message
 		}
 		<-c.idle
-		clear(envs) // let the GC have the messages
 	}
 }
 
@@ -237,7 +224,7 @@ func (c *WallClock) deliver(to *actor.PID, msg any) {
 	}
 	c.pending++
 	c.busyMu.Unlock()
-	c.sys.Root.Send(to, &envelope{msg})
+	c.sys.Root.Send(to, msg)
 }
 
 // Send implements Clock.

@@ -46,7 +46,7 @@ type counter struct {
 }
 
 func (c *counter) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*envelope); ok && c.n.Add(1) == c.target {
+	if fromClock(ctx.Message()) && c.n.Add(1) == c.target {
 		close(c.finish)
 	}
 }
@@ -97,7 +97,7 @@ func BenchmarkRouterActor(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			r := reqs[i%len(reqs)]
-			sys.Root.Send(rpid, &envelope{cluster.NewJob{Job: &gpu.Job{Req: r, P: -1, D: -1}}})
+			sys.Root.Send(rpid, cluster.NewJob{Job: &gpu.Job{Req: r, P: -1, D: -1}})
 		}
 		<-finish
 		b.StopTimer()
@@ -114,7 +114,7 @@ func BenchmarkRouterActor(b *testing.B) {
 		sys := ps.sys
 		c := &counter{target: int64(b.N), finish: make(chan struct{})}
 		pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
-		msg := &envelope{cluster.Start{}}
+		var msg any = cluster.Start{}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
