@@ -41,7 +41,7 @@ func TestKeepTopK(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &routerObs{log: true, k: tc.k, decode: []string{"d0", "d1", "d2", "d3"}}
-			tr := o.try(0, 0, tc.cands, tc.chosen)
+			tr := o.try(0, 0, tc.cands, tc.chosen, nil)
 			var got []int
 			for _, c := range tr.Candidates {
 				got = append(got, slices.Index(o.decode, c.DWorker))
