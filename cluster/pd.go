@@ -208,7 +208,7 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 	case RunJob:
 		m.Job.D = n.idx
 		n.w.Run(now, m.Job)
-	case Wake:
+	case *Wake:
 		n.w.Advance(now)
 	}
 	rd := n.w.Ready()

@@ -71,7 +71,8 @@ type (
 		Job  *gpu.Job
 		Inst int
 	}
-	// Wake is a node's timer for its next event (sent by Host).
+	// Wake is a node's timer for its next event, sent by Host as a *Wake
+	// that stays the Host's (it reuses it once delivered).
 	Wake struct{ At time.Duration }
 
 	// Failed ends the run with Err (to RunAddr).
@@ -157,8 +158,8 @@ var Protocol = []Hop{
 	{Retry{}, KindBucket, KindGlobal, "Job hit by a fault", "global router"},
 	{Retry{}, KindGlobal, KindGlobal, "Job whose bucket is down (timer: detection delay)", "global router"},
 
-	{Wake{}, KindDecode, KindDecode, "wake time (timer)", "-"},
-	{Wake{}, KindPrefill, KindPrefill, "wake time (timer)", "-"},
-	{Wake{}, KindLink, KindLink, "wake time (timer)", "-"},
-	{Wake{}, KindBucket, KindBucket, "wake time (timer)", "-"},
+	{&Wake{}, KindDecode, KindDecode, "wake time (timer)", "-"},
+	{&Wake{}, KindPrefill, KindPrefill, "wake time (timer)", "-"},
+	{&Wake{}, KindLink, KindLink, "wake time (timer)", "-"},
+	{&Wake{}, KindBucket, KindBucket, "wake time (timer)", "-"},
 }
