@@ -29,8 +29,9 @@ type instantDecode struct {
 func (a *instantDecode) Handle(_ time.Duration, msg any) cluster.Ready {
 	a.out = a.out[:0]
 	if m, ok := msg.(cluster.Admit); ok {
+		m.D, m.Mode = a.idx, policy.ModeDirect
 		a.out = append(a.out,
-			cluster.Envelope{To: a.router, Msg: cluster.AdmitReply{Job: m.Job, DS: m.DS, D: a.idx, Mode: policy.ModeDirect}},
+			cluster.Envelope{To: a.router, Msg: cluster.AdmitReply{Admission: m.Admission}},
 			cluster.Envelope{To: a.router, Msg: cluster.Finished{D: a.idx}})
 		if a.done.Add(1) == a.target {
 			close(a.finish)

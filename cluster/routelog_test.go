@@ -118,7 +118,7 @@ func TestLogOff(t *testing.T) {
 		run := func() {
 			c := o.begin(ds, true)
 			o.step(time.Millisecond, ds, policy.Step{Action: policy.ActAdmit, D: 0}, c, false)
-			o.reply(AdmitReply{DS: ds, D: 0, Mode: policy.ModeDirect})
+			o.reply(AdmitReply{&Admission{DS: ds, D: 0, Mode: policy.ModeDirect}})
 			o.step(2*time.Millisecond, ds, policy.Step{Action: policy.ActPrefill, D: 0, Mode: policy.ModeDirect}, nil, false)
 		}
 		if !log {
