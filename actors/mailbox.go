@@ -132,38 +132,59 @@ func (m *mailbox) run() {
 	}
 }
 
-// ring is an unbounded FIFO of messages (nil is not a message).
+// ring is an unbounded FIFO of messages (nil is not a message): a list of
+// fixed segments, so a flooded mailbox grows without copying (a doubling
+// array copied its whole backlog, with write barriers during a GC), and
+// an emptied segment is kept as a spare for the next one needed.
 type ring struct {
-	buf  []any
-	head int
-	n    int
+	head, tail *segment
+	hi, ti     int // next pop in head, next push in tail
+	spare      *segment
+}
+
+const segmentLen = 128
+
+type segment struct {
+	buf  [segmentLen]any
+	next *segment
 }
 
 func (q *ring) push(v any) {
-	if q.n == len(q.buf) {
-		nb := make([]any, max(8, 2*len(q.buf)))
-		k := copy(nb, q.buf[q.head:])
-		copy(nb[k:], q.buf[:q.head])
-		q.buf, q.head = nb, 0
+	if q.tail == nil {
+		q.head, q.hi, q.ti = q.newSegment(), 0, 0
+		q.tail = q.head
+	} else if q.ti == segmentLen {
+		s := q.newSegment()
+		q.tail.next, q.tail, q.ti = s, s, 0
 	}
-	i := q.head + q.n
-	if i >= len(q.buf) {
-		i -= len(q.buf)
+	q.tail.buf[q.ti] = v
+	q.ti++
+}
+
+func (q *ring) newSegment() *segment {
+	if s := q.spare; s != nil {
+		q.spare = nil
+		return s
 	}
-	q.buf[i] = v
-	q.n++
+	return new(segment)
 }
 
 func (q *ring) pop() any {
-	if q.n == 0 {
+	if q.head == nil {
 		return nil
 	}
-	v := q.buf[q.head]
-	q.buf[q.head] = nil
-	q.head++
-	if q.head == len(q.buf) {
-		q.head = 0
+	if q.head == q.tail && q.hi == q.ti {
+		q.hi, q.ti = 0, 0 // empty: start the segment over
+		return nil
 	}
-	q.n--
+	if q.hi == segmentLen { // head is used up; the next one holds the rest
+		s := q.head
+		q.head, q.hi = s.next, 0
+		s.next = nil
+		q.spare = s
+	}
+	v := q.head.buf[q.hi]
+	q.head.buf[q.hi] = nil
+	q.hi++
 	return v
 }
