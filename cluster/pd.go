@@ -23,6 +23,23 @@ type driverNode struct {
 	faults    *injector          // nil: no faults
 	live      map[int64]*gpu.Job // released, not ended (Cluster.InFlight)
 	released  int
+	jobs      []gpu.Job // newJob's slab
+}
+
+// jobSlab is how many Jobs newJob allocates at once.
+const jobSlab = 64
+
+// newJob returns a zero Job from a slab allocated jobSlab at a time (one
+// allocation per request was the driver's whole share of a run's). A
+// slab stays in memory while any of its Jobs is referenced; Jobs are
+// only ever handled by pointer, so sharing an array changes nothing else.
+func (n *driverNode) newJob() *gpu.Job {
+	if len(n.jobs) == 0 {
+		n.jobs = make([]gpu.Job, jobSlab)
+	}
+	j := &n.jobs[0]
+	n.jobs = n.jobs[1:]
+	return j
 }
 
 func (n *driverNode) Handle(now time.Duration, msg any) Ready {
@@ -34,7 +51,8 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 			n.faults.start(&n.outbox, now)
 		}
 	case Release:
-		job := &gpu.Job{Req: m.Req, P: -1, D: -1, Arrival: now}
+		job := n.newJob()
+		*job = gpu.Job{Req: m.Req, P: -1, D: -1, Arrival: now}
 		n.track(job)
 		n.send(n.router, NewJob{job}, 0)
 		err = n.drv.Released(m.Req, now)
