@@ -3,8 +3,11 @@ package actors
 import (
 	"testing"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/pdemu/pdemu/cluster"
 )
 
 // TestRingFIFO: the mailbox queue behaves as a FIFO slice under any mix
@@ -60,3 +63,34 @@ type syncDispatcher struct{}
 
 func (syncDispatcher) Schedule(fn func()) { fn() }
 func (syncDispatcher) Throughput() int    { return 300 }
+
+// TestFromClock: the nodes' messages are told from protoactor's own (and
+// the barrier query), which the shells and the dead-letter watcher must
+// not count as handled clock deliveries.
+func TestFromClock(t *testing.T) {
+	for _, tc := range []struct {
+		msg  any
+		want bool
+	}{
+		{cluster.Start{}, true},
+		{cluster.NewJob{}, true},
+		{cluster.Admit{Admission: &cluster.Admission{}}, true},
+		{&cluster.Wake{At: 5}, true},
+		{cluster.Finished{D: 3}, true},
+		{nil, false},
+		{&queryMsg{}, false},
+		{&actor.Started{}, false},
+		{&actor.Stopping{}, false},
+		{&actor.Stopped{}, false},
+		{&actor.Restarting{}, false},
+		{&actor.Stop{}, false},
+		{&actor.Watch{}, false},
+		{&actor.Terminated{}, false},
+		{&actor.PoisonPill{}, false},
+		{&actor.SuspendMailbox{}, false},
+		{&actor.ResumeMailbox{}, false},
+		{&actor.ReceiveTimeout{}, false},
+	} {
+		require.Equal(t, tc.want, fromClock(tc.msg), "%T", tc.msg)
+	}
+}
