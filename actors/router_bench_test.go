@@ -48,7 +48,9 @@ type counter struct {
 }
 
 func (c *counter) Receive(ctx actor.Context) {
-	if fromClock(ctx.Message()) && c.n.Add(1) == c.target {
+	// A concrete type check, as cheap as the *envelope check it replaced:
+	// the baseline must not get slower than bare protoactor.
+	if _, ok := ctx.Message().(cluster.Start); ok && c.n.Add(1) == c.target {
 		close(c.finish)
 	}
 }
