@@ -26,9 +26,6 @@ type Clock interface {
 	handled()
 }
 
-// envelope marks a message delivered by a Clock.
-type envelope struct{ msg any }
-
 // ---------------------------------------------------------------- virtual
 
 type vevent struct {
@@ -112,10 +109,6 @@ type VirtualClock struct {
 	steps    int64
 	messages int64
 	batch    []vevent
-	// envs are the envelopes of the step being delivered, reused from step
-	// to step: Run waits until every message of a step was handled (and
-	// shell no longer reads its envelope) before it starts the next one.
-	envs []envelope
 }
 
 // NewVirtualClock returns a clock delivering through sys.
@@ -179,17 +172,11 @@ func (c *VirtualClock) Run(ctx context.Context, horizon time.Duration) error {
 		c.steps++
 		c.messages += int64(len(c.batch))
 		c.inflight.Store(int64(len(c.batch)))
-		if cap(c.envs) < len(c.batch) {
-			c.envs = make([]envelope, len(c.batch), 2*len(c.batch))
-		}
-		envs := c.envs[:len(c.batch)]
 		for i := range c.batch {
-			envs[i] = envelope{c.batch[i].msg}
-			c.sys.Root.Send(c.batch[i].to, &envs[i])
-			c.batch[i] = vevent{}
+			c.sys.Root.Send(c.batch[i].to, c.batch[i].msg)
+			c.batch[i] = vevent{} // let the GC have the message
 		}
 		<-c.idle
-		clear(envs) // let the GC have the messages
 	}
 }
 
@@ -209,11 +196,29 @@ type WallClock struct {
 	start time.Time
 
 	stopped atomic.Bool
-	mu      sync.Mutex
+	mu      sync.Mutex // guards late and the timers
 	late    []time.Duration
 
+	// Timed messages wait in one heap served by one goroutine (timers),
+	// started on the first timed Send: it wakes at the earliest due time
+	// and delivers every message due by then. A time.AfterFunc per message
+	// ran each delivery on a goroutine of its own (a hand-off per timed
+	// message, and a timer and a closure allocated for it).
+	timers    wheap
+	timerSeq  uint64
+	timerOnce sync.Once
+	kick      chan struct{} // an earlier timer was queued
+	done      chan struct{} // closed by Stop
+	stopOnce  sync.Once
+
+	// pending counts delivered messages not yet handled. It changes by
+	// atomic compare-and-swap; only its transitions between 0 and 1 (the
+	// start and end of a busy span) take busyMu, so that they and the
+	// busy-time bookkeeping happen in one order. A mutex per delivery and
+	// per handled message, shared by every actor, was a contended lock on
+	// every message hop.
+	pending   atomic.Int64
 	busyMu    sync.Mutex
-	pending   int64 // delivered messages not yet handled
 	busySince time.Time
 	busy      time.Duration
 	stopAt    time.Time
@@ -221,7 +226,105 @@ type WallClock struct {
 
 // NewWallClock starts a wall clock now; scale must be > 0.
 func NewWallClock(sys *actor.ActorSystem, scale float64) *WallClock {
-	return &WallClock{sys: sys, scale: scale, start: time.Now()}
+	return &WallClock{sys: sys, scale: scale, start: time.Now(),
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// wtimer is a message due at a real time; seq orders equal due times.
+type wtimer struct {
+	due time.Time
+	seq uint64
+	to  *actor.PID
+	msg any
+}
+
+// wheap is a binary min-heap of wtimers by (due, seq).
+type wheap []wtimer
+
+func (h wheap) less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h *wheap) push(t wtimer) {
+	*h = append(*h, t)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+func (h *wheap) pop() wtimer {
+	q := *h
+	n := len(q) - 1
+	t := q[0]
+	q[0] = q[n]
+	q[n] = wtimer{}
+	q = q[:n]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && q.less(r, j) {
+			j = r
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	*h = q
+	return t
+}
+
+// serveTimers delivers the timed messages as they fall due, until Stop.
+func (c *WallClock) serveTimers() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	var due []wtimer
+	for {
+		now := time.Now()
+		c.mu.Lock()
+		due = due[:0]
+		for len(c.timers) > 0 && !c.timers[0].due.After(now) {
+			due = append(due, c.timers.pop())
+		}
+		for _, w := range due {
+			c.late = append(c.late, now.Sub(w.due))
+		}
+		wait, has := time.Duration(0), len(c.timers) > 0
+		if has {
+			wait = c.timers[0].due.Sub(now)
+		}
+		c.mu.Unlock()
+		for i := range due {
+			if c.stopped.Load() {
+				return
+			}
+			c.deliver(due[i].to, due[i].msg)
+			due[i] = wtimer{}
+		}
+		if has {
+			t.Reset(wait)
+		} else {
+			t.Stop()
+		}
+		select {
+		case <-t.C:
+		case <-c.kick:
+		case <-c.done:
+			return
+		}
+	}
 }
 
 // Now implements Clock.
@@ -231,13 +334,25 @@ func (c *WallClock) Now() time.Duration {
 
 // deliver hands msg to its actor and counts it as pending until handled.
 func (c *WallClock) deliver(to *actor.PID, msg any) {
-	c.busyMu.Lock()
-	if c.pending == 0 {
-		c.busySince = time.Now()
+	for {
+		p := c.pending.Load()
+		if p != 0 {
+			if c.pending.CompareAndSwap(p, p+1) {
+				break
+			}
+			continue
+		}
+		c.busyMu.Lock()
+		ok := c.pending.CompareAndSwap(0, 1)
+		if ok {
+			c.busySince = time.Now()
+		}
+		c.busyMu.Unlock()
+		if ok {
+			break
+		}
 	}
-	c.pending++
-	c.busyMu.Unlock()
-	c.sys.Root.Send(to, &envelope{msg})
+	c.sys.Root.Send(to, msg)
 }
 
 // Send implements Clock.
@@ -250,31 +365,48 @@ func (c *WallClock) Send(_ int32, _ uint64, to *actor.PID, msg any, d time.Durat
 		return
 	}
 	real := time.Duration(float64(d) / c.scale)
-	intended := time.Now().Add(real)
-	time.AfterFunc(real, func() {
-		if c.stopped.Load() {
-			return
+	c.timerOnce.Do(func() { go c.serveTimers() })
+	c.mu.Lock()
+	c.timerSeq++
+	c.timers.push(wtimer{due: time.Now().Add(real), seq: c.timerSeq, to: to, msg: msg})
+	first := c.timers[0].seq == c.timerSeq
+	c.mu.Unlock()
+	if first { // the server may be sleeping until a later one
+		select {
+		case c.kick <- struct{}{}:
+		default:
 		}
-		late := time.Since(intended)
-		c.mu.Lock()
-		c.late = append(c.late, late)
-		c.mu.Unlock()
-		c.deliver(to, msg)
-	})
+	}
 }
 
 func (c *WallClock) handled() {
-	c.busyMu.Lock()
-	c.pending--
-	if c.pending == 0 {
-		c.busy += time.Since(c.busySince)
+	for {
+		// p < 1: a message the clock did not deliver (a test's direct
+		// Send); it is counted as before, with no busy span.
+		p := c.pending.Load()
+		if p != 1 {
+			if c.pending.CompareAndSwap(p, p-1) {
+				return
+			}
+			continue
+		}
+		c.busyMu.Lock()
+		ok := c.pending.CompareAndSwap(1, 0)
+		if ok {
+			c.busy += time.Since(c.busySince)
+		}
+		c.busyMu.Unlock()
+		if ok {
+			return
+		}
 	}
-	c.busyMu.Unlock()
 }
 
-// Stop makes pending and future timers drop their messages.
+// Stop makes pending and future timers drop their messages (and ends the
+// timer goroutine).
 func (c *WallClock) Stop() {
 	c.stopped.Store(true)
+	c.stopOnce.Do(func() { close(c.done) })
 	c.busyMu.Lock()
 	if c.stopAt.IsZero() {
 		c.stopAt = time.Now()
@@ -301,7 +433,7 @@ func (c *WallClock) SaturatedShare() float64 {
 		end = time.Now()
 	}
 	busy := c.busy
-	if c.pending > 0 {
+	if c.pending.Load() > 0 {
 		busy += end.Sub(c.busySince)
 	}
 	total := end.Sub(c.start)

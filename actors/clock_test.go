@@ -4,12 +4,18 @@ import (
 	"context"
 	"io"
 	"os"
+	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
+	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -91,4 +97,48 @@ func TestWallFidelityQuietWhenSustainable(t *testing.T) {
 	assert.Equal(t, metrics.FidelityOK, c.Fidelity, c.FidelityBound)
 	assert.Empty(t, metrics.WallWarning(c))
 	assert.NoError(t, metrics.StrictWall(s))
+}
+
+// TestWheapOrder: the wall clock's timer heap pops by (due, seq), like a
+// sort, for any pushes.
+func TestWheapOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base := time.Unix(0, 0)
+		var h wheap
+		var want []wtimer
+		for i, d := range rapid.SliceOf(rapid.IntRange(0, 20)).Draw(t, "dues") {
+			w := wtimer{due: base.Add(time.Duration(d)), seq: uint64(i)}
+			h.push(w)
+			want = append(want, w)
+		}
+		sort.SliceStable(want, func(i, j int) bool { return want[i].due.Before(want[j].due) })
+		for _, w := range want {
+			got := h.pop()
+			require.Equal(t, w.seq, got.seq)
+		}
+		require.Empty(t, h)
+	})
+}
+
+// TestWallClockTimersDeliverAll: every timed message reaches its actor
+// once, each with a lateness sample.
+func TestWallClockTimersDeliverAll(t *testing.T) {
+	ps := borrowSystem(hclog.NewNullLogger(), true)
+	defer ps.sys.Shutdown()
+	const n = 50
+	var got atomic.Int64
+	all := make(chan struct{})
+	pid := ps.sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if fromClock(ctx.Message()) && got.Add(1) == n {
+			close(all)
+		}
+	}))
+	c := NewWallClock(ps.sys, 1000) // 1 emulated s = 1 real ms
+	for i := 0; i < n; i++ {
+		c.Send(1, uint64(i), pid, cluster.Wake{At: time.Duration(i)}, time.Duration(n-i)*time.Second)
+	}
+	<-all
+	c.Stop()
+	require.Len(t, c.Lateness(), n)
+	require.Equal(t, int64(n), got.Load())
 }

@@ -16,13 +16,20 @@
 //     message is queued under the key (time, sender id, sender sequence);
 //     the clock delivers all messages of the earliest time in key order from
 //     one goroutine, waits until every actor has finished handling them (an
-//     in-flight counter), then moves on. Actors run in parallel within a
-//     step but each sees the same message order in every run, so outputs
-//     are byte-identical across runs and GOMAXPROCS values (and equal to
-//     cluster/clustertest's in-memory network, which delivers in the same
-//     order without actors).
+//     in-flight counter), then moves on. Each actor sees the same message
+//     order in every run, so outputs are byte-identical across runs and
+//     GOMAXPROCS values (and equal to cluster/clustertest's in-memory
+//     network, which delivers in the same order without actors).
 //   - WallClock runs in real time scaled by a factor S (an emulated delay d
 //     fires after d/S of real time) and measures timer lateness.
+//
+// Per message the runtime allocates nothing of its own: the clocks hand a
+// node's message to protoactor as it is (no envelope; fromClock tells it
+// from protoactor's own messages), and the shells' mailbox (mailbox.go)
+// is protoactor's default one without its closure per activation. On the
+// virtual clock the mailboxes run on the clock's goroutine (a
+// synchronized dispatcher), so delivering a step hands no message to
+// another goroutine.
 //
 // Nothing is lost: every request that the driver releases ends exactly once
 // at the collector, completed or failed with a reason; Run checks it. A run

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,8 +30,9 @@ type instantDecode struct {
 func (a *instantDecode) Handle(_ time.Duration, msg any) cluster.Ready {
 	a.out = a.out[:0]
 	if m, ok := msg.(cluster.Admit); ok {
+		m.D, m.Mode = a.idx, policy.ModeDirect
 		a.out = append(a.out,
-			cluster.Envelope{To: a.router, Msg: cluster.AdmitReply{Job: m.Job, DS: m.DS, D: a.idx, Mode: policy.ModeDirect}},
+			cluster.Envelope{To: a.router, Msg: cluster.AdmitReply{Admission: m.Admission}},
 			cluster.Envelope{To: a.router, Msg: cluster.Finished{D: a.idx}})
 		if a.done.Add(1) == a.target {
 			close(a.finish)
@@ -46,7 +48,9 @@ type counter struct {
 }
 
 func (c *counter) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*envelope); ok && c.n.Add(1) == c.target {
+	// A concrete type check, as cheap as the *envelope check it replaced:
+	// the baseline must not get slower than bare protoactor.
+	if _, ok := ctx.Message().(cluster.Start); ok && c.n.Add(1) == c.target {
 		close(c.finish)
 	}
 }
@@ -95,14 +99,16 @@ func BenchmarkRouterActor(b *testing.B) {
 		rpid := pids[0]
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu0 := cpuTime()
 		for i := 0; i < b.N; i++ {
 			r := reqs[i%len(reqs)]
-			sys.Root.Send(rpid, &envelope{cluster.NewJob{Job: &gpu.Job{Req: r, P: -1, D: -1}}})
+			sys.Root.Send(rpid, cluster.NewJob{Job: &gpu.Job{Req: r, P: -1, D: -1}})
 		}
 		<-finish
 		b.StopTimer()
 		routed = float64(b.N) / b.Elapsed().Seconds()
 		b.ReportMetric(routed, "req/s")
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		for _, p := range pids {
 			_ = sys.Root.StopFuture(p).Wait()
 		}
@@ -114,14 +120,16 @@ func BenchmarkRouterActor(b *testing.B) {
 		sys := ps.sys
 		c := &counter{target: int64(b.N), finish: make(chan struct{})}
 		pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
-		msg := &envelope{cluster.Start{}}
+		var msg any = cluster.Start{}
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu0 := cpuTime()
 		for i := 0; i < b.N; i++ {
 			sys.Root.Send(pid, msg)
 		}
 		<-c.finish
 		b.StopTimer()
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		sends := float64(b.N) / b.Elapsed().Seconds()
 		b.ReportMetric(sends, "msg/s")
 		if routed > 0 {
@@ -129,4 +137,14 @@ func BenchmarkRouterActor(b *testing.B) {
 		}
 		_ = sys.Root.StopFuture(pid).Wait()
 	})
+}
+
+// cpuTime is the process's CPU time (user + system) so far: on a machine
+// shared with other jobs it moves much less than wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

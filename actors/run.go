@@ -246,11 +246,9 @@ func watchDeadLetters(sys *actor.ActorSystem, clk Clock, log hclog.Logger, n *at
 			return
 		}
 		n.Add(1)
-		inner := dl.Message
-		if env, ok := inner.(*envelope); ok {
-			inner = env.msg
+		if fromClock(dl.Message) {
 			clk.handled()
 		}
-		log.Warn("dead letter", "pid", dl.PID.String(), "message", fmt.Sprintf("%T", inner))
+		log.Warn("dead letter", "pid", dl.PID.String(), "message", fmt.Sprintf("%T", dl.Message))
 	})
 }

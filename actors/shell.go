@@ -9,8 +9,8 @@ import (
 	"github.com/pdemu/pdemu/cluster"
 )
 
-// shell is the one actor type: it runs one cluster node. It unwraps clock
-// envelopes, hands the message to the node's Host, sends what comes back
+// shell is the one actor type: it runs one cluster node. It hands each
+// message the clock delivered (fromClock) to the node's Host, sends what comes back
 // through the clock (messages to cluster.RunAddr go to the run instead),
 // reports the message as handled to the clock, and turns a panic into a
 // run failure instead of a silent supervisor restart.
@@ -29,35 +29,57 @@ type shell struct {
 
 func (s *shell) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *envelope:
-		defer s.clk.handled()
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(injectedCrash); ok {
-					panic(r) // to the supervisor, which restarts the actor
-				}
-				s.run.panicked(fmt.Errorf("actor %s panicked on %T: %v\n%s", s.name, m.msg, r, debug.Stack()))
-			}
-		}()
-		for _, e := range s.host.Deliver(s.clk.Now(), m.msg) {
-			if e.To == cluster.RunAddr {
-				s.run.report(e.Msg)
-				continue
-			}
-			s.seq++
-			s.clk.Send(s.id, s.seq, s.pids[e.To], e.Msg, e.Delay)
-		}
-		if c, ok := m.msg.(cluster.Crash); ok && c.Node {
-			// The node has dropped its state (the cluster tier); the actor
-			// fails like a crashed process.
-			panic(injectedCrash{fault: c.Fault, actor: s.name})
-		}
 	case *actor.Restarting:
 		s.restarts++
 	case *queryMsg:
 		// A barrier: once every actor answered, Run may read the nodes.
 		ctx.Respond(nil)
+	default:
+		if fromClock(m) {
+			s.deliver(m)
+		}
 	}
+}
+
+// deliver handles one message the clock delivered.
+func (s *shell) deliver(msg any) {
+	defer s.clk.handled()
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(injectedCrash); ok {
+				panic(r) // to the supervisor, which restarts the actor
+			}
+			s.run.panicked(fmt.Errorf("actor %s panicked on %T: %v\n%s", s.name, msg, r, debug.Stack()))
+		}
+	}()
+	for _, e := range s.host.Deliver(s.clk.Now(), msg) {
+		if e.To == cluster.RunAddr {
+			s.run.report(e.Msg)
+			continue
+		}
+		s.seq++
+		s.clk.Send(s.id, s.seq, s.pids[e.To], e.Msg, e.Delay)
+	}
+	if c, ok := msg.(cluster.Crash); ok && c.Node {
+		// The node has dropped its state (the cluster tier); the actor
+		// fails like a crashed process.
+		panic(injectedCrash{fault: c.Fault, actor: s.name})
+	}
+}
+
+// fromClock reports whether an actor's message was delivered by a Clock:
+// the clocks hand the nodes' messages to protoactor as they are, without
+// an envelope (an envelope per message was an allocation per message on
+// the wall clock), so this tells them from protoactor's own messages
+// (lifecycle, system, mailbox and infrastructure messages), a barrier
+// query and a nil future reply. The dead-letter watcher uses it too.
+func fromClock(m any) bool {
+	switch m.(type) {
+	case nil, *queryMsg, actor.SystemMessage, actor.AutoReceiveMessage, actor.MailboxMessage,
+		actor.InfrastructureMessage, actor.NotInfluenceReceiveTimeout, *actor.ReceiveTimeout:
+		return false
+	}
+	return true
 }
 
 // queryMsg asks an actor to answer once it handled everything before it.
@@ -75,7 +97,8 @@ func spawn(sys *actor.ActorSystem, cl *cluster.Cluster, clk Clock, rs *runState,
 // injected crash restarts the actor, anything else stops it.
 func spawnShells(sys *actor.ActorSystem, cl *cluster.Cluster, clk Clock, rs *runState, virtual bool) ([]*actor.PID, []*shell) {
 	root := actor.NewRootContext(sys, nil).WithGuardian(supervision)
-	var opts []actor.PropsOption
+	// The mailbox makes no allocation per message (mailbox.go).
+	opts := []actor.PropsOption{actor.WithMailbox(newMailbox)}
 	if virtual {
 		// In virtual time all messages of a step are delivered by the clock's
 		// goroutine; running each mailbox on that goroutine (instead of a

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -16,19 +17,43 @@ import (
 // default-scenario replay's own work. Runs therefore borrow systems from a
 // pool: a run has its system to itself, stops every actor it spawned before
 // giving it back, and points the system's log bridge at its own logger.
+//
+// A sync.Pool alone is emptied by every second garbage collection, and a
+// benchmark or an experiment running many short runs collects often: the
+// profile of BenchmarkReplay showed a system re-created every ~8 runs,
+// ~9k of its ~21k allocations per run. The pool therefore keeps up to
+// keepSystems idle systems on a plain list the collector does not empty
+// (a system's idle footprint is its registry's maps, a few MB); more idle
+// systems than that (many concurrent runs) overflow to the sync.Pool.
 type pooledSystem struct {
 	sys *actor.ActorSystem
 	log atomic.Pointer[hclog.Logger] // the borrowing run's logger
 }
 
-var systems sync.Pool
+var (
+	systems sync.Pool // overflow of kept
+	keptMu  sync.Mutex
+	kept    []*pooledSystem // idle systems, at most keepSystems
+)
+
+// keepSystems bounds the idle systems kept from the garbage collector: one
+// per concurrent run on this machine's processors.
+var keepSystems = max(2, runtime.GOMAXPROCS(0))
 
 // borrowSystem returns an idle actor system whose protoactor logs go to log.
 func borrowSystem(log hclog.Logger, fresh bool) *pooledSystem {
 	named := log.Named("protoactor")
 	var ps *pooledSystem
 	if !fresh {
-		ps, _ = systems.Get().(*pooledSystem)
+		keptMu.Lock()
+		if n := len(kept); n > 0 {
+			ps, kept[n-1] = kept[n-1], nil
+			kept = kept[:n-1]
+		}
+		keptMu.Unlock()
+		if ps == nil {
+			ps, _ = systems.Get().(*pooledSystem)
+		}
 	}
 	if ps == nil {
 		ps = &pooledSystem{}
@@ -42,7 +67,16 @@ func borrowSystem(log hclog.Logger, fresh bool) *pooledSystem {
 }
 
 // release gives a system whose actors were all stopped back to the pool.
-func (ps *pooledSystem) release() { systems.Put(ps) }
+func (ps *pooledSystem) release() {
+	keptMu.Lock()
+	if len(kept) < keepSystems {
+		kept = append(kept, ps)
+		keptMu.Unlock()
+		return
+	}
+	keptMu.Unlock()
+	systems.Put(ps)
+}
 
 // swappable is an hclog.Logger that forwards to the pooled system's
 // current borrower.

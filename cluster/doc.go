@@ -91,10 +91,10 @@
 //	 Health       | driver → global    | bucket down/up (timer: + detection delay)                                          | -
 //	 Retry        | bucket → global    | Job hit by a fault                                                                 | global router
 //	 Retry        | global → global    | Job whose bucket is down (timer: detection delay)                                  | global router
-//	 Wake         | decode → decode    | wake time (timer)                                                                  | -
-//	 Wake         | prefill → prefill  | wake time (timer)                                                                  | -
-//	 Wake         | link → link        | wake time (timer)                                                                  | -
-//	 Wake         | bucket → bucket    | wake time (timer)                                                                  | -
+//	 *Wake        | decode → decode    | wake time (timer)                                                                  | -
+//	 *Wake        | prefill → prefill  | wake time (timer)                                                                  | -
+//	 *Wake        | link → link        | wake time (timer)                                                                  | -
+//	 *Wake        | bucket → bucket    | wake time (timer)                                                                  | -
 //
 // # Policies
 //

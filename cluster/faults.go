@@ -442,7 +442,8 @@ func (n *decodeNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 		case Admit:
 			// The admission RPC times out.
 			m.Job.D = n.idx
-			n.send(n.router, AdmitReply{Job: m.Job, DS: m.DS, D: n.idx, Mode: policy.ModeNone, Reason: reason}, f.detect)
+			m.D, m.Mode, m.Reason = n.idx, policy.ModeNone, reason
+			n.send(n.router, AdmitReply{m.Admission}, f.detect)
 		case RunJob:
 			m.Job.D = n.idx
 			hit(&n.outbox, n.router, m.Job, f.down, reason, f.detect)

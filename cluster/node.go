@@ -74,12 +74,18 @@ func (o *outbox) ready(at time.Duration, ok bool) Ready { return effect.Take(&o.
 // tracked: the tracked one fired). A Wake that is no longer tracked still
 // arrives; nodes treat every Wake as "advance to now", which is harmless
 // at any time.
+//
+// Wakes are sent as *Wake (a Wake boxed in an interface is an allocation
+// per timer): the Host owns every *Wake it sent and takes it back for
+// reuse once it is delivered to it again; nodes read it during Handle
+// only.
 type Host struct {
-	node Node
-	self Addr
-	at   time.Duration // pending wake
-	has  bool
-	out  []Envelope // the node's sends and the Wake, reused
+	node  Node
+	self  Addr
+	at    time.Duration // pending wake
+	has   bool
+	out   []Envelope // the node's sends and the Wake, reused
+	wakes []*Wake    // delivered Wakes, for reuse
 }
 
 // NewHost hosts node at address self.
@@ -89,14 +95,24 @@ func NewHost(node Node, self Addr) *Host { return &Host{node: node, self: self} 
 // in order, the node's Wake (if one is needed) last. The slice is valid
 // until the next Deliver.
 func (h *Host) Deliver(now time.Duration, msg any) []Envelope {
-	if w, ok := msg.(Wake); ok && h.has && w.At == h.at {
+	w, _ := msg.(*Wake)
+	if w != nil && h.has && w.At == h.at {
 		h.has = false
 	}
 	rd := h.node.Handle(now, msg)
+	if w != nil {
+		h.wakes = append(h.wakes, w) // delivered: nobody holds it now
+	}
 	if !rd.HasWake || (h.has && h.at <= rd.Wake) {
 		return rd.Out
 	}
 	h.at, h.has = rd.Wake, true
-	h.out = append(append(h.out[:0], rd.Out...), Envelope{To: h.self, Msg: Wake{At: rd.Wake}, Delay: rd.Wake - now})
+	if n := len(h.wakes); n > 0 {
+		w, h.wakes = h.wakes[n-1], h.wakes[:n-1]
+		w.At = rd.Wake
+	} else {
+		w = &Wake{At: rd.Wake}
+	}
+	h.out = append(append(h.out[:0], rd.Out...), Envelope{To: h.self, Msg: w, Delay: rd.Wake - now})
 	return h.out
 }

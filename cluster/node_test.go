@@ -34,13 +34,13 @@ func TestHostWake(t *testing.T) {
 		wantWake time.Duration // 0 = no Wake sent
 	}
 	for i, s := range []step{
-		{now: 0, msg: "a", wake: 10, has: true, wantWake: 10},           // first wake
-		{now: 1, msg: "b", wake: 12, has: true},                         // later than pending: nothing
-		{now: 2, msg: "c", wake: 10, has: true},                         // same as pending: nothing
-		{now: 3, msg: "d", wake: 5, has: true, wantWake: 5},             // earlier: a new Wake
-		{now: 5, msg: Wake{At: 5}, wake: 10, has: true, wantWake: 10},   // 5 fired; the Wake at 10 is no longer tracked
-		{now: 10, msg: Wake{At: 10}, wake: 20, has: true, wantWake: 20}, // 10 fired: a new one
-		{now: 11, msg: Wake{At: 10}, wake: 25, has: true},               // the forgotten Wake at 10 changes nothing
+		{now: 0, msg: "a", wake: 10, has: true, wantWake: 10},            // first wake
+		{now: 1, msg: "b", wake: 12, has: true},                          // later than pending: nothing
+		{now: 2, msg: "c", wake: 10, has: true},                          // same as pending: nothing
+		{now: 3, msg: "d", wake: 5, has: true, wantWake: 5},              // earlier: a new Wake
+		{now: 5, msg: &Wake{At: 5}, wake: 10, has: true, wantWake: 10},   // 5 fired; the Wake at 10 is no longer tracked
+		{now: 10, msg: &Wake{At: 10}, wake: 20, has: true, wantWake: 20}, // 10 fired: a new one
+		{now: 11, msg: &Wake{At: 10}, wake: 25, has: true},               // the forgotten Wake at 10 changes nothing
 		{now: 12, msg: "e"}, // nothing wanted
 	} {
 		n.wake, n.has = s.wake, s.has
@@ -51,7 +51,7 @@ func TestHostWake(t *testing.T) {
 			continue
 		}
 		if assert.Len(t, out, 2, "step %d", i) {
-			assert.Equal(t, Envelope{To: 3, Msg: Wake{At: s.wantWake}, Delay: s.wantWake - s.now}, out[1], "step %d", i)
+			assert.Equal(t, Envelope{To: 3, Msg: &Wake{At: s.wantWake}, Delay: s.wantWake - s.now}, out[1], "step %d", i)
 		}
 	}
 }

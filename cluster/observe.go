@@ -1,11 +1,10 @@
 package cluster
 
 import (
-	"encoding/json"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
@@ -91,6 +90,11 @@ type routerObs struct {
 	before  policy.SessionStats
 	scratch []policy.Candidate // Explain's, reused within one Handle call
 	top     []int              // try's, the indexes into cands it keeps
+	arena   lineArena          // the lines' bytes (routelog.go)
+	// free are pdLogs whose line was encoded, reused with their Tries
+	// and the tries' Candidates arrays (nothing refers to them once
+	// encoded: the line is bytes in the arena).
+	free []*pdLog
 }
 
 // pdLog is one routing_log.jsonl line of a P/D run (docs/OUTPUTS.md).
@@ -157,8 +161,19 @@ func (o *routerObs) begin(ds *policy.Dispatch, fresh bool) []policy.Candidate {
 	}
 	if fresh {
 		r := ds.Req
-		o.pending[r.ID] = &pdLog{ID: r.ID, Session: r.SessionName, Turn: r.Turn, InputTokens: r.InputLen,
-			Policy: o.policy, Tries: []pdTry{}}
+		var l *pdLog
+		if n := len(o.free); n > 0 {
+			l, o.free = o.free[n-1], o.free[:n-1]
+		} else {
+			l = &pdLog{}
+		}
+		tries := l.Tries[:0]
+		if tries == nil {
+			tries = []pdTry{} // "tries":[] rather than null
+		}
+		*l = pdLog{ID: r.ID, Session: r.SessionName, Turn: r.Turn, InputTokens: r.InputLen,
+			Policy: o.policy, Tries: tries}
+		o.pending[r.ID] = l
 		if o.explain != nil {
 			o.scratch = o.explain.Explain(ds, o.scratch[:0])
 			return o.scratch
@@ -215,11 +230,11 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 			o.scratch = o.explain.Explain(ds, o.scratch[:0]) // the state the route after the rejection read
 			cands = o.scratch
 		}
-		l.Tries = append(l.Tries, o.try(len(l.Tries), now, cands, st.D))
+		l.Tries = append(l.Tries, o.try(len(l.Tries), now, cands, st.D, spareCands(l.Tries)))
 		return
 	}
 	if cands != nil { // an admission-free route (KVScore): one try, no reply
-		t := o.try(len(l.Tries), now, cands, st.D)
+		t := o.try(len(l.Tries), now, cands, st.D, spareCands(l.Tries))
 		t.Reply = "none"
 		l.Tries = append(l.Tries, t)
 	}
@@ -232,13 +247,14 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 		l.Fallback = true
 		switch {
 		case o.eps > 0 && ds.Tries >= o.eps:
-			l.FallbackReason = fmt.Sprintf("%d admission tries (epsilon)", ds.Tries)
+			l.FallbackReason = strconv.Itoa(ds.Tries) + " admission tries (epsilon)"
 		default:
 			l.FallbackReason = "no untried decode worker"
 		}
 	}
 	delete(o.pending, ds.Req.ID)
-	o.lines[ds.Req.ID] = marshalLog(l)
+	o.lines[ds.Req.ID] = o.arena.encodeLog(l)
+	o.free = append(o.free, l)
 }
 
 func (o *routerObs) events(now time.Duration, n int, kind string) {
@@ -247,9 +263,23 @@ func (o *routerObs) events(now time.Duration, n int, kind string) {
 	}
 }
 
-func (o *routerObs) try(i int, now time.Duration, cands []policy.Candidate, d int) pdTry {
+// spareCands is the Candidates array of the try that would be appended
+// to tries next, left there by a reused pdLog (nil if none), emptied.
+func spareCands(tries []pdTry) []pdCand {
+	if n := len(tries); n < cap(tries) {
+		return tries[:n+1][n].Candidates[:0]
+	}
+	return nil
+}
+
+// try is try i at now: the candidates kept (appended to spare, reused)
+// and the chosen worker d.
+func (o *routerObs) try(i int, now time.Duration, cands []policy.Candidate, d int, spare []pdCand) pdTry {
 	keep := o.keep(cands, d)
-	t := pdTry{Try: i, AtMS: math.Round(float64(now)/1e3) / 1e3, Candidates: make([]pdCand, 0, len(keep)),
+	if spare == nil {
+		spare = make([]pdCand, 0, len(keep))
+	}
+	t := pdTry{Try: i, AtMS: math.Round(float64(now)/1e3) / 1e3, Candidates: spare,
 		Omitted: len(cands) - len(keep), Chosen: name(o.decode, d)}
 	for _, j := range keep {
 		c := &cands[j]
@@ -320,14 +350,6 @@ func name(names []string, i int) string {
 		return ""
 	}
 	return names[i]
-}
-
-func marshalLog(l *pdLog) []byte {
-	b, err := json.Marshal(l)
-	if err != nil { // cannot happen for these types; keep the line parseable
-		return []byte(fmt.Sprintf(`{"id":%d,"error":%q}`, l.ID, err.Error()))
-	}
-	return b
 }
 
 // RouteLog returns request id's routing_log.jsonl line from the P/D

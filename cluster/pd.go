@@ -23,6 +23,23 @@ type driverNode struct {
 	faults    *injector          // nil: no faults
 	live      map[int64]*gpu.Job // released, not ended (Cluster.InFlight)
 	released  int
+	jobs      []gpu.Job // newJob's slab
+}
+
+// jobSlab is how many Jobs newJob allocates at once.
+const jobSlab = 64
+
+// newJob returns a zero Job from a slab allocated jobSlab at a time (one
+// allocation per request was the driver's whole share of a run's). A
+// slab stays in memory while any of its Jobs is referenced; Jobs are
+// only ever handled by pointer, so sharing an array changes nothing else.
+func (n *driverNode) newJob() *gpu.Job {
+	if len(n.jobs) == 0 {
+		n.jobs = make([]gpu.Job, jobSlab)
+	}
+	j := &n.jobs[0]
+	n.jobs = n.jobs[1:]
+	return j
 }
 
 func (n *driverNode) Handle(now time.Duration, msg any) Ready {
@@ -34,7 +51,8 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 			n.faults.start(&n.outbox, now)
 		}
 	case Release:
-		job := &gpu.Job{Req: m.Req, P: -1, D: -1, Arrival: now}
+		job := n.newJob()
+		*job = gpu.Job{Req: m.Req, P: -1, D: -1, Arrival: now}
 		n.track(job)
 		n.send(n.router, NewJob{job}, 0)
 		err = n.drv.Released(m.Req, now)
@@ -77,6 +95,20 @@ type routerNode struct {
 	// gpu.ReasonExceedsPool, before any prefill (0: not checked).
 	fit       int
 	collector Addr
+	// admissions are Admissions handed back in AdmitReplies, for reuse.
+	admissions []*Admission
+}
+
+// admission returns an Admission for job and ds, reused if one is free.
+func (n *routerNode) admission(job *gpu.Job, ds *policy.Dispatch) *Admission {
+	var a *Admission
+	if k := len(n.admissions); k > 0 {
+		a, n.admissions = n.admissions[k-1], n.admissions[:k-1]
+	} else {
+		a = &Admission{}
+	}
+	*a = Admission{Job: job, DS: ds}
+	return a
 }
 
 func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
@@ -89,7 +121,7 @@ func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch,
 	}
 	switch st.Action {
 	case policy.ActAdmit:
-		n.send(n.decode[st.D], Admit{job, ds}, 0)
+		n.send(n.decode[st.D], Admit{n.admission(job, ds)}, 0)
 	case policy.ActPrefill:
 		// The router owns the job again (Seed/Reseed: the decode worker only
 		// kept a reservation; Fallback/Vanilla: no decode worker saw it yet).
@@ -146,7 +178,9 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 		if n.obs != nil {
 			n.obs.step(now, m.DS, st, nil, m.Mode == policy.ModeNone)
 		}
-		n.apply(now, m.Job, m.DS, st)
+		job, ds := m.Job, m.DS
+		n.admissions = append(n.admissions, m.Admission) // read no more
+		n.apply(now, job, ds, st)
 	case Finished:
 		if n.fb != nil {
 			n.fb.Finished(m.D)
@@ -201,14 +235,15 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 			// The router does not touch the job until it hears back.
 			m.Job.Tries, m.Job.Reasons = m.DS.Tries+1, m.DS.Reasons
 		}
-		n.send(n.router, AdmitReply{Job: m.Job, DS: m.DS, D: n.idx, Mode: mode, Reason: reason}, 0)
+		m.D, m.Mode, m.Reason = n.idx, mode, reason
+		n.send(n.router, AdmitReply{m.Admission}, 0)
 	case KVReady:
 		n.sync.arrived(m.Job)
 		n.w.Arrive(now, m.Job)
 	case RunJob:
 		m.Job.D = n.idx
 		n.w.Run(now, m.Job)
-	case Wake:
+	case *Wake:
 		n.w.Advance(now)
 	}
 	rd := n.w.Ready()

@@ -22,20 +22,13 @@ type (
 	DriverDone struct{ Total int }
 	// NewJob hands a released request to the router.
 	NewJob struct{ Job *gpu.Job }
-	// Admit asks a decode worker to admit Job (Algorithm 2).
-	Admit struct {
-		Job *gpu.Job
-		DS  *policy.Dispatch
-	}
+	// Admit asks a decode worker to admit Job (Algorithm 2). It lends
+	// the router's *Admission to the worker, which answers in it.
+	Admit struct{ *Admission }
 	// AdmitReply is the decode worker's answer (Mode == ModeNone: rejected
-	// for Reason).
-	AdmitReply struct {
-		Job    *gpu.Job
-		DS     *policy.Dispatch
-		D      int
-		Mode   policy.Mode
-		Reason string
-	}
+	// for Reason), in the Admission of the Admit, given back to the
+	// router.
+	AdmitReply struct{ *Admission }
 	// RunJob makes decode worker run Job Direct without admission.
 	RunJob struct{ Job *gpu.Job }
 	// Prefill sends Job to a prefill worker.
@@ -71,7 +64,8 @@ type (
 		Job  *gpu.Job
 		Inst int
 	}
-	// Wake is a node's timer for its next event (sent by Host).
+	// Wake is a node's timer for its next event, sent by Host as a *Wake
+	// that stays the Host's (it reuses it once delivered).
 	Wake struct{ At time.Duration }
 
 	// Failed ends the run with Err (to RunAddr).
@@ -85,6 +79,22 @@ type (
 		At    time.Duration
 	}
 )
+
+// Admission is one admission round trip (Admit, then AdmitReply): Job and
+// DS from the router, D, Mode and Reason from the decode worker. Sent
+// wrapped in one pointer, Admit and AdmitReply box into an interface
+// without an allocation, and the router reuses the Admission once it
+// handled the reply. Ownership: the router's until it sends Admit; the
+// decode worker's until it sends AdmitReply (it writes the answer fields
+// and keeps no reference); the router's again, which reads it during
+// that Handle only and then recycles it.
+type Admission struct {
+	Job    *gpu.Job
+	DS     *policy.Dispatch
+	D      int
+	Mode   policy.Mode
+	Reason string
+}
 
 // Hop is one row of the protocol: a message, who sends it to whom, what it
 // carries, and who owns the Job once it is sent.
@@ -157,8 +167,8 @@ var Protocol = []Hop{
 	{Retry{}, KindBucket, KindGlobal, "Job hit by a fault", "global router"},
 	{Retry{}, KindGlobal, KindGlobal, "Job whose bucket is down (timer: detection delay)", "global router"},
 
-	{Wake{}, KindDecode, KindDecode, "wake time (timer)", "-"},
-	{Wake{}, KindPrefill, KindPrefill, "wake time (timer)", "-"},
-	{Wake{}, KindLink, KindLink, "wake time (timer)", "-"},
-	{Wake{}, KindBucket, KindBucket, "wake time (timer)", "-"},
+	{&Wake{}, KindDecode, KindDecode, "wake time (timer)", "-"},
+	{&Wake{}, KindPrefill, KindPrefill, "wake time (timer)", "-"},
+	{&Wake{}, KindLink, KindLink, "wake time (timer)", "-"},
+	{&Wake{}, KindBucket, KindBucket, "wake time (timer)", "-"},
 }

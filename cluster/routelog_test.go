@@ -41,7 +41,7 @@ func TestKeepTopK(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &routerObs{log: true, k: tc.k, decode: []string{"d0", "d1", "d2", "d3"}}
-			tr := o.try(0, 0, tc.cands, tc.chosen)
+			tr := o.try(0, 0, tc.cands, tc.chosen, nil)
 			var got []int
 			for _, c := range tr.Candidates {
 				got = append(got, slices.Index(o.decode, c.DWorker))
@@ -118,7 +118,7 @@ func TestLogOff(t *testing.T) {
 		run := func() {
 			c := o.begin(ds, true)
 			o.step(time.Millisecond, ds, policy.Step{Action: policy.ActAdmit, D: 0}, c, false)
-			o.reply(AdmitReply{DS: ds, D: 0, Mode: policy.ModeDirect})
+			o.reply(AdmitReply{&Admission{DS: ds, D: 0, Mode: policy.ModeDirect}})
 			o.step(2*time.Millisecond, ds, policy.Step{Action: policy.ActPrefill, D: 0, Mode: policy.ModeDirect}, nil, false)
 		}
 		if !log {

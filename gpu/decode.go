@@ -384,7 +384,7 @@ func (w *DecodeWorker) admitRoom(now time.Duration) {
 			need = max(0, footprint-s.tokens)
 		}
 		if footprint > w.cap {
-			w.waitRoom = w.waitRoom[1:]
+			w.waitRoom = dropFront(w.waitRoom, 1)
 			j.Failed, j.Done = ReasonExceedsPool, now
 			w.out = append(w.out, Event{Kind: EvFailed, Job: j, At: now})
 			continue
@@ -395,7 +395,7 @@ func (w *DecodeWorker) admitRoom(now time.Duration) {
 				return
 			}
 		}
-		w.waitRoom = w.waitRoom[1:]
+		w.waitRoom = dropFront(w.waitRoom, 1)
 		if j.Mode == policy.ModeDirect {
 			// What the session holds now (it may have been evicted while
 			// this request waited).

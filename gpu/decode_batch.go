@@ -25,7 +25,7 @@ func (w *DecodeWorker) kick(now time.Duration) {
 			return
 		}
 		w.cur = w.prefillQ[0]
-		w.prefillQ = w.prefillQ[1:]
+		w.prefillQ = dropFront(w.prefillQ, 1)
 		w.cur.PrefillStart, w.cur.DPrefillStart = now, now
 		w.cur.chunkDone = 0
 	}

@@ -74,3 +74,17 @@ type Job struct {
 	loadUntil  time.Duration // fused: when that load ends
 	ctx        int           // KV tokens this request attends to while decoding
 }
+
+// dropFront removes q's first n jobs. A short queue is shifted down in
+// place, so its array is reused by the next append (re-slicing q[n:]
+// gives up the front of the array, and a queue fed and drained one job
+// at a time reallocated every few appends); a long one is re-sliced,
+// which bounds the copy.
+func dropFront(q []*Job, n int) []*Job {
+	if len(q) > 64 {
+		return q[n:]
+	}
+	k := copy(q, q[n:])
+	clear(q[k:])
+	return q[:k]
+}

@@ -96,7 +96,7 @@ func (w *PrefillWorker) start(now time.Duration) {
 		n++
 	}
 	w.batch = append(w.batch[:0], w.queue[:n]...)
-	w.queue = w.queue[n:]
+	w.queue = dropFront(w.queue, n)
 	w.batchEnd = now + w.cost.StepTime(pass)
 }
 

@@ -1,0 +1,190 @@
+package actors
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// mailbox is protoactor's default mailbox (actor/mailbox.go: system
+// messages first, suspension, the dispatcher's throughput, failures
+// escalated to the supervisor) without its allocation per activation:
+// the default one hands the method value m.processMessages to the
+// dispatcher each time an idle mailbox gets a message, and that closure
+// is a heap allocation — one per message on the virtual clock, where the
+// synchronized dispatcher drains the mailbox inside every Send. This one
+// makes the func value once, in RegisterHandlers.
+//
+// Both queues are FIFO rings under one mutex, held only to push and pop
+// (never while a message is handled: handling may post to the same
+// mailbox, e.g. a supervisor's Restart).
+type mailbox struct {
+	mu   sync.Mutex
+	user ring
+	sys  ring
+
+	status    atomic.Int32 // mbIdle or mbRunning
+	userN     atomic.Int32
+	sysN      atomic.Int32
+	suspended atomic.Bool
+
+	invoker    actor.MessageInvoker
+	dispatcher actor.Dispatcher
+	process    func() // m.processMessages, made once
+}
+
+const (
+	mbIdle int32 = iota
+	mbRunning
+)
+
+// newMailbox is an actor.MailboxProducer.
+func newMailbox() actor.Mailbox { return &mailbox{} }
+
+func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
+	m.invoker, m.dispatcher = invoker, dispatcher
+	m.process = m.processMessages
+}
+
+func (m *mailbox) Start() {}
+
+func (m *mailbox) UserMessageCount() int { return int(m.userN.Load()) }
+
+// PostUserMessage queues message. Unlike the default mailbox it does not
+// unpack actor.MessageBatch: nothing in pdemu sends one.
+func (m *mailbox) PostUserMessage(message any) {
+	m.mu.Lock()
+	m.user.push(message)
+	m.mu.Unlock()
+	m.userN.Add(1)
+	m.schedule()
+}
+
+func (m *mailbox) PostSystemMessage(message any) {
+	m.mu.Lock()
+	m.sys.push(message)
+	m.mu.Unlock()
+	m.sysN.Add(1)
+	m.schedule()
+}
+
+func (m *mailbox) schedule() {
+	if m.status.CompareAndSwap(mbIdle, mbRunning) {
+		m.dispatcher.Schedule(m.process)
+	}
+}
+
+func (m *mailbox) processMessages() {
+	for {
+		m.run()
+		m.status.Store(mbIdle)
+		sys, user := m.sysN.Load(), m.userN.Load()
+		// Messages posted after the loop ended but before the status went
+		// idle found it running and did not schedule: take them now.
+		if (sys > 0 || (!m.suspended.Load() && user > 0)) && m.status.CompareAndSwap(mbIdle, mbRunning) {
+			continue
+		}
+		return
+	}
+}
+
+func (m *mailbox) pop(q *ring) any {
+	m.mu.Lock()
+	v := q.pop()
+	m.mu.Unlock()
+	return v
+}
+
+func (m *mailbox) run() {
+	var msg any
+	defer func() {
+		if r := recover(); r != nil {
+			m.invoker.EscalateFailure(r, msg)
+		}
+	}()
+	for i, t := 0, m.dispatcher.Throughput(); ; i++ {
+		if i > t {
+			i = 0
+			runtime.Gosched()
+		}
+		if msg = m.pop(&m.sys); msg != nil {
+			m.sysN.Add(-1)
+			switch msg.(type) {
+			case *actor.SuspendMailbox:
+				m.suspended.Store(true)
+			case *actor.ResumeMailbox:
+				m.suspended.Store(false)
+			default:
+				m.invoker.InvokeSystemMessage(msg)
+			}
+			continue
+		}
+		if m.suspended.Load() {
+			return
+		}
+		if msg = m.pop(&m.user); msg == nil {
+			return
+		}
+		m.userN.Add(-1)
+		m.invoker.InvokeUserMessage(msg)
+	}
+}
+
+// ring is an unbounded FIFO of messages (nil is not a message): a list of
+// fixed segments, so a flooded mailbox grows without copying (a doubling
+// array copied its whole backlog, with write barriers during a GC), and
+// an emptied segment is kept as a spare for the next one needed.
+type ring struct {
+	head, tail *segment
+	hi, ti     int // next pop in head, next push in tail
+	spare      *segment
+}
+
+const segmentLen = 128
+
+type segment struct {
+	buf  [segmentLen]any
+	next *segment
+}
+
+func (q *ring) push(v any) {
+	if q.tail == nil {
+		q.head, q.hi, q.ti = q.newSegment(), 0, 0
+		q.tail = q.head
+	} else if q.ti == segmentLen {
+		s := q.newSegment()
+		q.tail.next, q.tail, q.ti = s, s, 0
+	}
+	q.tail.buf[q.ti] = v
+	q.ti++
+}
+
+func (q *ring) newSegment() *segment {
+	if s := q.spare; s != nil {
+		q.spare = nil
+		return s
+	}
+	return new(segment)
+}
+
+func (q *ring) pop() any {
+	if q.head == nil {
+		return nil
+	}
+	if q.head == q.tail && q.hi == q.ti {
+		q.hi, q.ti = 0, 0 // empty: start the segment over
+		return nil
+	}
+	if q.hi == segmentLen { // head is used up; the next one holds the rest
+		s := q.head
+		q.head, q.hi = s.next, 0
+		s.next = nil
+		q.spare = s
+	}
+	v := q.head.buf[q.hi]
+	q.head.buf[q.hi] = nil
+	q.hi++
+	return v
+}

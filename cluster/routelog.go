@@ -1,0 +1,230 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The routing log's lines are encoded by hand, by appendLog, into a
+// chunked arena (lineArena): encoding/json's reflection allocated a few
+// times per line, and every line was its own allocation. appendLog writes
+// exactly the bytes json.Marshal writes for a *pdLog (HTML-safe string
+// escaping, ES6 float formatting, omitempty on candidates_omitted; the
+// golden tests hash routing_log.jsonl and TestAppendLogMatchesJSON
+// compares the two on random lines); a line with a non-finite float,
+// which json.Marshal refuses, goes through marshalLog's error line.
+
+// appendLog appends l's JSON encoding (no newline) to b; ok is false, and
+// b unchanged, when l holds a NaN or an infinity.
+func appendLog(b []byte, l *pdLog) ([]byte, bool) {
+	for i := range l.Tries {
+		t := &l.Tries[i]
+		if !finite(t.AtMS) {
+			return b, false
+		}
+		for j := range t.Candidates {
+			for _, k := range t.Candidates[j].Key {
+				if !finite(k) {
+					return b, false
+				}
+			}
+		}
+	}
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, l.ID, 10)
+	b = append(b, `,"session":`...)
+	b = appendJSONString(b, l.Session)
+	b = append(b, `,"turn":`...)
+	b = strconv.AppendInt(b, int64(l.Turn), 10)
+	b = append(b, `,"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(l.InputTokens), 10)
+	b = append(b, `,"policy":`...)
+	b = appendJSONString(b, l.Policy)
+	b = append(b, `,"tries":`...)
+	if l.Tries == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range l.Tries {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendTry(b, &l.Tries[i])
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"fallback":`...)
+	b = strconv.AppendBool(b, l.Fallback)
+	b = append(b, `,"fallback_reason":`...)
+	b = appendJSONString(b, l.FallbackReason)
+	b = append(b, `,"mode":`...)
+	b = appendJSONString(b, l.Mode)
+	b = append(b, `,"p_worker":`...)
+	b = appendJSONString(b, l.PWorker)
+	b = append(b, `,"d_worker":`...)
+	b = appendJSONString(b, l.DWorker)
+	return append(b, '}'), true
+}
+
+func appendTry(b []byte, t *pdTry) []byte {
+	b = append(b, `{"try":`...)
+	b = strconv.AppendInt(b, int64(t.Try), 10)
+	b = append(b, `,"at_ms":`...)
+	b = appendJSONFloat(b, t.AtMS)
+	b = append(b, `,"candidates":`...)
+	if t.Candidates == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range t.Candidates {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			c := &t.Candidates[i]
+			b = append(b, `{"d_worker":`...)
+			b = appendJSONString(b, c.DWorker)
+			b = append(b, `,"key":[`...)
+			for k, v := range c.Key {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONFloat(b, v)
+			}
+			b = append(b, `],"overlap":`...)
+			b = strconv.AppendInt(b, int64(c.Overlap), 10)
+			b = append(b, `,"rejects":`...)
+			b = strconv.AppendInt(b, int64(c.Rejects), 10)
+			b = append(b, `,"eligible":`...)
+			b = strconv.AppendBool(b, c.Eligible)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if t.Omitted != 0 {
+		b = append(b, `,"candidates_omitted":`...)
+		b = strconv.AppendInt(b, int64(t.Omitted), 10)
+	}
+	b = append(b, `,"chosen":`...)
+	b = appendJSONString(b, t.Chosen)
+	b = append(b, `,"reply":`...)
+	b = appendJSONString(b, t.Reply)
+	b = append(b, `,"reply_mode":`...)
+	b = appendJSONString(b, t.Mode)
+	b = append(b, `,"reply_reason":`...)
+	b = appendJSONString(b, t.Reason)
+	return append(b, '}')
+}
+
+func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
+
+// appendJSONFloat is encoding/json's float64 encoding of a finite f.
+func appendJSONFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // e-09 → e-9, as encoding/json does
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString is encoding/json's HTML-safe encoding of s: <, > and &
+// and control bytes as \u00XX (\b \f \n \r \t and \" \\ short), invalid
+// UTF-8 as \ufffd, U+2028 and U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// marshalLog is l's line through encoding/json, or a parseable error line
+// when it cannot be encoded (a non-finite float).
+func marshalLog(l *pdLog) []byte {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return []byte(fmt.Sprintf(`{"id":%d,"error":%q}`, l.ID, err.Error()))
+	}
+	return b
+}
+
+// encodeLog is l's line: appendLog's bytes, in the arena, or marshalLog's.
+func (a *lineArena) encodeLog(l *pdLog) []byte {
+	start := len(a.buf)
+	b, ok := appendLog(a.buf, l)
+	if !ok {
+		return marshalLog(l)
+	}
+	if a.buf == nil || cap(b) != cap(a.buf) {
+		// It did not fit: append moved the chunk; start a new one (the
+		// old one stays with the lines already in it).
+		line := b[start:]
+		a.buf = append(make([]byte, 0, max(lineArenaChunk, len(line))), line...)
+		return a.buf[:len(line):len(line)]
+	}
+	a.buf = b
+	return b[start:len(b):len(b)]
+}
+
+// lineArena holds encoded lines in chunks of lineArenaChunk bytes: a line
+// is a full slice expression into a chunk, never written again (a chunk
+// is only appended to, and a line that does not fit gets a new chunk or,
+// when larger than a chunk, its own array).
+type lineArena struct{ buf []byte }
+
+const lineArenaChunk = 64 << 10
