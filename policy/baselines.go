@@ -296,7 +296,7 @@ func (p *CacheAwareDP) Begin(ds *Dispatch) Step {
 	r := ds.Req
 	w := p.pick(r.Blocks)
 	p.load[w]++
-	p.index.Set(w, r.Session, r.Blocks)
+	p.index.SetImmutable(w, r.Session, r.Blocks) // Request.Blocks is immutable
 	return Step{Action: ActRun, P: -1, D: w, Mode: ModeFused, Unadmitted: true}
 }
 

@@ -52,9 +52,9 @@ type ResidentIndex struct {
 	extCnt  []int32  // n owner counts per ext record
 	extFree []int32
 
-	owned     map[ownerKey][]uint64 // (worker, session) → its recorded blocks
-	perWorker []int                 // distinct blocks per worker
-	bad       int                   // occurrences off their block's canonical (parent, depth)
+	owned     map[ownerKey]record // (worker, session) → its recorded blocks
+	perWorker []int               // distinct blocks per worker
+	bad       int                 // occurrences off their block's canonical (parent, depth)
 
 	alive []uint64   // LongestPrefix scratch
 	spare [][]uint64 // owner lists of removed records, for reuse
@@ -65,6 +65,25 @@ const maxSpare = 32
 type ownerKey struct {
 	d int32
 	s int32
+}
+
+// record is one (worker, session) owner list. blocks is the index's own
+// copy; src, when not nil, is the address of the first element of the
+// caller's slice it was copied from by SetImmutable, whose caller promised
+// that the slice's elements never change: then any slice starting at src
+// agrees with blocks on their common length, without comparing them.
+type record struct {
+	blocks []uint64
+	src    *uint64
+}
+
+// sharedPrefix is the length of the longest common prefix of blocks and
+// r.blocks.
+func (r record) sharedPrefix(blocks []uint64) int {
+	if r.src != nil && len(blocks) > 0 && unsafe.SliceData(blocks) == r.src {
+		return min(len(blocks), len(r.blocks))
+	}
+	return commonPrefix(blocks, r.blocks)
 }
 
 type slot struct {
@@ -87,7 +106,7 @@ const (
 func NewResidentIndex(n int) *ResidentIndex {
 	x := &ResidentIndex{
 		n: n, words: (n + 63) / 64,
-		owned:     make(map[ownerKey][]uint64),
+		owned:     make(map[ownerKey]record),
 		perWorker: make([]int, n),
 	}
 	x.alloc(minShift)
@@ -114,7 +133,14 @@ func (x *ResidentIndex) WorkerBlocks(d int) int { return x.perWorker[d] }
 
 // Owned returns the blocks recorded for session s on worker d (nil if none).
 // The slice belongs to the index: read it, do not keep or modify it.
-func (x *ResidentIndex) Owned(d int, s int32) []uint64 { return x.owned[ownerKey{int32(d), s}] }
+func (x *ResidentIndex) Owned(d int, s int32) []uint64 { return x.owned[ownerKey{int32(d), s}].blocks }
+
+// OwnedPrefix is the length of the longest common prefix of blocks and
+// Owned(d, s), compared in O(1) when the record was set by SetImmutable
+// from a slice with the same first element as blocks.
+func (x *ResidentIndex) OwnedPrefix(d int, s int32, blocks []uint64) int {
+	return x.owned[ownerKey{int32(d), s}].sharedPrefix(blocks)
+}
 
 // Chained reports whether every recorded block sits at one position after
 // one predecessor in every owner list that holds it (the condition for
@@ -261,13 +287,26 @@ func (x *ResidentIndex) del(i int) {
 // whatever was recorded for (d, s). Blocks kept from the previous record are
 // not touched, so a growing prefix costs only its new blocks. The index
 // keeps its own copy: callers may reuse their slices.
-func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) {
+func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) { x.set(d, s, blocks, nil) }
+
+// SetImmutable is Set for a caller that promises never to change the
+// elements of blocks (as workload.Request.Blocks, immutable once emitted).
+// The index still keeps its own copy, but it also remembers where blocks
+// starts: a later SetImmutable, OverlapOwned or OwnedPrefix for the same
+// (d, s) with a slice starting at the same element — the next turn of a
+// session whose requests share one append-only backing array — knows the
+// common prefix (the shorter length) without comparing the blocks. The
+// remembered pointer keeps the caller's array alive while the record
+// exists. Breaking the promise makes the index's answers wrong.
+func (x *ResidentIndex) SetImmutable(d int, s int32, blocks []uint64) {
+	x.set(d, s, blocks, unsafe.SliceData(blocks))
+}
+
+func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 	k := ownerKey{int32(d), s}
-	old := x.owned[k]
-	common := 0
-	for common < len(old) && common < len(blocks) && old[common] == blocks[common] {
-		common++
-	}
+	rec := x.owned[k]
+	old := rec.blocks
+	common := rec.sharedPrefix(blocks)
 	for i := common; i < len(old); i++ {
 		x.unref(d, old, i)
 	}
@@ -288,7 +327,7 @@ func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) {
 		old = append(old[:common:common], make([]uint64, len(blocks)-common)...)
 	}
 	copy(old[common:], blocks[common:])
-	x.owned[k] = old
+	x.owned[k] = record{blocks: old, src: src}
 }
 
 // buffer returns a list of length n, reusing a removed record's if one is
@@ -326,7 +365,7 @@ func (x *ResidentIndex) recycle(b []uint64) {
 // Remove forgets session s's blocks on worker d.
 func (x *ResidentIndex) Remove(d int, s int32) {
 	k := ownerKey{int32(d), s}
-	old := x.owned[k]
+	old := x.owned[k].blocks
 	for i := range old {
 		x.unref(d, old, i)
 	}
@@ -543,8 +582,9 @@ var chainMin = 8
 // (typically the session's pinned worker). If the index is Chained and
 // blocks shares a prefix of c ≥ chainMin blocks with that record, the
 // prefix is counted by chainOverlap in O(k·log c) lookups (k = distinct
-// worker sets along the chain) plus one memory comparison, and only the
-// rest is looked up block by block. The result is always Overlap's. It
+// worker sets along the chain) plus one memory comparison (none when the
+// record was SetImmutable from blocks' own backing array, see
+// record.sharedPrefix), and only the rest is looked up block by block. The result is always Overlap's. It
 // returns c (0 when the shortcut was not taken).
 func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int) int {
 	if d < 0 || x.bad != 0 || len(blocks) < chainMin {
@@ -553,8 +593,8 @@ func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int)
 	}
 	hint := x.owned[ownerKey{int32(d), s}]
 	c := 0
-	if len(hint) >= chainMin {
-		c = commonPrefix(blocks, hint)
+	if len(hint.blocks) >= chainMin {
+		c = hint.sharedPrefix(blocks)
 	}
 	if c < chainMin {
 		x.Overlap(blocks, out)

@@ -163,3 +163,58 @@ func TestIndexHelpers(t *testing.T) {
 	require.Equal(t, 2, commonPrefix([]uint64{1, 2, 3}, []uint64{1, 2, 4, 5}))
 	require.Equal(t, 3, commonPrefix([]uint64{1, 2, 3}, []uint64{1, 2, 3, 5}))
 }
+
+// TestSetForgetsCallerSlice: Set copies and does not remember the caller's
+// slice (only SetImmutable does), so a caller may rewrite its buffer and
+// route with it again.
+func TestSetForgetsCallerSlice(t *testing.T) {
+	old := chainMin
+	chainMin = 1
+	t.Cleanup(func() { chainMin = old })
+	buf := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	x := NewResidentIndex(2)
+	x.Set(0, 0, buf)
+	buf[3] = 99
+	if got := x.OwnedPrefix(0, 0, buf); got != 3 {
+		t.Fatalf("OwnedPrefix after rewrite = %d, want 3", got)
+	}
+	out := make([]int, 2)
+	x.OverlapOwned(buf, 0, 0, out)
+	if out[0] != 9 || out[1] != 0 {
+		t.Fatalf("OverlapOwned after rewrite = %v, want [9 0]", out)
+	}
+	// SetImmutable, then Set from the same array: the promise is gone.
+	x.SetImmutable(1, 0, buf[:5])
+	x.Set(1, 0, buf[:6])
+	buf[2] = 98
+	if got := x.OwnedPrefix(1, 0, buf); got != 2 {
+		t.Fatalf("OwnedPrefix after Set over SetImmutable = %d, want 2", got)
+	}
+}
+
+// TestSetImmutableSharedArray: records set from one append-only array
+// answer for longer and shorter slices of it without comparing.
+func TestSetImmutableSharedArray(t *testing.T) {
+	full := make([]uint64, 100)
+	for i := range full {
+		full[i] = uint64(i + 1)
+	}
+	x := NewResidentIndex(1)
+	x.SetImmutable(0, 0, full[:40:40])
+	for _, n := range []int{0, 1, 39, 40, 41, 100} {
+		if got, want := x.OwnedPrefix(0, 0, full[:n]), min(n, 40); got != want {
+			t.Fatalf("OwnedPrefix(full[:%d]) = %d, want %d", n, got, want)
+		}
+	}
+	if got := x.OwnedPrefix(0, 0, full[1:50]); got != 0 {
+		t.Fatalf("OwnedPrefix(full[1:50]) = %d, want 0", got)
+	}
+	x.SetImmutable(0, 0, full[:70])
+	if got := x.WorkerBlocks(0); got != 70 {
+		t.Fatalf("WorkerBlocks = %d, want 70", got)
+	}
+	x.SetImmutable(0, 0, full[:10])
+	if got := x.WorkerBlocks(0); got != 10 {
+		t.Fatalf("WorkerBlocks after shrink = %d, want 10", got)
+	}
+}

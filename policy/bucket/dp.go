@@ -79,7 +79,7 @@ func (l *cacheAwareLocal) Route(r *workload.Request, inst []InstanceView, _ Prob
 }
 
 func (l *cacheAwareLocal) Routed(r *workload.Request, instance int, _ time.Duration) {
-	l.p.Index().Set(instance, r.Session, r.Blocks)
+	l.p.Index().SetImmutable(instance, r.Session, r.Blocks) // Request.Blocks is immutable
 }
 func (l *cacheAwareLocal) Evicted(int, []uint64, time.Duration)   {}
 func (l *cacheAwareLocal) Finished(instance int, _ time.Duration) { l.p.Finished(instance) }
