@@ -610,8 +610,8 @@ func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int)
 // is recorded at position i after chain[i-1] wherever it is recorded, so
 // the set of workers holding chain[i] shrinks as i grows, and worker d
 // holds exactly chain[0..p_d] for some p_d. Divide and conquer finds the
-// positions where the set changes.
-func (x *ResidentIndex) chainOverlap(chain []uint64, out []int) {
+// positions where the set changes. It returns chain[len-1]'s slot.
+func (x *ResidentIndex) chainOverlap(chain []uint64, out []int) int {
 	n := len(chain)
 	lo, hi := x.lookup(chain[0], chain[0]*golden), x.lookup(chain[n-1], chain[n-1]*golden)
 	if lo < 0 || hi < 0 {
@@ -619,6 +619,7 @@ func (x *ResidentIndex) chainOverlap(chain []uint64, out []int) {
 	}
 	x.add(hi, n, out)
 	x.dc(chain, 0, n-1, lo, hi, out)
+	return hi
 }
 
 // dc handles workers that hold chain[lo] (slot sl) but not chain[hi] (slot
@@ -667,12 +668,52 @@ func commonPrefix(a, b []uint64) int {
 // until no worker matches any more.
 func (x *ResidentIndex) LongestPrefix(blocks []uint64, out []int) {
 	clear(out)
+	x.walkPrefix(blocks, 0, x.aliveScratch(), out)
+}
+
+// LongestPrefixOwned is LongestPrefix using session s's record on worker d
+// as a hint, as OverlapOwned does: if the index is Chained and blocks
+// shares a prefix of c ≥ chainMin blocks with that record, every worker
+// holds a prefix of blocks[:c] (see chainOverlap), whose length
+// chainOverlap finds in O(k·log c) lookups; only the workers holding all
+// of it are followed further, block by block. The result is always
+// LongestPrefix's. It returns c (0 when the shortcut was not taken).
+func (x *ResidentIndex) LongestPrefixOwned(blocks []uint64, d int, s int32, out []int) int {
+	c := 0
+	if d >= 0 && x.bad == 0 && len(blocks) >= chainMin {
+		if hint := x.owned[ownerKey{int32(d), s}]; len(hint.blocks) >= chainMin {
+			c = hint.sharedPrefix(blocks)
+		}
+	}
+	if c < chainMin {
+		x.LongestPrefix(blocks, out)
+		return 0
+	}
+	clear(out)
+	hi := x.chainOverlap(blocks[:c], out)
+	alive := x.aliveScratch()
+	clear(alive)
+	if h := x.slots[hi].holder; h >= 0 {
+		alive[h>>6] = 1 << (uint(h) & 63)
+	} else {
+		copy(alive, x.extBits[int(^h)*x.words:])
+	}
+	x.walkPrefix(blocks, c, alive, out)
+	return c
+}
+
+func (x *ResidentIndex) aliveScratch() []uint64 {
 	if cap(x.alive) < x.words {
 		x.alive = make([]uint64, x.words)
 	}
-	alive := x.alive[:x.words]
-	for i, b := range blocks {
-		j := x.find(b)
+	return x.alive[:x.words]
+}
+
+// walkPrefix continues LongestPrefix at blocks[start]: for start > 0,
+// alive holds the workers that hold blocks[:start] (their out is start).
+func (x *ResidentIndex) walkPrefix(blocks []uint64, start int, alive []uint64, out []int) {
+	for i := start; i < len(blocks); i++ {
+		j := x.find(blocks[i])
 		if j < 0 {
 			return
 		}

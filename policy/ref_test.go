@@ -296,8 +296,18 @@ func TestIndexMatchesReference(t *testing.T) {
 				}
 			}
 			ix.LongestPrefix(blocks, got)
-			if want := ref.longestPrefix(blocks); !slices.Equal(got, want) {
+			want = ref.longestPrefix(blocks)
+			if !slices.Equal(got, want) {
 				t.Fatalf("LongestPrefix(%v) = %v, want %v", blocks, got, want)
+			}
+			for d := -1; d < w.n; d++ {
+				for i := range got {
+					got[i] = -7 // LongestPrefixOwned sets every worker's value
+				}
+				ix.LongestPrefixOwned(blocks, d, int32(s), got)
+				if !slices.Equal(got, want) {
+					t.Fatalf("LongestPrefixOwned(%v, %d) = %v, want %v (hint %v, chained=%v)", blocks, d, got, want, ix.Owned(max(d, 0), int32(s)), ix.Chained())
+				}
 			}
 		}
 	})
