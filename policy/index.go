@@ -67,11 +67,12 @@ type ownerKey struct {
 	s int32
 }
 
-// record is one (worker, session) owner list. blocks is the index's own
-// copy; src, when not nil, is the address of the first element of the
-// caller's slice it was copied from by SetImmutable, whose caller promised
-// that the slice's elements never change: then any slice starting at src
-// agrees with blocks on their common length, without comparing them.
+// record is one (worker, session) owner list. With src == nil, blocks is
+// the index's own copy (Set). Otherwise blocks is the caller's slice itself
+// and src its first element's address (SetImmutable: the caller promised
+// that its elements never change), so the index never writes or recycles
+// it, and any slice starting at src agrees with blocks on their common
+// length without comparing them.
 type record struct {
 	blocks []uint64
 	src    *uint64
@@ -291,13 +292,13 @@ func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) { x.set(d, s, block
 
 // SetImmutable is Set for a caller that promises never to change the
 // elements of blocks (as workload.Request.Blocks, immutable once emitted).
-// The index still keeps its own copy, but it also remembers where blocks
-// starts: a later SetImmutable, OverlapOwned or OwnedPrefix for the same
-// (d, s) with a slice starting at the same element — the next turn of a
-// session whose requests share one append-only backing array — knows the
-// common prefix (the shorter length) without comparing the blocks. The
-// remembered pointer keeps the caller's array alive while the record
-// exists. Breaking the promise makes the index's answers wrong.
+// The index keeps blocks itself instead of a copy (the record keeps the
+// caller's array alive), and so knows where it starts: a later
+// SetImmutable, OverlapOwned or OwnedPrefix for the same (d, s) with a
+// slice starting at the same element — the next turn of a session whose
+// requests share one append-only backing array — knows the common prefix
+// (the shorter length) without comparing the blocks. Breaking the promise
+// makes the index's answers wrong.
 func (x *ResidentIndex) SetImmutable(d int, s int32, blocks []uint64) {
 	x.set(d, s, blocks, unsafe.SliceData(blocks))
 }
@@ -313,9 +314,19 @@ func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 	for i := common; i < len(blocks); i++ {
 		x.ref(d, blocks, i)
 	}
+	if rec.src != nil {
+		// A borrowed list: never written or recycled, and none of it is
+		// ours to keep.
+		old, common = nil, 0
+	}
 	if len(blocks) == 0 {
 		x.recycle(old)
 		delete(x.owned, k)
+		return
+	}
+	if src != nil {
+		x.recycle(old)
+		x.owned[k] = record{blocks: blocks, src: src}
 		return
 	}
 	switch {
@@ -327,7 +338,7 @@ func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 		old = append(old[:common:common], make([]uint64, len(blocks)-common)...)
 	}
 	copy(old[common:], blocks[common:])
-	x.owned[k] = record{blocks: old, src: src}
+	x.owned[k] = record{blocks: old}
 }
 
 // buffer returns a list of length n, reusing a removed record's if one is
@@ -365,11 +376,14 @@ func (x *ResidentIndex) recycle(b []uint64) {
 // Remove forgets session s's blocks on worker d.
 func (x *ResidentIndex) Remove(d int, s int32) {
 	k := ownerKey{int32(d), s}
-	old := x.owned[k].blocks
+	rec := x.owned[k]
+	old := rec.blocks
 	for i := range old {
 		x.unref(d, old, i)
 	}
-	x.recycle(old)
+	if rec.src == nil {
+		x.recycle(old)
+	}
 	delete(x.owned, k)
 }
 

@@ -217,4 +217,19 @@ func TestSetImmutableSharedArray(t *testing.T) {
 	if got := x.WorkerBlocks(0); got != 10 {
 		t.Fatalf("WorkerBlocks after shrink = %d, want 10", got)
 	}
+	// The index keeps the caller's slice itself: it must never write into
+	// it or hand it out for reuse.
+	want := slices.Clone(full)
+	other := []uint64{500, 501, 502, 503, 504, 505, 506, 507}
+	x.Set(0, 0, other) // fits in full's capacity
+	x.SetImmutable(0, 1, full[:20])
+	x.Remove(0, 1)
+	x.Set(0, 2, other[:3])
+	x.Set(0, 3, []uint64{900, 901, 902, 903, 904, 905, 906, 907, 908, 909, 910, 911, 912, 913, 914, 915, 916, 917, 918, 919, 920})
+	if !slices.Equal(full, want) {
+		t.Fatalf("caller's immutable slice was written: %v", full)
+	}
+	if got := x.Owned(0, 0); !slices.Equal(got, other) {
+		t.Fatalf("Owned after Set over SetImmutable = %v, want %v", got, other)
+	}
 }
