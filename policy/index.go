@@ -661,16 +661,20 @@ func u64bytes(s []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*8)
 }
 
-// commonPrefix is the length of the longest common prefix of a and b.
+// commonPrefix is the length of the longest common prefix of a and b. It
+// compares 4 KB chunks with bytes.Equal (vectorised) and walks only the
+// first chunk that differs element by element.
 func commonPrefix(a, b []uint64) int {
 	n := min(len(a), len(b))
-	if n == 0 {
-		return 0
-	}
-	if bytes.Equal(u64bytes(a[:n]), u64bytes(b[:n])) {
-		return n
-	}
+	const chunk = 512
 	i := 0
+	for i < n {
+		j := min(i+chunk, n)
+		if !bytes.Equal(u64bytes(a[i:j]), u64bytes(b[i:j])) {
+			break
+		}
+		i = j
+	}
 	for i < n && a[i] == b[i] {
 		i++
 	}
