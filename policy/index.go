@@ -29,9 +29,10 @@ import (
 //     are not prefix-chained, reused hashes) disables the shortcut, never
 //     the result.
 //
-// Writes (Set, Remove) need exclusive access; the read methods other than
-// LongestPrefix (which uses a scratch vector) may run concurrently with
-// each other, which KVC.RouteShared (and bench.SyncKVC) rely on.
+// Writes (Set, SetImmutable, Remove) need exclusive access; the read
+// methods other than LongestPrefix and LongestPrefixOwned (which use a
+// scratch vector) may run concurrently with each other, which
+// KVC.RouteShared (and bench.SyncKVC) rely on.
 type ResidentIndex struct {
 	n     int // workers
 	words int // bitset words per ext record
