@@ -311,7 +311,10 @@ func (p *CacheAwareDP) Begin(ds *Dispatch) Step {
 // Begin does for the worker it picks).
 func (p *CacheAwareDP) Record(w int, r *workload.Request) {
 	p.index.SetImmutable(w, r.Session, r.Blocks) // Request.Blocks is immutable
-	if len(r.Blocks) > 0 {
+	switch {
+	case r.Last: // the session ends: no next turn to hint
+		delete(p.last, r.Session)
+	case len(r.Blocks) > 0:
 		p.last[r.Session] = int32(w)
 	}
 }
