@@ -166,6 +166,9 @@ func (s *metaStore) recordHinted(inst int, blocks []uint64, now time.Duration, h
 	}
 	in := int32(inst)
 	out := hint[:0] // out[k] is written after hint[k] is read
+	if cap(out) < len(blocks) {
+		out = make([]int32, 0, len(blocks)+len(blocks)/2) // room for the next turns
+	}
 	for k, b := range blocks {
 		if k < len(hint) {
 			if i := hint[k]; i >= 0 && int(i) < len(s.nodes) {
