@@ -20,8 +20,14 @@ import (
 // with n = 4096 blocks of 24 tokens, about one full 92k-token pool per
 // worker. "warm": the session's previous turn (the same prefix minus its
 // last min(64, n/4) blocks) was routed and admitted on one worker, so it
-// is recorded there; "cold": the session was never seen and only its
-// system prompt is resident anywhere.
+// is recorded there, and the current turn's Blocks is a fresh copy (a
+// caller that builds every request's slice anew, as serve does: the
+// router must compare the prompt with the session's record);
+// "warm-shared": the same, but both turns' Blocks share one append-only
+// backing array, as the agentic generator and the trace loaders produce
+// them (the router knows the common prefix from the slice's address, see
+// policy.ResidentIndex.SetImmutable); "cold": the session was never seen
+// and only its system prompt is resident anywhere.
 //
 // Targets on the 2-core machine: warm |D|=8 ≤ 1 µs/op and 0 allocs/op;
 // cold n=4096 at |D|=8 ≤ 20 µs/op; cold n=4096 at |D|=1024 ≤ 200 µs/op.
@@ -72,7 +78,9 @@ func populate(k *policy.KVC, decode, n int) {
 
 // warmRequest routes and admits the session's previous turn, then returns
 // the dispatch of its current turn.
-func warmRequest(k *policy.KVC, session int32, n int) *policy.Dispatch {
+// With shared, the current turn's Blocks extends the previous turn's
+// backing array; otherwise it is a fresh copy.
+func warmRequest(k *policy.KVC, session int32, n int, shared bool) *policy.Dispatch {
 	full := prompt(int(session), n)
 	newBlocks := min(64, n/4)
 	prev := &workload.Request{Session: session, Turn: 0, Blocks: full[: n-newBlocks : n-newBlocks]}
@@ -83,8 +91,10 @@ func warmRequest(k *policy.KVC, session int32, n int) *policy.Dispatch {
 	}
 	k.Admitted(ds, st.D, policy.ModeSeed)
 	k.Finished(st.D)
-	// A fresh slice, as a trace loader or generator would produce.
-	cur := &workload.Request{Session: session, Turn: 1, Blocks: append([]uint64(nil), full...)}
+	cur := &workload.Request{Session: session, Turn: 1, Blocks: full}
+	if !shared {
+		cur.Blocks = append([]uint64(nil), full...)
+	}
 	return policy.NewDispatch(cur)
 }
 
@@ -95,14 +105,15 @@ func coldRequest(session int32, n int) *policy.Dispatch {
 func BenchmarkRoute(b *testing.B) {
 	for _, decode := range []int{4, 8, 64, 1024} {
 		for _, n := range []int{64, 4096} {
-			for _, kind := range []string{"warm", "cold"} {
+			for _, kind := range []string{"warm", "warm-shared", "cold"} {
 				b.Run(fmt.Sprintf("D=%d/blocks=%d/%s", decode, n, kind), func(b *testing.B) {
 					k := newRouter(b, decode)
 					populate(k, decode, n)
 					var ds *policy.Dispatch
-					if kind == "warm" {
-						ds = warmRequest(k, 7, n)
-					} else {
+					switch kind {
+					case "warm", "warm-shared":
+						ds = warmRequest(k, 7, n, kind == "warm-shared")
+					default:
 						ds = coldRequest(7, n)
 					}
 					want := k.Route(ds)

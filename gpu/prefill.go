@@ -187,12 +187,51 @@ func (c *BlockLRU) Used() int { return c.used }
 func (c *BlockLRU) Match(blocks []uint64) int {
 	n := c.Peek(blocks)
 	var hint int32
+	var run lruRun
 	for k := n - 1; k >= 0; k-- {
 		i := c.lookup(blocks[k], hint)
 		hint = c.nodes[i].prev
-		c.touch(i)
+		c.touchDeferred(&run, i)
 	}
+	c.flush(&run)
 	return n
+}
+
+// lruRun is a run of nodes touched in a row that sit together in the LRU
+// list, head .. tail in list order (0, 0 when empty). Touching nodes one by
+// one from the last to the first of such a run leaves it at the front in
+// the same order, so it is moved there in one splice when the run ends.
+// Only the touched nodes' own positions are deferred: a node's prev link,
+// which guides the next lookup, is the same either way (the nodes moved
+// later lie after it), and the run is flushed before anything else
+// changes the list.
+type lruRun struct{ head, tail int32 }
+
+// touchDeferred is touch(i), deferred through run.
+func (c *BlockLRU) touchDeferred(run *lruRun, i int32) {
+	if run.head != 0 && c.nodes[run.head].prev == i {
+		run.head = i
+		return
+	}
+	c.flush(run)
+	run.head, run.tail = i, i
+}
+
+// flush moves run's nodes to the front of the list and empties it.
+func (c *BlockLRU) flush(run *lruRun) {
+	h, t := run.head, run.tail
+	*run = lruRun{}
+	if h == 0 || c.nodes[0].next == h {
+		return
+	}
+	p, n := c.nodes[h].prev, c.nodes[t].next
+	c.nodes[p].next = n
+	c.nodes[n].prev = p
+	old := c.nodes[0].next
+	c.nodes[t].next = old
+	c.nodes[old].prev = t
+	c.nodes[h].prev = 0
+	c.nodes[0].next = h
 }
 
 // Peek is Match without touching the LRU order.
@@ -256,13 +295,15 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 		return
 	}
 	var hint int32 // where blocks[k] probably is (see lookup)
+	var run lruRun // hits whose move to the front is pending
 	for k := len(blocks) - 1; k >= 0; k-- {
 		b := blocks[k]
 		if i := c.lookup(b, hint); i != 0 {
 			hint = c.nodes[i].prev // blocks[k-1] if the chain is in order
-			c.touch(i)
+			c.touchDeferred(&run, i)
 			continue
 		}
+		c.flush(&run)
 		hint = 0
 		for c.used+blockTokens > c.capTokens {
 			c.evictOldest()
@@ -280,20 +321,13 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 		c.used += blockTokens
 		c.pushFront(i)
 	}
+	c.flush(&run)
 }
 
 func (c *BlockLRU) unlink(i int32) {
 	n := &c.nodes[i]
 	c.nodes[n.prev].next = n.next
 	c.nodes[n.next].prev = n.prev
-}
-
-func (c *BlockLRU) touch(i int32) {
-	if c.nodes[0].next == i {
-		return
-	}
-	c.unlink(i)
-	c.pushFront(i)
 }
 
 func (c *BlockLRU) pushFront(i int32) {

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"math"
+
+	"github.com/pdemu/pdemu/workload"
 )
 
 // Vanilla is the plain P/D baseline: round-robin P and D, every request
@@ -274,6 +276,10 @@ type CacheAwareDP struct {
 	index *ResidentIndex
 	match []int // scratch
 	stats CacheAwareStats
+	// last is the worker each session was last recorded on: its record
+	// there is the hint of LongestPrefix (any record would be correct; the
+	// newest shares the longest prefix with the next turn).
+	last map[int32]int32
 }
 
 // NewCacheAwareDP validates cfg and returns the router.
@@ -288,19 +294,45 @@ func NewCacheAwareDP(cfg CacheAwareConfig) (*CacheAwareDP, error) {
 	return &CacheAwareDP{
 		cfg: cfg, load: make([]int, cfg.Workers),
 		index: NewResidentIndex(cfg.Workers), match: make([]int, cfg.Workers),
+		last: make(map[int32]int32),
 	}, nil
 }
 
 // Begin routes a request to a fused worker: Step{ActRun, D: w, Mode: ModeFused}.
 func (p *CacheAwareDP) Begin(ds *Dispatch) Step {
 	r := ds.Req
-	w := p.pick(r.Blocks)
+	w := p.pick(r)
 	p.load[w]++
-	p.index.Set(w, r.Session, r.Blocks)
+	p.Record(w, r)
 	return Step{Action: ActRun, P: -1, D: w, Mode: ModeFused, Unadmitted: true}
 }
 
-func (p *CacheAwareDP) pick(blocks []uint64) int {
+// Record replaces worker w's record of r's session by r's blocks (what
+// Begin does for the worker it picks).
+func (p *CacheAwareDP) Record(w int, r *workload.Request) {
+	p.index.SetImmutable(w, r.Session, r.Blocks) // Request.Blocks is immutable
+	switch {
+	case r.Last: // the session ends: no next turn to hint
+		delete(p.last, r.Session)
+	case len(r.Blocks) > 0:
+		p.last[r.Session] = int32(w)
+	}
+}
+
+// LongestPrefix sets out[w] (len(out) = workers) to the length of the
+// longest prefix of r's blocks recorded on worker w: the index's
+// LongestPrefix, computed from r's session's newest record as
+// LongestPrefixOwned does.
+func (p *CacheAwareDP) LongestPrefix(r *workload.Request, out []int) {
+	d := -1
+	if w, ok := p.last[r.Session]; ok {
+		d = int(w)
+	}
+	p.index.LongestPrefixOwned(r.Blocks, d, r.Session, out)
+}
+
+func (p *CacheAwareDP) pick(r *workload.Request) int {
+	blocks := r.Blocks
 	lo, hi := p.load[0], p.load[0]
 	for _, l := range p.load[1:] {
 		lo, hi = min(lo, l), max(hi, l)
@@ -311,7 +343,7 @@ func (p *CacheAwareDP) pick(blocks []uint64) int {
 	}
 	best := 0
 	if len(blocks) > 0 {
-		p.index.LongestPrefix(blocks, p.match)
+		p.LongestPrefix(r, p.match)
 		for _, m := range p.match {
 			best = max(best, m)
 		}

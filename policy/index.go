@@ -29,9 +29,10 @@ import (
 //     are not prefix-chained, reused hashes) disables the shortcut, never
 //     the result.
 //
-// Writes (Set, Remove) need exclusive access; the read methods other than
-// LongestPrefix (which uses a scratch vector) may run concurrently with
-// each other, which KVC.RouteShared (and bench.SyncKVC) rely on.
+// Writes (Set, SetImmutable, Remove) need exclusive access; the read
+// methods other than LongestPrefix and LongestPrefixOwned (which use a
+// scratch vector) may run concurrently with each other, which
+// KVC.RouteShared (and bench.SyncKVC) rely on.
 type ResidentIndex struct {
 	n     int // workers
 	words int // bitset words per ext record
@@ -52,9 +53,9 @@ type ResidentIndex struct {
 	extCnt  []int32  // n owner counts per ext record
 	extFree []int32
 
-	owned     map[ownerKey][]uint64 // (worker, session) → its recorded blocks
-	perWorker []int                 // distinct blocks per worker
-	bad       int                   // occurrences off their block's canonical (parent, depth)
+	owned     map[ownerKey]record // (worker, session) → its recorded blocks
+	perWorker []int               // distinct blocks per worker
+	bad       int                 // occurrences off their block's canonical (parent, depth)
 
 	alive []uint64   // LongestPrefix scratch
 	spare [][]uint64 // owner lists of removed records, for reuse
@@ -65,6 +66,26 @@ const maxSpare = 32
 type ownerKey struct {
 	d int32
 	s int32
+}
+
+// record is one (worker, session) owner list. With src == nil, blocks is
+// the index's own copy (Set). Otherwise blocks is the caller's slice itself
+// and src its first element's address (SetImmutable: the caller promised
+// that its elements never change), so the index never writes or recycles
+// it, and any slice starting at src agrees with blocks on their common
+// length without comparing them.
+type record struct {
+	blocks []uint64
+	src    *uint64
+}
+
+// sharedPrefix is the length of the longest common prefix of blocks and
+// r.blocks.
+func (r record) sharedPrefix(blocks []uint64) int {
+	if r.src != nil && len(blocks) > 0 && unsafe.SliceData(blocks) == r.src {
+		return min(len(blocks), len(r.blocks))
+	}
+	return commonPrefix(blocks, r.blocks)
 }
 
 type slot struct {
@@ -87,7 +108,7 @@ const (
 func NewResidentIndex(n int) *ResidentIndex {
 	x := &ResidentIndex{
 		n: n, words: (n + 63) / 64,
-		owned:     make(map[ownerKey][]uint64),
+		owned:     make(map[ownerKey]record),
 		perWorker: make([]int, n),
 	}
 	x.alloc(minShift)
@@ -114,7 +135,14 @@ func (x *ResidentIndex) WorkerBlocks(d int) int { return x.perWorker[d] }
 
 // Owned returns the blocks recorded for session s on worker d (nil if none).
 // The slice belongs to the index: read it, do not keep or modify it.
-func (x *ResidentIndex) Owned(d int, s int32) []uint64 { return x.owned[ownerKey{int32(d), s}] }
+func (x *ResidentIndex) Owned(d int, s int32) []uint64 { return x.owned[ownerKey{int32(d), s}].blocks }
+
+// OwnedPrefix is the length of the longest common prefix of blocks and
+// Owned(d, s), compared in O(1) when the record was set by SetImmutable
+// from a slice with the same first element as blocks.
+func (x *ResidentIndex) OwnedPrefix(d int, s int32, blocks []uint64) int {
+	return x.owned[ownerKey{int32(d), s}].sharedPrefix(blocks)
+}
 
 // Chained reports whether every recorded block sits at one position after
 // one predecessor in every owner list that holds it (the condition for
@@ -261,22 +289,45 @@ func (x *ResidentIndex) del(i int) {
 // whatever was recorded for (d, s). Blocks kept from the previous record are
 // not touched, so a growing prefix costs only its new blocks. The index
 // keeps its own copy: callers may reuse their slices.
-func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) {
+func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) { x.set(d, s, blocks, nil) }
+
+// SetImmutable is Set for a caller that promises never to change the
+// elements of blocks (as workload.Request.Blocks, immutable once emitted).
+// The index keeps blocks itself instead of a copy (the record keeps the
+// caller's array alive), and so knows where it starts: a later
+// SetImmutable, OverlapOwned or OwnedPrefix for the same (d, s) with a
+// slice starting at the same element — the next turn of a session whose
+// requests share one append-only backing array — knows the common prefix
+// (the shorter length) without comparing the blocks. Breaking the promise
+// makes the index's answers wrong.
+func (x *ResidentIndex) SetImmutable(d int, s int32, blocks []uint64) {
+	x.set(d, s, blocks, unsafe.SliceData(blocks))
+}
+
+func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 	k := ownerKey{int32(d), s}
-	old := x.owned[k]
-	common := 0
-	for common < len(old) && common < len(blocks) && old[common] == blocks[common] {
-		common++
-	}
+	rec := x.owned[k]
+	old := rec.blocks
+	common := rec.sharedPrefix(blocks)
 	for i := common; i < len(old); i++ {
 		x.unref(d, old, i)
 	}
 	for i := common; i < len(blocks); i++ {
 		x.ref(d, blocks, i)
 	}
+	if rec.src != nil {
+		// A borrowed list: never written or recycled, and none of it is
+		// ours to keep.
+		old, common = nil, 0
+	}
 	if len(blocks) == 0 {
 		x.recycle(old)
 		delete(x.owned, k)
+		return
+	}
+	if src != nil {
+		x.recycle(old)
+		x.owned[k] = record{blocks: blocks, src: src}
 		return
 	}
 	switch {
@@ -288,7 +339,7 @@ func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) {
 		old = append(old[:common:common], make([]uint64, len(blocks)-common)...)
 	}
 	copy(old[common:], blocks[common:])
-	x.owned[k] = old
+	x.owned[k] = record{blocks: old}
 }
 
 // buffer returns a list of length n, reusing a removed record's if one is
@@ -326,11 +377,14 @@ func (x *ResidentIndex) recycle(b []uint64) {
 // Remove forgets session s's blocks on worker d.
 func (x *ResidentIndex) Remove(d int, s int32) {
 	k := ownerKey{int32(d), s}
-	old := x.owned[k]
+	rec := x.owned[k]
+	old := rec.blocks
 	for i := range old {
 		x.unref(d, old, i)
 	}
-	x.recycle(old)
+	if rec.src == nil {
+		x.recycle(old)
+	}
 	delete(x.owned, k)
 }
 
@@ -543,8 +597,9 @@ var chainMin = 8
 // (typically the session's pinned worker). If the index is Chained and
 // blocks shares a prefix of c ≥ chainMin blocks with that record, the
 // prefix is counted by chainOverlap in O(k·log c) lookups (k = distinct
-// worker sets along the chain) plus one memory comparison, and only the
-// rest is looked up block by block. The result is always Overlap's. It
+// worker sets along the chain) plus one memory comparison (none when the
+// record was SetImmutable from blocks' own backing array, see
+// record.sharedPrefix), and only the rest is looked up block by block. The result is always Overlap's. It
 // returns c (0 when the shortcut was not taken).
 func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int) int {
 	if d < 0 || x.bad != 0 || len(blocks) < chainMin {
@@ -553,8 +608,8 @@ func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int)
 	}
 	hint := x.owned[ownerKey{int32(d), s}]
 	c := 0
-	if len(hint) >= chainMin {
-		c = commonPrefix(blocks, hint)
+	if len(hint.blocks) >= chainMin {
+		c = hint.sharedPrefix(blocks)
 	}
 	if c < chainMin {
 		x.Overlap(blocks, out)
@@ -570,8 +625,8 @@ func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int)
 // is recorded at position i after chain[i-1] wherever it is recorded, so
 // the set of workers holding chain[i] shrinks as i grows, and worker d
 // holds exactly chain[0..p_d] for some p_d. Divide and conquer finds the
-// positions where the set changes.
-func (x *ResidentIndex) chainOverlap(chain []uint64, out []int) {
+// positions where the set changes. It returns chain[len-1]'s slot.
+func (x *ResidentIndex) chainOverlap(chain []uint64, out []int) int {
 	n := len(chain)
 	lo, hi := x.lookup(chain[0], chain[0]*golden), x.lookup(chain[n-1], chain[n-1]*golden)
 	if lo < 0 || hi < 0 {
@@ -579,6 +634,7 @@ func (x *ResidentIndex) chainOverlap(chain []uint64, out []int) {
 	}
 	x.add(hi, n, out)
 	x.dc(chain, 0, n-1, lo, hi, out)
+	return hi
 }
 
 // dc handles workers that hold chain[lo] (slot sl) but not chain[hi] (slot
@@ -606,16 +662,20 @@ func u64bytes(s []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*8)
 }
 
-// commonPrefix is the length of the longest common prefix of a and b.
+// commonPrefix is the length of the longest common prefix of a and b. It
+// compares 4 KB chunks with bytes.Equal (vectorised) and walks only the
+// first chunk that differs element by element.
 func commonPrefix(a, b []uint64) int {
 	n := min(len(a), len(b))
-	if n == 0 {
-		return 0
-	}
-	if bytes.Equal(u64bytes(a[:n]), u64bytes(b[:n])) {
-		return n
-	}
+	const chunk = 512
 	i := 0
+	for i < n {
+		j := min(i+chunk, n)
+		if !bytes.Equal(u64bytes(a[i:j]), u64bytes(b[i:j])) {
+			break
+		}
+		i = j
+	}
 	for i < n && a[i] == b[i] {
 		i++
 	}
@@ -627,12 +687,52 @@ func commonPrefix(a, b []uint64) int {
 // until no worker matches any more.
 func (x *ResidentIndex) LongestPrefix(blocks []uint64, out []int) {
 	clear(out)
+	x.walkPrefix(blocks, 0, x.aliveScratch(), out)
+}
+
+// LongestPrefixOwned is LongestPrefix using session s's record on worker d
+// as a hint, as OverlapOwned does: if the index is Chained and blocks
+// shares a prefix of c ≥ chainMin blocks with that record, every worker
+// holds a prefix of blocks[:c] (see chainOverlap), whose length
+// chainOverlap finds in O(k·log c) lookups; only the workers holding all
+// of it are followed further, block by block. The result is always
+// LongestPrefix's. It returns c (0 when the shortcut was not taken).
+func (x *ResidentIndex) LongestPrefixOwned(blocks []uint64, d int, s int32, out []int) int {
+	c := 0
+	if d >= 0 && x.bad == 0 && len(blocks) >= chainMin {
+		if hint := x.owned[ownerKey{int32(d), s}]; len(hint.blocks) >= chainMin {
+			c = hint.sharedPrefix(blocks)
+		}
+	}
+	if c < chainMin {
+		x.LongestPrefix(blocks, out)
+		return 0
+	}
+	clear(out)
+	hi := x.chainOverlap(blocks[:c], out)
+	alive := x.aliveScratch()
+	clear(alive)
+	if h := x.slots[hi].holder; h >= 0 {
+		alive[h>>6] = 1 << (uint(h) & 63)
+	} else {
+		copy(alive, x.extBits[int(^h)*x.words:])
+	}
+	x.walkPrefix(blocks, c, alive, out)
+	return c
+}
+
+func (x *ResidentIndex) aliveScratch() []uint64 {
 	if cap(x.alive) < x.words {
 		x.alive = make([]uint64, x.words)
 	}
-	alive := x.alive[:x.words]
-	for i, b := range blocks {
-		j := x.find(b)
+	return x.alive[:x.words]
+}
+
+// walkPrefix continues LongestPrefix at blocks[start]: for start > 0,
+// alive holds the workers that hold blocks[:start] (their out is start).
+func (x *ResidentIndex) walkPrefix(blocks []uint64, start int, alive []uint64, out []int) {
+	for i := start; i < len(blocks); i++ {
+		j := x.find(blocks[i])
 		if j < 0 {
 			return
 		}

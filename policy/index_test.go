@@ -163,3 +163,97 @@ func TestIndexHelpers(t *testing.T) {
 	require.Equal(t, 2, commonPrefix([]uint64{1, 2, 3}, []uint64{1, 2, 4, 5}))
 	require.Equal(t, 3, commonPrefix([]uint64{1, 2, 3}, []uint64{1, 2, 3, 5}))
 }
+
+// TestSetForgetsCallerSlice: Set copies and does not remember the caller's
+// slice (only SetImmutable does), so a caller may rewrite its buffer and
+// route with it again.
+func TestSetForgetsCallerSlice(t *testing.T) {
+	old := chainMin
+	chainMin = 1
+	t.Cleanup(func() { chainMin = old })
+	buf := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	x := NewResidentIndex(2)
+	x.Set(0, 0, buf)
+	buf[3] = 99
+	if got := x.OwnedPrefix(0, 0, buf); got != 3 {
+		t.Fatalf("OwnedPrefix after rewrite = %d, want 3", got)
+	}
+	out := make([]int, 2)
+	x.OverlapOwned(buf, 0, 0, out)
+	if out[0] != 9 || out[1] != 0 {
+		t.Fatalf("OverlapOwned after rewrite = %v, want [9 0]", out)
+	}
+	// SetImmutable, then Set from the same array: the promise is gone.
+	x.SetImmutable(1, 0, buf[:5])
+	x.Set(1, 0, buf[:6])
+	buf[2] = 98
+	if got := x.OwnedPrefix(1, 0, buf); got != 2 {
+		t.Fatalf("OwnedPrefix after Set over SetImmutable = %d, want 2", got)
+	}
+}
+
+// TestSetImmutableSharedArray: records set from one append-only array
+// answer for longer and shorter slices of it without comparing.
+func TestSetImmutableSharedArray(t *testing.T) {
+	full := make([]uint64, 100)
+	for i := range full {
+		full[i] = uint64(i + 1)
+	}
+	x := NewResidentIndex(1)
+	x.SetImmutable(0, 0, full[:40:40])
+	for _, n := range []int{0, 1, 39, 40, 41, 100} {
+		if got, want := x.OwnedPrefix(0, 0, full[:n]), min(n, 40); got != want {
+			t.Fatalf("OwnedPrefix(full[:%d]) = %d, want %d", n, got, want)
+		}
+	}
+	if got := x.OwnedPrefix(0, 0, full[1:50]); got != 0 {
+		t.Fatalf("OwnedPrefix(full[1:50]) = %d, want 0", got)
+	}
+	x.SetImmutable(0, 0, full[:70])
+	if got := x.WorkerBlocks(0); got != 70 {
+		t.Fatalf("WorkerBlocks = %d, want 70", got)
+	}
+	x.SetImmutable(0, 0, full[:10])
+	if got := x.WorkerBlocks(0); got != 10 {
+		t.Fatalf("WorkerBlocks after shrink = %d, want 10", got)
+	}
+	// The index keeps the caller's slice itself: it must never write into
+	// it or hand it out for reuse.
+	want := slices.Clone(full)
+	other := []uint64{500, 501, 502, 503, 504, 505, 506, 507}
+	x.Set(0, 0, other) // fits in full's capacity
+	x.SetImmutable(0, 1, full[:20])
+	x.Remove(0, 1)
+	x.Set(0, 2, other[:3])
+	x.Set(0, 3, []uint64{900, 901, 902, 903, 904, 905, 906, 907, 908, 909, 910, 911, 912, 913, 914, 915, 916, 917, 918, 919, 920})
+	if !slices.Equal(full, want) {
+		t.Fatalf("caller's immutable slice was written: %v", full)
+	}
+	if got := x.Owned(0, 0); !slices.Equal(got, other) {
+		t.Fatalf("Owned after Set over SetImmutable = %v, want %v", got, other)
+	}
+}
+
+func TestCommonPrefix(t *testing.T) {
+	base := make([]uint64, 1000)
+	for i := range base {
+		base[i] = uint64(i) * 7
+	}
+	for _, n := range []int{0, 1, 255, 256, 257, 511, 512, 513, 1000} { // chunks of 512
+		for _, diff := range []int{-1, 0, 1, 254, 255, 256, 257, 511, 512, 513, 700, 999} {
+			a := base[:n]
+			b := slices.Clone(base[:n])
+			want := n
+			if diff >= 0 && diff < n {
+				b[diff]++
+				want = diff
+			}
+			if got := commonPrefix(a, b); got != want {
+				t.Fatalf("commonPrefix(n=%d, diff at %d) = %d, want %d", n, diff, got, want)
+			}
+			if got := commonPrefix(a, b[:min(n, 300)]); got != min(want, 300) {
+				t.Fatalf("commonPrefix(n=%d, diff at %d, b cut at 300) = %d, want %d", n, diff, got, min(want, 300))
+			}
+		}
+	}
+}

@@ -281,7 +281,7 @@ func (k *KVC) route(ds *Dispatch, st *sessState, ov []int) (best int, degenerate
 	if k.cfg.OwnOverlap {
 		if st != nil {
 			for _, d := range st.resident {
-				ov[d] = commonPrefix(ds.Req.Blocks, k.index.Owned(int(d), ds.Req.Session))
+				ov[d] = k.index.OwnedPrefix(int(d), ds.Req.Session, ds.Req.Blocks)
 			}
 		}
 	} else if k.index.OverlapOwned(ds.Req.Blocks, pin, ds.Req.Session, ov) > 0 {
@@ -391,7 +391,8 @@ func (k *KVC) Admitted(ds *Dispatch, d int, mode Mode) Step {
 	st.pin = int32(d)
 	k.inflight[d]++
 	k.assigned[d]++
-	k.index.Set(d, r.Session, r.Blocks)
+	// Request.Blocks is immutable once emitted (workload.Request).
+	k.index.SetImmutable(d, r.Session, r.Blocks)
 	if k.cfg.OwnOverlap {
 		st.resident = setMember(st.resident, int32(d), len(r.Blocks) > 0)
 	}

@@ -142,6 +142,14 @@ func refRoute(ix *refIndex, st refState, blocks []uint64) int {
 	return best
 }
 
+func commonPrefixRef(a, b []uint64) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
 // ---------------------------------------------------------------- generators
 
 // world draws index contents: per-session prefix chains (a shared system
@@ -196,16 +204,24 @@ func (w *world) list(t *rapid.T, s int, label string) []uint64 {
 }
 
 // request draws request blocks: mostly a session's chain (shorter or
-// longer than what is recorded), possibly with a foreign tail.
+// longer than what is recorded), possibly with a foreign tail. Without a
+// tail, it is either a fresh copy or the list itself, which may share its
+// backing array (w.chains, never modified) with records set by
+// SetImmutable: both readings of the common prefix get exercised.
 func (w *world) request(t *rapid.T, s int) []uint64 {
-	b := slices.Clone(w.list(t, s, "req"))
+	l := w.list(t, s, "req")
 	if rapid.Bool().Draw(t, "tail") {
-		b = append(b, rapid.SliceOfN(rapid.Uint64Range(0, 12), 0, 6).Draw(t, "tail-blocks")...)
+		return append(slices.Clone(l), rapid.SliceOfN(rapid.Uint64Range(0, 12), 0, 6).Draw(t, "tail-blocks")...)
 	}
-	return b
+	if rapid.Bool().Draw(t, "shared") {
+		return l
+	}
+	return slices.Clone(l)
 }
 
-// mutate applies a random sequence of Set/Remove to both indexes.
+// mutate applies a random sequence of Set/SetImmutable/Remove to both
+// indexes (every list w draws is never modified afterwards, so
+// SetImmutable's promise holds).
 func (w *world) mutate(t *rapid.T, ix *ResidentIndex, ref *refIndex) {
 	ops := rapid.IntRange(0, 40).Draw(t, "ops")
 	for op := 0; op < ops; op++ {
@@ -217,7 +233,11 @@ func (w *world) mutate(t *rapid.T, ix *ResidentIndex, ref *refIndex) {
 			continue
 		}
 		l := w.list(t, s, "set")
-		ix.Set(d, int32(s), l)
+		if rapid.Bool().Draw(t, "immutable") {
+			ix.SetImmutable(d, int32(s), l)
+		} else {
+			ix.Set(d, int32(s), l)
+		}
 		ref.Set(d, int32(s), l)
 	}
 }
@@ -270,9 +290,24 @@ func TestIndexMatchesReference(t *testing.T) {
 					t.Fatalf("OverlapOwned(%v, %d) = %v, want %v (hint %v, chained=%v)", blocks, d, got, want, ix.Owned(max(d, 0), int32(s)), ix.Chained())
 				}
 			}
+			for d := 0; d < w.n; d++ {
+				if got, want := ix.OwnedPrefix(d, int32(s), blocks), commonPrefixRef(blocks, ref.owned[ownerKey{int32(d), int32(s)}]); got != want {
+					t.Fatalf("OwnedPrefix(%d, %v) = %d, want %d", d, blocks, got, want)
+				}
+			}
 			ix.LongestPrefix(blocks, got)
-			if want := ref.longestPrefix(blocks); !slices.Equal(got, want) {
+			want = ref.longestPrefix(blocks)
+			if !slices.Equal(got, want) {
 				t.Fatalf("LongestPrefix(%v) = %v, want %v", blocks, got, want)
+			}
+			for d := -1; d < w.n; d++ {
+				for i := range got {
+					got[i] = -7 // LongestPrefixOwned sets every worker's value
+				}
+				ix.LongestPrefixOwned(blocks, d, int32(s), got)
+				if !slices.Equal(got, want) {
+					t.Fatalf("LongestPrefixOwned(%v, %d) = %v, want %v (hint %v, chained=%v)", blocks, d, got, want, ix.Owned(max(d, 0), int32(s)), ix.Chained())
+				}
 			}
 		}
 	})

@@ -56,7 +56,7 @@ func (l *cacheAwareLocal) Route(r *workload.Request, inst []InstanceView, _ Prob
 	if len(inst) != l.n {
 		return LocalDecision{Instance: -1, Mode: PolicyCacheAwareDP, Reason: "instance views do not match the pool"}
 	}
-	l.p.Index().LongestPrefix(r.Blocks, l.longest)
+	l.p.LongestPrefix(r, l.longest)
 	before := l.p.Stats()
 	wr := &workload.Request{ID: r.ID, Session: r.Session, InputLen: r.InputLen, OutputLen: r.OutputLen,
 		Blocks: r.Blocks, BlockTokens: r.BlockTokens}
@@ -79,13 +79,13 @@ func (l *cacheAwareLocal) Route(r *workload.Request, inst []InstanceView, _ Prob
 }
 
 func (l *cacheAwareLocal) Routed(r *workload.Request, instance int, _ time.Duration) {
-	l.p.Index().Set(instance, r.Session, r.Blocks)
+	l.p.Record(instance, r)
 }
 func (l *cacheAwareLocal) Evicted(int, []uint64, time.Duration)   {}
 func (l *cacheAwareLocal) Finished(instance int, _ time.Duration) { l.p.Finished(instance) }
 
 func (l *cacheAwareLocal) PredictPrefix(r *workload.Request, _ time.Duration) int {
-	l.p.Index().LongestPrefix(r.Blocks, l.longest)
+	l.p.LongestPrefix(r, l.longest)
 	best := 0
 	for _, v := range l.longest {
 		best = max(best, v)

@@ -99,6 +99,9 @@ type local struct {
 	inflight []int           // kvc: routed and not finished, per instance
 	assigned []int64         // kvc: routed ever, per instance
 	last     map[int32]int32 // kvc: session → last instance
+	// hints: the meta-store owner nodes of the blocks each session last
+	// recorded on each instance (with a TTL; see metaStore.recordHinted).
+	hints map[hintKey][]int32
 
 	pre   []int   // scratch: predicted prefix per instance
 	order []int32 // scratch: instance order
@@ -152,10 +155,13 @@ func NewLocal(cfg LocalConfig, instances int) (Local, error) {
 		inflight: make([]int, instances),
 		assigned: make([]int64, instances),
 		last:     make(map[int32]int32),
+		hints:    make(map[hintKey][]int32),
 		pre:      make([]int, instances),
 		order:    make([]int32, instances),
 	}, nil
 }
+
+type hintKey struct{ inst, session int32 }
 
 func (l *local) Name() string { return l.name }
 
@@ -163,7 +169,19 @@ func (l *local) Routed(r *workload.Request, instance int, now time.Duration) {
 	if instance < 0 || instance >= l.n {
 		return
 	}
-	l.store.record(instance, r.Blocks, now)
+	if l.store.ttl > 0 {
+		k := hintKey{int32(instance), r.Session}
+		h := l.store.recordHinted(instance, r.Blocks, now, l.hints[k])
+		if r.Last { // the session ends: nothing to hint any more
+			for i := range l.n {
+				delete(l.hints, hintKey{int32(i), r.Session})
+			}
+		} else {
+			l.hints[k] = h
+		}
+	} else {
+		l.store.record(instance, r.Blocks, now)
+	}
 	l.inflight[instance]++
 	l.assigned[instance]++
 	l.last[r.Session] = int32(instance)

@@ -53,8 +53,9 @@ type metaStore struct {
 
 type ownerNode struct {
 	seen time.Duration // last record
-	inst int32
-	next int32 // -1 ends the list
+	key  uint64        // the block (lets a hint name a node, see recordHinted)
+	inst int32         // -1 while free
+	next int32         // -1 ends the list
 }
 
 func newMetaStore(n int, ttl time.Duration) *metaStore {
@@ -72,14 +73,14 @@ func (s *metaStore) alive(nd *ownerNode, now time.Duration) bool {
 	return s.ttl <= 0 || now-nd.seen < s.ttl
 }
 
-func (s *metaStore) alloc(inst int32, now time.Duration, next int32) int32 {
+func (s *metaStore) alloc(key uint64, inst int32, now time.Duration, next int32) int32 {
 	s.live++
 	if i := s.free; i >= 0 {
 		s.free = s.nodes[i].next
-		s.nodes[i] = ownerNode{seen: now, inst: inst, next: next}
+		s.nodes[i] = ownerNode{seen: now, key: key, inst: inst, next: next}
 		return i
 	}
-	s.nodes = append(s.nodes, ownerNode{seen: now, inst: inst, next: next})
+	s.nodes = append(s.nodes, ownerNode{seen: now, key: key, inst: inst, next: next})
 	return int32(len(s.nodes) - 1)
 }
 
@@ -99,44 +100,92 @@ func (s *metaStore) record(inst int, blocks []uint64, now time.Duration) {
 	}
 	in := int32(inst)
 	for _, b := range blocks {
-		h, ok := s.head[b]
-		if !ok {
-			s.head[b] = s.alloc(in, now, -1)
-			continue
-		}
-		first, found := h, false
-		prev := int32(-1)
-		for i := h; i >= 0; {
-			nd := &s.nodes[i]
-			next := nd.next
-			switch {
-			case nd.inst == in:
-				nd.seen = max(nd.seen, now)
-				found = true
-				prev = i
-			case !s.alive(nd, now):
-				if prev < 0 {
-					first = next
-				} else {
-					s.nodes[prev].next = next
-				}
-				s.release(i)
-			default:
-				prev = i
-			}
-			i = next
-		}
-		if !found {
-			first = s.alloc(in, now, first)
-		}
-		if first != h {
-			s.head[b] = first
-		}
+		s.recordBlock(b, in, now)
 	}
 	s.recorded += len(blocks)
 	if s.ttl > 0 && s.recorded >= max(s.sweepNext, 1024) && now-s.sweptAt >= s.ttl/4 {
 		s.sweep(now)
 	}
+}
+
+// recordBlock is record for one block: it returns the owner node of
+// (b, in), whose last-seen time is now at least now; expired owners of b
+// it walks past are unlinked.
+func (s *metaStore) recordBlock(b uint64, in int32, now time.Duration) int32 {
+	h, ok := s.head[b]
+	if !ok {
+		i := s.alloc(b, in, now, -1)
+		s.head[b] = i
+		return i
+	}
+	first, found := h, int32(-1)
+	prev := int32(-1)
+	for i := h; i >= 0; {
+		nd := &s.nodes[i]
+		next := nd.next
+		switch {
+		case nd.inst == in:
+			nd.seen = max(nd.seen, now)
+			found = i
+			prev = i
+		case !s.alive(nd, now):
+			if prev < 0 {
+				first = next
+			} else {
+				s.nodes[prev].next = next
+			}
+			s.release(i)
+		default:
+			prev = i
+		}
+		i = next
+	}
+	if found < 0 {
+		first = s.alloc(b, in, now, first)
+		found = first
+	}
+	if first != h {
+		s.head[b] = first
+	}
+	return found
+}
+
+// recordHinted is record with a hint: hint[k], when it is still the owner
+// node of (blocks[k], inst) (a node names its block and instance, and a
+// freed node has none), is refreshed in place instead of looking the
+// block up, which is what makes a session's next turn on the same
+// instance — its previous prompt plus a few blocks — cost little more
+// than its new blocks. It returns the owner nodes of blocks, in order,
+// for the next call (reusing hint's array). The owner sets, and so every
+// lookup, are record's; only expired owners of the hinted blocks are left
+// for the sweep instead of being unlinked on the way.
+func (s *metaStore) recordHinted(inst int, blocks []uint64, now time.Duration, hint []int32) []int32 {
+	if s.ttl <= 0 {
+		s.record(inst, blocks, now)
+		return hint[:0]
+	}
+	in := int32(inst)
+	out := hint[:0] // out[k] is written after hint[k] is read
+	if cap(out) < len(blocks) {
+		out = make([]int32, 0, len(blocks)+len(blocks)/2) // room for the next turns
+	}
+	for k, b := range blocks {
+		if k < len(hint) {
+			if i := hint[k]; i >= 0 && int(i) < len(s.nodes) {
+				if nd := &s.nodes[i]; nd.inst == in && nd.key == b {
+					nd.seen = max(nd.seen, now)
+					out = append(out, i)
+					continue
+				}
+			}
+		}
+		out = append(out, s.recordBlock(b, in, now))
+	}
+	s.recorded += len(blocks)
+	if s.recorded >= max(s.sweepNext, 1024) && now-s.sweptAt >= s.ttl/4 {
+		s.sweep(now)
+	}
+	return out
 }
 
 // sweep drops every expired owner (and blocks left without one). The map

@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -214,6 +215,86 @@ func TestMetaStoreBisectionMatchesLinear(t *testing.T) {
 			}
 			if longest != want || s.longestAny(q, now) != want {
 				t.Fatalf("step %d: longest %d / %d, reference %d", step, longest, s.longestAny(q, now), want)
+			}
+		}
+	})
+}
+
+// TestMetaStoreRecordHintedMatchesRecord: recordHinted, fed the nodes it
+// returned for the session's previous record on the instance (or, at
+// times, arbitrary garbage), leaves every owner set and last-seen time as
+// record does: the stores answer every lookup alike, under records,
+// evictions and expiry.
+func TestMetaStoreRecordHintedMatchesRecord(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 4).Draw(t, "instances")
+		ttl := time.Duration(rapid.SampledFrom([]int{3, 10}).Draw(t, "ttl")) * time.Second
+		plain, hinted := newMetaStore(n, ttl), newMetaStore(n, ttl)
+		hints := map[[2]int][]int32{}
+		// Sessions grow their chains turn by turn (one backing array each,
+		// as the generator does); other records are arbitrary chains.
+		const sessions = 3
+		grown := make([]int, sessions)
+		full := make([][]uint64, sessions)
+		for s := range full {
+			full[s] = chain(uint64(s%2), 40, uint64(s), 1, 2, 0, 1)
+		}
+		var universe []uint64
+		for _, f := range full {
+			universe = append(universe, f...)
+		}
+		var now time.Duration
+		out1, out2 := make([]int, n), make([]int, n)
+		for step := range rapid.IntRange(1, 80).Draw(t, "steps") {
+			now += time.Duration(rapid.IntRange(0, 3).Draw(t, "dt")) * time.Second
+			inst := rapid.IntRange(0, n-1).Draw(t, "inst")
+			s := rapid.IntRange(0, sessions-1).Draw(t, "s")
+			var blocks []uint64
+			switch rapid.IntRange(0, 4).Draw(t, "op") {
+			case 0, 1: // the session's next turn
+				grown[s] = min(40, grown[s]+rapid.IntRange(0, 8).Draw(t, "grow"))
+				blocks = full[s][:grown[s]]
+			case 2: // a prefix only, or another chain under the session's name
+				if rapid.Bool().Draw(t, "other") {
+					blocks = chain(rapid.Uint64Range(0, 1).Draw(t, "root"), rapid.IntRange(0, 20).Draw(t, "len"), rapid.Uint64Range(0, 2).Draw(t, "c"))
+					universe = append(universe, blocks...)
+				} else {
+					blocks = full[s][:rapid.IntRange(0, 40).Draw(t, "pre")]
+				}
+			case 3: // evict a tail
+				b := full[rapid.IntRange(0, sessions-1).Draw(t, "es")]
+				from := rapid.IntRange(0, len(b)).Draw(t, "from")
+				plain.evict(inst, b[from:])
+				hinted.evict(inst, b[from:])
+			case 4: // garbage hints
+				h := rapid.SliceOfN(rapid.Int32Range(-2, int32(len(hinted.nodes))+2), 0, 50).Draw(t, "garbage")
+				hints[[2]int{inst, s}] = h
+				blocks = full[s][:grown[s]]
+			}
+			if blocks != nil {
+				plain.record(inst, blocks, now)
+				k := [2]int{inst, s}
+				hints[k] = hinted.recordHinted(inst, blocks, now, hints[k])
+				if got := hints[k]; len(got) != len(blocks) {
+					t.Fatalf("step %d: %d hint nodes for %d blocks", step, len(got), len(blocks))
+				}
+			}
+			q := now + time.Duration(rapid.IntRange(0, 4).Draw(t, "ahead"))*time.Second
+			for _, b := range universe {
+				if plain.held(b, q) != hinted.held(b, q) {
+					t.Fatalf("step %d: held(%x) differs", step, b)
+				}
+				for i := range n {
+					if plain.holds(b, i, q) != hinted.holds(b, i, q) {
+						t.Fatalf("step %d: holds(%x, %d) differs", step, b, i)
+					}
+				}
+			}
+			for _, f := range full {
+				l1, l2 := plain.prefixes(f, q, out1), hinted.prefixes(f, q, out2)
+				if l1 != l2 || !slices.Equal(out1, out2) {
+					t.Fatalf("step %d: prefixes %d %v, hinted %d %v", step, l1, out1, l2, out2)
+				}
 			}
 		}
 	})

@@ -1,0 +1,257 @@
+package gpu
+
+import (
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// refLRU is BlockLRU's specification: a list of keys, most recent first,
+// with every operation spelled out one block at a time.
+type refLRU struct {
+	capTokens, used int
+	keys            []uint64 // most recent first
+	tokens          map[uint64]int
+	track           bool
+	evicted         []uint64
+}
+
+func newRefLRU(capTokens int) *refLRU {
+	return &refLRU{capTokens: capTokens, tokens: map[uint64]int{}}
+}
+
+func (r *refLRU) front(k uint64) {
+	i := slices.Index(r.keys, k)
+	r.keys = slices.Insert(slices.Delete(r.keys, i, i+1), 0, k)
+}
+
+func (r *refLRU) evictOldest() {
+	if len(r.keys) == 0 {
+		return
+	}
+	k := r.keys[len(r.keys)-1]
+	r.keys = r.keys[:len(r.keys)-1]
+	r.used -= r.tokens[k]
+	delete(r.tokens, k)
+	if r.track {
+		r.evicted = append(r.evicted, k)
+	}
+}
+
+func (r *refLRU) Insert(blocks []uint64, bt int) {
+	if r.capTokens <= 0 || bt <= 0 || bt > r.capTokens {
+		return
+	}
+	for k := len(blocks) - 1; k >= 0; k-- {
+		b := blocks[k]
+		if _, ok := r.tokens[b]; ok {
+			r.front(b)
+			continue
+		}
+		for r.used+bt > r.capTokens {
+			r.evictOldest()
+		}
+		r.keys = slices.Insert(r.keys, 0, b)
+		r.tokens[b] = bt
+		r.used += bt
+	}
+}
+
+func (r *refLRU) Peek(blocks []uint64) int {
+	for k, b := range blocks {
+		if _, ok := r.tokens[b]; !ok {
+			return k
+		}
+	}
+	return len(blocks)
+}
+
+func (r *refLRU) Match(blocks []uint64) int {
+	n := r.Peek(blocks)
+	for k := n - 1; k >= 0; k-- {
+		r.front(blocks[k])
+	}
+	return n
+}
+
+func (r *refLRU) remove(k uint64) {
+	if _, ok := r.tokens[k]; !ok {
+		return
+	}
+	i := slices.Index(r.keys, k)
+	r.keys = slices.Delete(r.keys, i, i+1)
+	r.used -= r.tokens[k]
+	delete(r.tokens, k)
+}
+
+// order lists c's keys, most recent first, checking the links both ways
+// and the map.
+func (c *BlockLRU) order(t *rapid.T) []uint64 {
+	var keys []uint64
+	prev := int32(0)
+	for i := c.nodes[0].next; i != 0; i = c.nodes[i].next {
+		if c.nodes[i].prev != prev {
+			t.Fatalf("node %d: prev %d, want %d", i, c.nodes[i].prev, prev)
+		}
+		if c.m.get(c.nodes[i].key) != i {
+			t.Fatalf("node %d (key %d) not in the map", i, c.nodes[i].key)
+		}
+		keys = append(keys, c.nodes[i].key)
+		prev = i
+		if len(keys) > len(c.nodes) {
+			t.Fatal("LRU list has a cycle")
+		}
+	}
+	if c.nodes[0].prev != prev {
+		t.Fatalf("sentinel prev %d, want %d", c.nodes[0].prev, prev)
+	}
+	if c.m.n != len(keys) {
+		t.Fatalf("map holds %d keys, list %d", c.m.n, len(keys))
+	}
+	return keys
+}
+
+// TestBlockLRUMatchesReference drives BlockLRU and refLRU with the same
+// operations — chains of sessions that grow, share a system prompt, are
+// re-read in order, out of order and with gaps, plus arbitrary small-alphabet
+// lists — and requires the same LRU order, evictions and answers.
+func TestBlockLRUMatchesReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		capTokens := rapid.IntRange(0, 400).Draw(t, "cap")
+		c, r := NewBlockLRU(capTokens), newRefLRU(capTokens)
+		track := rapid.Bool().Draw(t, "track")
+		c.trackEvictions, r.track = track, track
+		sys := rapid.IntRange(0, 5).Draw(t, "sys")
+		chain := func(s, n int) []uint64 {
+			b := make([]uint64, n)
+			for i := range b {
+				if i < sys {
+					b[i] = 1000 + uint64(i)
+				} else {
+					b[i] = uint64(s+1)<<20 | uint64(i)
+				}
+			}
+			return b
+		}
+		draw := func(label string) []uint64 {
+			switch rapid.IntRange(0, 4).Draw(t, label+"-kind") {
+			case 0: // arbitrary, duplicates likely
+				return rapid.SliceOfN(rapid.Uint64Range(0, 20), 0, 12).Draw(t, label+"-any")
+			case 1: // a chain with one block changed
+				b := chain(rapid.IntRange(0, 4).Draw(t, label+"-s"), rapid.IntRange(1, 30).Draw(t, label+"-n"))
+				b[rapid.IntRange(0, len(b)-1).Draw(t, label+"-at")] = rapid.Uint64Range(0, 20).Draw(t, label+"-v")
+				return b
+			case 2: // a chain's slice (not from its start)
+				b := chain(rapid.IntRange(0, 4).Draw(t, label+"-s"), 30)
+				i := rapid.IntRange(0, 29).Draw(t, label+"-i")
+				return b[i:rapid.IntRange(i, 30).Draw(t, label+"-j")]
+			}
+			return chain(rapid.IntRange(0, 4).Draw(t, label+"-s"), rapid.IntRange(0, 30).Draw(t, label+"-n"))
+		}
+		ops := rapid.IntRange(1, 60).Draw(t, "ops")
+		for op := 0; op < ops; op++ {
+			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			case 0, 1, 2:
+				b, bt := draw("ins"), rapid.IntRange(0, 30).Draw(t, "bt")
+				c.Insert(b, bt)
+				r.Insert(b, bt)
+			case 3:
+				b := draw("match")
+				if got, want := c.Match(b), r.Match(b); got != want {
+					t.Fatalf("Match(%v) = %d, want %d", b, got, want)
+				}
+			case 4:
+				b := draw("peek")
+				if got, want := c.Peek(b), r.Peek(b); got != want {
+					t.Fatalf("Peek(%v) = %d, want %d", b, got, want)
+				}
+			case 5:
+				if rapid.Bool().Draw(t, "shrink") {
+					// The fused worker's shared pool: the capacity moves.
+					capTokens = rapid.IntRange(0, 400).Draw(t, "newcap")
+					c.capTokens, r.capTokens = capTokens, capTokens
+					for c.used > c.capTokens {
+						c.evictOldest()
+					}
+					for r.used > r.capTokens {
+						r.evictOldest()
+					}
+				} else {
+					k := rapid.Uint64Range(0, 20).Draw(t, "rm")
+					if rapid.Bool().Draw(t, "rmChain") {
+						k = chain(rapid.IntRange(0, 4).Draw(t, "rms"), 30)[rapid.IntRange(0, 29).Draw(t, "rmi")]
+					}
+					c.remove(k)
+					r.remove(k)
+				}
+			}
+			if got := c.order(t); !slices.Equal(got, r.keys) {
+				t.Fatalf("after op %d: LRU order %v, want %v", op, got, r.keys)
+			}
+			if c.Used() != r.used {
+				t.Fatalf("Used = %d, want %d", c.Used(), r.used)
+			}
+			if got, want := c.takeEvicted(), r.evicted; !slices.Equal(got, want) {
+				t.Fatalf("evicted %v, want %v", got, want)
+			}
+			r.evicted = nil
+		}
+	})
+}
+
+func lruChain(s, n int) []uint64 {
+	b := make([]uint64, n)
+	for i := range b {
+		b[i] = (uint64(s+1)<<32 | uint64(i)) * 0x9e3779b97f4a7c15
+	}
+	return b
+}
+
+// BenchmarkBlockLRU measures the prefix cache per request, in blocks/s:
+// "warm" re-reads a session's resident chain (4,096 to 8,128 blocks) and
+// inserts it with 64 new blocks (Match then Insert: a fused worker's next
+// turn of a session; after 64 turns the session starts over), "thrash" inserts 512-block
+// chains of fresh sessions into a full cache (a prefill worker's cache at
+// scale, every block a miss and an eviction).
+func BenchmarkBlockLRU(b *testing.B) {
+	const bt = 16
+	b.Run("warm/4096+64", func(b *testing.B) {
+		c := NewBlockLRU(8 * 4096 * bt)
+		for s := 1; s < 8; s++ {
+			c.Insert(lruChain(s, 4096), bt)
+		}
+		full := lruChain(0, 4096+64*64)
+		c.Insert(full[:4096], bt)
+		b.ReportAllocs()
+		n, blocks := 4096, 0
+		for b.Loop() {
+			if n+64 > len(full) {
+				n = 4096
+			}
+			c.Match(full[:n])
+			c.Insert(full[:n+64], bt)
+			blocks += 2*n + 64
+			n += 64
+		}
+		b.ReportMetric(float64(blocks)/b.Elapsed().Seconds(), "blocks/s")
+	})
+	b.Run("thrash/512", func(b *testing.B) {
+		c := NewBlockLRU(64 * 512 * bt)
+		const sessions = 256
+		chains := make([][]uint64, sessions)
+		for s := range chains {
+			chains[s] = lruChain(s, 512)
+		}
+		for s := 0; s < 64; s++ {
+			c.Insert(chains[s], bt)
+		}
+		b.ReportAllocs()
+		s := 64
+		for b.Loop() {
+			c.Insert(chains[s%sessions], bt)
+			s++
+		}
+		b.ReportMetric(float64(b.N)*512/b.Elapsed().Seconds(), "blocks/s")
+	})
+}
