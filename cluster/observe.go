@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
@@ -86,6 +87,10 @@ type routerObs struct {
 	policy  string
 	prefill []string
 	decode  []string
+	// mu guards pending and lines (and the logs in them): the collector
+	// takes a request's line when it ends (TakeRouteLog), on its own
+	// goroutine.
+	mu      sync.Mutex
 	pending map[int64]*pdLog
 	lines   map[int64][]byte
 	before  policy.SessionStats
@@ -157,8 +162,11 @@ func (o *routerObs) begin(ds *policy.Dispatch, fresh bool) []policy.Candidate {
 	}
 	if fresh {
 		r := ds.Req
-		o.pending[r.ID] = &pdLog{ID: r.ID, Session: r.SessionName, Turn: r.Turn, InputTokens: r.InputLen,
+		l := &pdLog{ID: r.ID, Session: r.SessionName, Turn: r.Turn, InputTokens: r.InputLen,
 			Policy: o.policy, Tries: []pdTry{}}
+		o.mu.Lock()
+		o.pending[r.ID] = l
+		o.mu.Unlock()
 		if o.explain != nil {
 			o.scratch = o.explain.Explain(ds, o.scratch[:0])
 			return o.scratch
@@ -172,6 +180,8 @@ func (o *routerObs) reply(m AdmitReply) {
 	if !o.log {
 		return
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	l := o.pending[m.DS.Req.ID]
 	if l == nil || len(l.Tries) == 0 {
 		return
@@ -206,6 +216,8 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 	if !o.log {
 		return
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	l := o.pending[ds.Req.ID]
 	if l == nil {
 		return
@@ -339,6 +351,8 @@ func (c *Cluster) RouteLog(id int64) []byte {
 		return nil
 	}
 	o := c.router.obs
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if b, ok := o.lines[id]; ok {
 		return b
 	}
@@ -346,4 +360,25 @@ func (c *Cluster) RouteLog(id int64) []byte {
 		return marshalLog(l)
 	}
 	return nil
+}
+
+// TakeRouteLog is RouteLog for a request that ended, which the router
+// then forgets (a run streaming its records takes each line as its
+// request ends, so the router keeps only those of requests in flight).
+// It is safe to call while the run goes on.
+func (c *Cluster) TakeRouteLog(id int64) []byte {
+	if c.router == nil || c.router.obs == nil || !c.router.obs.log {
+		return nil
+	}
+	o := c.router.obs
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b, ok := o.lines[id]
+	if ok {
+		delete(o.lines, id)
+	} else if l := o.pending[id]; l != nil {
+		b = marshalLog(l)
+	}
+	delete(o.pending, id)
+	return b
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/csv"
+	"fmt"
 	"io"
 	"math"
 	"sort"
@@ -238,6 +239,43 @@ func RouterWindow(end time.Duration) time.Duration {
 // Direct (completed), the router events of r (nil: 0) and the Direct
 // share. Windows run from 0 to the last arrival or event.
 func WriteRouterWindows(w io.Writer, recs []Record, r *RouterRecorder, window time.Duration) error {
+	if window%time.Second == 0 {
+		return WriteRouterWindowsOf(w, ArrivalsOf(recs), r, window)
+	}
+	return writeRouterWindows(w, func(at func(time.Duration) (req, direct *int)) {
+		for _, rec := range recs {
+			req, direct := at(rec.Arrival)
+			*req++
+			if !rec.Failed && rec.State != StateUnfinished && rec.Mode == policy.ModeDirect.String() {
+				*direct++
+			}
+		}
+	}, r, window)
+}
+
+// WriteRouterWindowsOf is WriteRouterWindows with the requests counted
+// per second of arrival; window must be a whole number of seconds (as
+// RouterWindow's are).
+func WriteRouterWindowsOf(w io.Writer, a *Arrivals, r *RouterRecorder, window time.Duration) error {
+	if window%time.Second != 0 {
+		return fmt.Errorf("router windows: %v is not a whole number of seconds", window)
+	}
+	return writeRouterWindows(w, func(at func(time.Duration) (req, direct *int)) {
+		if a.max < 0 {
+			return
+		}
+		at(time.Duration(a.max) * time.Second) // the rows up to the last arrival
+		for i, b := range a.bins {
+			req, direct := at(time.Duration(i) * time.Second)
+			*req += int(b.req)
+			*direct += int(b.direct)
+		}
+	}, r, window)
+}
+
+// writeRouterWindows writes the windows; count adds the requests through
+// at, which returns the counters of the window of an arrival time.
+func writeRouterWindows(w io.Writer, count func(at func(time.Duration) (req, direct *int)), r *RouterRecorder, window time.Duration) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(RouterWindowsHeader); err != nil {
 		return err
@@ -251,15 +289,10 @@ func WriteRouterWindows(w io.Writer, recs []Record, r *RouterRecorder, window ti
 		}
 		return &rows[i]
 	}
-	if len(recs) > 0 {
-		for _, rec := range recs {
-			x := at(rec.Arrival)
-			x.req++
-			if !rec.Failed && rec.State != StateUnfinished && rec.Mode == policy.ModeDirect.String() {
-				x.direct++
-			}
-		}
-	}
+	count(func(t time.Duration) (req, direct *int) {
+		x := at(t)
+		return &x.req, &x.direct
+	})
 	if r != nil {
 		r.mu.Lock()
 		for _, e := range r.ev {
