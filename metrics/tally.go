@@ -161,7 +161,7 @@ func (t *Tally) Add(r *Record) {
 func (t *Tally) AddUnfinished(r *Record) { t.windows.add(r) }
 
 // Arrivals returns the arrival windows counted so far (a copy).
-func (t *Tally) Arrivals() *Arrivals { return t.windows.clone() }
+func (t *Tally) Arrivals() *Arrivals { return t.windows.Clone() }
 
 // Ended is the number of records tallied.
 func (t *Tally) Ended() int { return t.total }
@@ -370,7 +370,8 @@ func (a *Arrivals) add(r *Record) {
 // Add counts r (of any state).
 func (a *Arrivals) Add(r *Record) { a.add(r) }
 
-func (a *Arrivals) clone() *Arrivals {
+// Clone returns a copy of a.
+func (a *Arrivals) Clone() *Arrivals {
 	return &Arrivals{bins: append([]arrivalBin(nil), a.bins...), max: a.max}
 }
 
