@@ -52,7 +52,7 @@ func TestReadAheadReleasesEqualRequests(t *testing.T) {
 			at += time.Duration(rapid.IntRange(0, 3).Draw(t, "gap")) * time.Millisecond
 			nb := len(blocks[s])
 			r := &Request{ID: int64(len(reqs)), Session: int32(s), SessionName: name, Turn: turn, Arrival: at,
-				Think: time.Duration(rapid.IntRange(0, 5).Draw(t, "think")) * time.Millisecond,
+				Think:    time.Duration(rapid.IntRange(0, 5).Draw(t, "think")) * time.Millisecond,
 				InputLen: rapid.IntRange(1, 1<<20).Draw(t, "in"), OutputLen: 1 + turn, AppendLen: 3, BlockTokens: 16,
 				Last: turn == turns[s]-1}
 			if blocks[s] != nil {
