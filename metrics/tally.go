@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/binary"
 	"math"
 	"sort"
 	"time"
@@ -17,9 +18,9 @@ import (
 // AttachWorkers AttachWorkers(…, recs), Recover Recover(…, recs) and the
 // arrival windows what WriteRouterWindows counts (AddUnfinished adds an
 // unfinished request to the windows only). It keeps a few numbers per
-// request (the durations whose exact percentiles and float sums the
-// summary reports: about 80 bytes per completed request, 32 more per
-// request when KeepArrivals) and counters per session, bucket, worker and
+// request (the ten durations whose exact percentiles and sums the summary
+// reports, as varints: some 30 to 45 bytes per completed request; 32 more
+// per request with keepArrivals) and counters per session, bucket, worker and
 // emulated second: never a whole Record.
 type Tally struct {
 	total, completed, failed int
@@ -235,13 +236,21 @@ func (t *Tally) partsWith(k int) []time.Duration {
 func (t *Tally) tailParts(ttft []time.Duration, p99 float64) TailParts {
 	tp := TailParts{Threshold: p99, MeanMS: map[string]float64{}}
 	sums := make([]time.Duration, len(TTFTPartNames))
+	var its [7]dursIter
+	for k := range its {
+		its[k] = t.parts[k].iter()
+	}
 	for i, d := range ttft {
+		var p [7]time.Duration
+		for k := range its {
+			p[k] = its[k].next()
+		}
 		if t.noParts[i] || ms(d) < p99 {
 			continue
 		}
 		tp.Requests++
 		for k := range sums {
-			sums[k] += t.parts[k].at(i)
+			sums[k] += p[k]
 		}
 	}
 	best := -1.0
@@ -313,32 +322,55 @@ func (t *Tally) Recover(faults []FaultRecord) {
 	recoverRows(faults, rows)
 }
 
-// durs is an append-only list of durations in fixed-size chunks: no
-// doubling slack, so its memory stays within a chunk of its length.
+// durs is an append-only list of durations stored as varints (zig-zag)
+// in fixed-size chunks: a few bytes per value (a millisecond-scale value
+// takes 4, a zero 1) and no doubling slack.
 type durs struct {
-	chunks [][]time.Duration
+	chunks [][]byte
 	n      int
 }
 
-const dursChunk = 1 << 14
+const dursChunk = 64 << 10
 
 func (d *durs) add(x time.Duration) {
-	if d.n%dursChunk == 0 {
-		d.chunks = append(d.chunks, make([]time.Duration, 0, dursChunk))
+	if len(d.chunks) == 0 || len(d.chunks[len(d.chunks)-1])+binary.MaxVarintLen64 > dursChunk {
+		d.chunks = append(d.chunks, make([]byte, 0, dursChunk))
 	}
 	c := &d.chunks[len(d.chunks)-1]
-	*c = append(*c, x)
+	*c = binary.AppendVarint(*c, int64(x))
 	d.n++
 }
 
-func (d *durs) len() int               { return d.n }
-func (d *durs) at(i int) time.Duration { return d.chunks[i/dursChunk][i%dursChunk] }
+func (d *durs) len() int { return d.n }
+
+// slice returns the values, in the order added.
 func (d *durs) slice() []time.Duration {
 	out := make([]time.Duration, 0, d.n)
-	for _, c := range d.chunks {
-		out = append(out, c...)
+	it := d.iter()
+	for range d.n {
+		out = append(out, it.next())
 	}
 	return out
+}
+
+func (d *durs) iter() dursIter { return dursIter{d: d} }
+
+// dursIter reads a durs in order.
+type dursIter struct {
+	d   *durs
+	c   int
+	off int
+}
+
+func (it *dursIter) next() time.Duration {
+	b := it.d.chunks[it.c]
+	if it.off >= len(b) {
+		it.c, it.off = it.c+1, 0
+		b = it.d.chunks[it.c]
+	}
+	v, k := binary.Varint(b[it.off:])
+	it.off += k
+	return time.Duration(v)
 }
 
 // Arrivals counts requests per emulated second of arrival for
