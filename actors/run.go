@@ -60,7 +60,7 @@ type Progress struct {
 // Result is everything a run produced.
 type Result struct {
 	Summary        metrics.Summary
-	Records        []metrics.Record
+	Records        []metrics.Record // by request id; nil when streamed (Options.Records)
 	Series         []*metrics.Series
 	SampleInterval time.Duration
 	End            time.Duration // emulated end of the run
