@@ -44,14 +44,22 @@ func boundSeries(series []*metrics.Series, interval time.Duration) {
 // summarize fills res from the cluster after the run.
 func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src workload.Source, clk Clock, deadLetters, panics int64) {
 	wl := spec.Workload
-	res.Records = cl.Collector().Records()
-	for i := range res.Records { // the P/D router's decisions (bucketed runs carry theirs in the Job)
-		if r := &res.Records[i]; len(r.RouteLog) == 0 {
-			r.RouteLog = cl.RouteLog(r.ID)
+	tally := cl.Collector().Tally() // a streaming run's
+	if tally == nil {
+		res.Records = cl.Collector().Records()
+		for i := range res.Records { // the P/D router's decisions (bucketed runs carry theirs in the Job)
+			if r := &res.Records[i]; len(r.RouteLog) == 0 {
+				r.RouteLog = cl.RouteLog(r.ID)
+			}
 		}
+		// The summary of an in-memory run is tallied as a streaming run's
+		// is, from the same records: one computation for both.
+		tally = metrics.TallyOf(res.Records, cl.HasFaults())
+	} else {
+		res.Arrivals = tally.Arrivals()
 	}
 	res.Links, res.RouterEvents = cl.Links(), cl.RouterEvents()
-	sum := metrics.Summarize(res.Records)
+	sum := tally.Summary()
 	sum.Scenario = spec.Name
 	sum.Policy = spec.Router.Policy
 	sum.Seed = wl.Seed
@@ -73,13 +81,13 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	case *VirtualClock:
 		sum.Runtime.Steps, sum.Runtime.Messages = c.Steps(), c.Messages()
 	}
-	metrics.AttachWorkers(&sum, cl.Workers(), res.Records) // request counts and shares (fused workers too)
-	sum.PerBucket = metrics.SummarizeBuckets(res.Records)
+	tally.AttachWorkers(&sum, cl.Workers()) // request counts and shares (fused workers too)
+	sum.PerBucket = tally.Buckets()
 	if st := cl.Sessions(); st != nil {
-		res.Sessions, sum.Router = sessionRows(res.Records, st)
+		res.Sessions, sum.Router = sessionRows(tally.Sessions(), st)
 	}
 	res.Faults = metrics.FaultsUntil(cl.Faults(), res.End)
-	metrics.Recover(res.Faults, res.Records)
+	tally.Recover(res.Faults)
 	sum.Faults = metrics.SummarizeFaults(res.Faults)
 	if wr, ok := src.(workload.Warner); ok {
 		sum.Trace.Warnings = wr.Warnings()
@@ -120,25 +128,9 @@ func check(res *Result, cl *cluster.Cluster, runErr, nodeErr error, deadLetters 
 	return errors.Join(errs...)
 }
 
-// sessionRows joins the router's per-session counters with the records,
-// in session index order (deterministic output).
-func sessionRows(recs []metrics.Record, st map[int32]policy.SessionStats) ([]metrics.SessionRow, *metrics.RouterTotals) {
-	type agg struct {
-		name             string
-		requests, direct int
-	}
-	by := map[int32]*agg{}
-	for _, r := range recs {
-		a := by[r.SessionIdx]
-		if a == nil {
-			a = &agg{name: r.Session}
-			by[r.SessionIdx] = a
-		}
-		a.requests++
-		if !r.Failed && r.Mode == policy.ModeDirect.String() {
-			a.direct++
-		}
-	}
+// sessionRows joins the router's per-session counters with the records'
+// (by), in session index order (deterministic output).
+func sessionRows(by map[int32]*metrics.SessionCount, st map[int32]policy.SessionStats) ([]metrics.SessionRow, *metrics.RouterTotals) {
 	idx := make([]int32, 0, len(by))
 	for s := range by {
 		idx = append(idx, s)
@@ -148,7 +140,7 @@ func sessionRows(recs []metrics.Record, st map[int32]policy.SessionStats) ([]met
 	tot := &metrics.RouterTotals{}
 	for _, s := range idx {
 		a, c := by[s], st[s]
-		rows = append(rows, metrics.SessionRow{Session: a.name, Requests: a.requests, Direct: a.direct,
+		rows = append(rows, metrics.SessionRow{Session: a.Name, Requests: a.Requests, Direct: a.Direct,
 			Migrations: c.Migrations, Blacklists: c.Blacklists, Fallbacks: c.Fallbacks, Rejections: c.Rejections})
 		tot.Migrations += c.Migrations
 		tot.MaxSessionMigrations = max(tot.MaxSessionMigrations, c.Migrations)

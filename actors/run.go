@@ -36,6 +36,19 @@ type Options struct {
 	// Metrics, when set, are fed live during the run (wall clock only:
 	// Run refuses them on the virtual clock). See RunMetrics.
 	Metrics *RunMetrics
+	// Records, when set, receives each request's record as the request
+	// ends (in end order, from the collector's goroutine) and the run
+	// keeps none: Result.Records is then nil, the summary is tallied as
+	// the records go (metrics.Tally) and Result.Arrivals counts them for
+	// router_windows.csv. A run's memory is then bounded by its requests
+	// in flight, not by its length (output.Stream is pdemu run's sink).
+	Records RecordSink
+}
+
+// RecordSink receives the records of a streaming run (Options.Records).
+// An error fails the run.
+type RecordSink interface {
+	Record(metrics.Record) error
 }
 
 // Progress is a run's progress as the collector sees it.
@@ -47,7 +60,7 @@ type Progress struct {
 // Result is everything a run produced.
 type Result struct {
 	Summary        metrics.Summary
-	Records        []metrics.Record
+	Records        []metrics.Record // by request id; nil when streamed (Options.Records)
 	Series         []*metrics.Series
 	SampleInterval time.Duration
 	End            time.Duration // emulated end of the run
@@ -65,6 +78,10 @@ type Result struct {
 	// supervisor's restarts per actor name (injected crashes).
 	Faults   []metrics.FaultRecord
 	Restarts map[string]int
+	// Arrivals counts the records of a streaming run (Options.Records) per
+	// second of arrival, unfinished ones not included (nil otherwise: the
+	// Records are there).
+	Arrivals *metrics.Arrivals
 }
 
 // runState is shared by the actors of one run to report its end.
@@ -141,6 +158,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		return nil, err
 	}
 	boundSeries(cl.Series, spec.Workload.SampleInterval)
+	if opts.Records != nil {
+		cl.Collector().Stream(opts.Records.Record, cl.TakeRouteLog, cl.HasFaults())
+	}
 	ps := borrowSystem(log, opts.FreshSystem)
 	rs := &runState{done: make(chan struct{}), progress: opts.Progress}
 	clk := newClock(ps.sys, spec.Workload, rs)

@@ -30,7 +30,7 @@ var w256 = flag.Bool("bench.w256", false, "BenchmarkScaleWorkers: also run 256 w
 // sessions sessions and the session stagger scaled by 1/n (constant load
 // per worker when sessions = 16n; more sessions at one n make a longer run
 // at the same load), with ε = |D| (4p12d.hcl's family).
-func scaleSpec(b *testing.B, n, sessions int) *topology.Spec {
+func scaleSpec(b testing.TB, n, sessions int) *topology.Spec {
 	src, err := scenarios.Read(scenarios.Default)
 	if err != nil {
 		b.Fatal(err)
@@ -88,8 +88,8 @@ func peakHeap() (stop func() uint64) {
 // scalePoint is one measured size of a scaling benchmark.
 type scalePoint struct{ x, nsPerReq, cpuPerReq, peakMB float64 }
 
-// runScale replays spec b.N times (outputs written to a temporary
-// directory, as pdemu run does) and reports ns/req, peak-MB (the largest
+// runScale replays spec b.N times (outputs streamed to a temporary
+// directory as the requests end, as pdemu run does) and reports ns/req, peak-MB (the largest
 // live heap seen during a run, from a GC'd start) and, against the
 // previous point of the same benchmark, the growth exponents
 // d log(cpu-ns/req) / d log x and d log(peak-MB) / d log x. cpu-ns/req is
@@ -107,11 +107,19 @@ func runScale(b *testing.B, spec *topology.Spec, x float64, prev *scalePoint) {
 		stop := peakHeap()
 		b.StartTimer()
 		cpu0 := cpuTime()
-		res, err := actors.Run(context.Background(), spec, actors.Options{})
+		// The streaming path of pdemu run: records to disk as requests end.
+		st, err := output.NewStream(dir, output.StreamOptions{WriteOptions: output.WriteOptions{Force: true}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := output.Write(dir, res, output.WriteOptions{Force: true}); err != nil {
+		res, err := actors.Run(context.Background(), spec, actors.Options{Records: st})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Write(res); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
 			b.Fatal(err)
 		}
 		reqs += res.Summary.Requests.Total

@@ -799,6 +799,11 @@ func (f *linkFaults) blame(j *gpu.Job, at time.Duration) {
 
 // ---------------------------------------------------------------- records
 
+// HasFaults reports whether the run may have faults (its Faults may be
+// non-empty): its outputs then need each request's arrival and TTFT
+// (metrics.Recover).
+func (c *Cluster) HasFaults() bool { return c.faults != nil }
+
 // Faults returns every fault of the run with what it did, for faults.csv
 // and summary.json (read it after the run; Recovery is filled in by
 // metrics.Recover).

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
@@ -85,15 +86,19 @@ type routerObs struct {
 	policy  string
 	prefill []string
 	decode  []string
+	// mu guards pending and lines (and the logs in them): a streaming
+	// run's collector takes a request's line when it ends (TakeRouteLog),
+	// on its own goroutine.
+	mu      sync.Mutex
 	pending map[int64]*pdLog
 	lines   map[int64][]byte
 	before  policy.SessionStats
 	scratch []policy.Candidate // Explain's, reused within one Handle call
 	top     []int              // try's, the indexes into cands it keeps
-	arena   lineArena          // the lines' bytes (routelog.go)
+	enc     lineEncoder        // encodes the lines (routelog.go)
 	// free are pdLogs whose line was encoded, reused with their Tries
 	// and the tries' Candidates arrays (nothing refers to them once
-	// encoded: the line is bytes in the arena).
+	// encoded: the line is its own bytes).
 	free []*pdLog
 }
 
@@ -173,7 +178,9 @@ func (o *routerObs) begin(ds *policy.Dispatch, fresh bool) []policy.Candidate {
 		}
 		*l = pdLog{ID: r.ID, Session: r.SessionName, Turn: r.Turn, InputTokens: r.InputLen,
 			Policy: o.policy, Tries: tries}
+		o.mu.Lock()
 		o.pending[r.ID] = l
+		o.mu.Unlock()
 		if o.explain != nil {
 			o.scratch = o.explain.Explain(ds, o.scratch[:0])
 			return o.scratch
@@ -187,6 +194,8 @@ func (o *routerObs) reply(m AdmitReply) {
 	if !o.log {
 		return
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	l := o.pending[m.DS.Req.ID]
 	if l == nil || len(l.Tries) == 0 {
 		return
@@ -221,6 +230,8 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 	if !o.log {
 		return
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	l := o.pending[ds.Req.ID]
 	if l == nil {
 		return
@@ -253,7 +264,7 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 		}
 	}
 	delete(o.pending, ds.Req.ID)
-	o.lines[ds.Req.ID] = o.arena.encodeLog(l)
+	o.lines[ds.Req.ID] = o.enc.encodeLog(l)
 	o.free = append(o.free, l)
 }
 
@@ -361,6 +372,8 @@ func (c *Cluster) RouteLog(id int64) []byte {
 		return nil
 	}
 	o := c.router.obs
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if b, ok := o.lines[id]; ok {
 		return b
 	}
@@ -368,4 +381,25 @@ func (c *Cluster) RouteLog(id int64) []byte {
 		return marshalLog(l)
 	}
 	return nil
+}
+
+// TakeRouteLog is RouteLog for a request that ended, which the router
+// then forgets (a run streaming its records takes each line as its
+// request ends, so the router keeps only those of requests in flight).
+// It is safe to call while the run goes on.
+func (c *Cluster) TakeRouteLog(id int64) []byte {
+	if c.router == nil || c.router.obs == nil || !c.router.obs.log {
+		return nil
+	}
+	o := c.router.obs
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b, ok := o.lines[id]
+	if ok {
+		delete(o.lines, id)
+	} else if l := o.pending[id]; l != nil {
+		b = marshalLog(l)
+	}
+	delete(o.pending, id)
+	return b
 }

@@ -203,28 +203,18 @@ func marshalLog(l *pdLog) []byte {
 	return b
 }
 
-// encodeLog is l's line: appendLog's bytes, in the arena, or marshalLog's.
-func (a *lineArena) encodeLog(l *pdLog) []byte {
-	start := len(a.buf)
-	b, ok := appendLog(a.buf, l)
+// encodeLog is l's line: appendLog's bytes, or marshalLog's. Each line
+// is its own exact-size array (one allocation), so a streaming run frees
+// a line's memory when it takes the line (TakeRouteLog); an arena of
+// shared chunks would be pinned by any line still held.
+func (e *lineEncoder) encodeLog(l *pdLog) []byte {
+	b, ok := appendLog(e.scratch[:0], l)
+	e.scratch = b
 	if !ok {
 		return marshalLog(l)
 	}
-	if a.buf == nil || cap(b) != cap(a.buf) {
-		// It did not fit: append moved the chunk; start a new one (the
-		// old one stays with the lines already in it).
-		line := b[start:]
-		a.buf = append(make([]byte, 0, max(lineArenaChunk, len(line))), line...)
-		return a.buf[:len(line):len(line)]
-	}
-	a.buf = b
-	return b[start:len(b):len(b)]
+	return append(make([]byte, 0, len(b)), b...)
 }
 
-// lineArena holds encoded lines in chunks of lineArenaChunk bytes: a line
-// is a full slice expression into a chunk, never written again (a chunk
-// is only appended to, and a line that does not fit gets a new chunk or,
-// when larger than a chunk, its own array).
-type lineArena struct{ buf []byte }
-
-const lineArenaChunk = 64 << 10
+// lineEncoder encodes routing_log lines through one reused scratch buffer.
+type lineEncoder struct{ scratch []byte }

@@ -71,10 +71,10 @@ func genLog() *rapid.Generator[*pdLog] {
 }
 
 // TestAppendLogMatchesJSON: the hand-rolled encoder writes json.Marshal's
-// bytes for any line, and the arena hands back the same bytes; a line
+// bytes for any line, and the encoder hands back the same bytes; a line
 // json.Marshal refuses (a non-finite float) gets marshalLog's error line.
 func TestAppendLogMatchesJSON(t *testing.T) {
-	var a lineArena
+	var a lineEncoder
 	rapid.Check(t, func(t *rapid.T) {
 		l := genLog().Draw(t, "log")
 		want, err := json.Marshal(l)
@@ -95,7 +95,7 @@ func TestAppendLogNonFinite(t *testing.T) {
 		l := &pdLog{ID: 7, Tries: []pdTry{{AtMS: 1, Candidates: []pdCand{{Key: [4]float64{0, f, 0, 0}}}}}}
 		_, ok := appendLog(nil, l)
 		require.False(t, ok)
-		var a lineArena
+		var a lineEncoder
 		require.Contains(t, string(a.encodeLog(l)), `"error"`)
 		l.Tries[0].Candidates[0].Key[1], l.Tries[0].AtMS = 0, f
 		_, ok = appendLog(nil, l)
@@ -103,16 +103,16 @@ func TestAppendLogNonFinite(t *testing.T) {
 	}
 }
 
-// TestLineArenaKeepsLines: lines stay intact as the arena fills chunks
-// and a line larger than a chunk gets its own array.
-func TestLineArenaKeepsLines(t *testing.T) {
-	var a lineArena
+// TestLineEncoderKeepsLines: lines stay intact while the encoder's
+// scratch buffer is reused and grows, and each is its own exact-size array.
+func TestLineEncoderKeepsLines(t *testing.T) {
+	var a lineEncoder
 	var lines [][]byte
 	var want []string
 	for i := 0; i < 2000; i++ {
 		l := &pdLog{ID: int64(i), Session: string(make([]byte, i%97)), Tries: []pdTry{}}
 		if i%500 == 0 {
-			l.Policy = string(make([]byte, 3*lineArenaChunk))
+			l.Policy = string(make([]byte, 3<<16))
 		}
 		lines = append(lines, a.encodeLog(l))
 		want = append(want, string(marshalLog(l)))

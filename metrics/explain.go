@@ -189,24 +189,37 @@ func tailParts(recs []Record, p99 float64) TailParts {
 // balance of each kind of worker, and stores workers in s. It replaces the
 // counting the actors used to do (which missed fused workers).
 func AttachWorkers(s *Summary, workers []WorkerSummary, recs []Record) {
+	pCount, dCount := map[string]int{}, map[string]int{}
+	for i := range recs {
+		r := &recs[i]
+		if r.P != "" {
+			pCount[r.P]++
+		}
+		if r.D != "" {
+			dCount[r.D]++
+		}
+	}
+	attachWorkers(s, workers, pCount, dCount)
+}
+
+// attachWorkers is AttachWorkers given the records' counts of prefill
+// worker names (pCount) and decode or fused worker names (dCount).
+func attachWorkers(s *Summary, workers []WorkerSummary, pCount, dCount map[string]int) {
 	idx := map[string]int{} // kind/name -> index
 	for i := range workers {
 		workers[i].Requests = 0
 		idx[workers[i].Kind+"/"+workers[i].Name] = i
 	}
-	for i := range recs {
-		r := &recs[i]
-		if r.P != "" {
-			if k, ok := idx["prefill/"+r.P]; ok {
-				workers[k].Requests++
-			}
+	for p, c := range pCount {
+		if k, ok := idx["prefill/"+p]; ok {
+			workers[k].Requests += c
 		}
-		if r.D != "" {
-			if k, ok := idx["decode/"+r.D]; ok {
-				workers[k].Requests++
-			} else if k, ok := idx["fused/"+r.D]; ok {
-				workers[k].Requests++
-			}
+	}
+	for d, c := range dCount {
+		if k, ok := idx["decode/"+d]; ok {
+			workers[k].Requests += c
+		} else if k, ok := idx["fused/"+d]; ok {
+			workers[k].Requests += c
 		}
 	}
 	s.Workers = workers

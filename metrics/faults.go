@@ -78,9 +78,25 @@ func Recover(faults []FaultRecord, recs []Record) {
 	if len(faults) == 0 {
 		return
 	}
-	rs := make([]Record, len(recs))
-	copy(rs, recs)
+	rs := make([]RecoverRow, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		rs[i] = RecoverRow{ID: r.ID, Arrival: r.Arrival, TTFT: r.TTFT, Failed: r.Failed, Direct: r.Mode == "Direct"}
+	}
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Arrival < rs[j].Arrival })
+	recoverRows(faults, rs)
+}
+
+// RecoverRow is what Recover reads of a record.
+type RecoverRow struct {
+	ID            int64
+	Arrival, TTFT time.Duration
+	Failed        bool
+	Direct        bool // served Direct
+}
+
+// recoverRows is Recover over rows sorted by arrival.
+func recoverRows(faults []FaultRecord, rs []RecoverRow) {
 	level := func(lo, hi time.Duration) (share, ttft float64, n int) {
 		i := sort.Search(len(rs), func(i int) bool { return rs[i].Arrival >= lo })
 		var direct int
@@ -90,7 +106,7 @@ func Recover(faults []FaultRecord, recs []Record) {
 				continue
 			}
 			n++
-			if rs[i].Mode == "Direct" {
+			if rs[i].Direct {
 				direct++
 			}
 			sum += float64(rs[i].TTFT)

@@ -62,18 +62,35 @@ const (
 	StateUnfinished = "unfinished"
 )
 
-// Collector accumulates finished jobs.
+// Collector accumulates finished jobs: it keeps their records, or (after
+// Stream) hands each to a sink and tallies what the summary needs.
 type Collector struct {
 	prefillNames, decodeNames []string
-	seen                      map[int64]bool
+	seen                      idSet
 	recs                      []Record
-	failed                    int
+	ended, failed             int
+
+	sink     func(Record) error // nil: keep the records
+	routeLog func(int64) []byte
+	tally    *Tally
 }
 
 // NewCollector names workers by index for the records.
 func NewCollector(prefillNames, decodeNames []string) *Collector {
-	return &Collector{prefillNames: prefillNames, decodeNames: decodeNames, seen: map[int64]bool{}}
+	return &Collector{prefillNames: prefillNames, decodeNames: decodeNames}
 }
+
+// Stream makes the collector hand each record to sink as its request
+// ends (in end order) instead of keeping it, and tally it (Tally; with
+// keepArrivals, see NewTally). routeLog, when set, supplies the
+// routing_log.jsonl line of a record whose job carries none (the P/D
+// router's, which it then forgets). Call it before the first Add.
+func (c *Collector) Stream(sink func(Record) error, routeLog func(int64) []byte, keepArrivals bool) {
+	c.sink, c.routeLog, c.tally = sink, routeLog, NewTally(keepArrivals)
+}
+
+// Tally is the streaming collector's tally (nil unless Stream was called).
+func (c *Collector) Tally() *Tally { return c.tally }
 
 func name(names []string, i int) string {
 	if i < 0 || i >= len(names) {
@@ -85,10 +102,11 @@ func name(names []string, i int) string {
 // Add records a finished job; a request that ends twice is an error.
 func (c *Collector) Add(j *gpu.Job) error {
 	r := j.Req
-	if c.seen[r.ID] {
+	if c.seen.has(r.ID) {
 		return fmt.Errorf("metrics: request %d (session %s turn %d) ended twice", r.ID, r.SessionName, r.Turn)
 	}
-	c.seen[r.ID] = true
+	c.seen.add(r.ID)
+	c.ended++
 	rec := Record{
 		TPOT: -1, State: StateCompleted,
 		ID: r.ID, Session: r.SessionName, SessionIdx: r.Session, Turn: r.Turn, Arrival: j.Arrival,
@@ -124,8 +142,15 @@ func (c *Collector) Add(j *gpu.Job) error {
 	if rec.TTFT >= 0 {
 		rec.Parts, rec.HasParts = SplitTTFT(j), true
 	}
-	c.recs = append(c.recs, rec)
-	return nil
+	if c.sink == nil {
+		c.recs = append(c.recs, rec)
+		return nil
+	}
+	if len(rec.RouteLog) == 0 && c.routeLog != nil {
+		rec.RouteLog = c.routeLog(rec.ID)
+	}
+	c.tally.Add(&rec)
+	return c.sink(rec)
 }
 
 // Unfinished describes a job still in the cluster when a partial run
@@ -152,13 +177,51 @@ func (c *Collector) Unfinished(j *gpu.Job) Record {
 }
 
 // Ended is the number of requests recorded; Failed how many failed.
-func (c *Collector) Ended() int  { return len(c.recs) }
+func (c *Collector) Ended() int  { return c.ended }
 func (c *Collector) Failed() int { return c.failed }
 
 // Seen reports whether request id ended.
-func (c *Collector) Seen(id int64) bool { return c.seen[id] }
+func (c *Collector) Seen(id int64) bool { return c.seen.has(id) }
 
-// Records returns the records sorted by request id.
+// idSet is a set of request ids: those below low, and those in above.
+// Request ids are dense from 0 (workload.Request) and requests end
+// roughly in id order, so above holds the ids that ended before a lower
+// one: its size is the run's disorder, not its length.
+type idSet struct {
+	low   int64
+	above map[int64]struct{}
+}
+
+func (s *idSet) has(id int64) bool {
+	if id >= 0 && id < s.low {
+		return true
+	}
+	_, ok := s.above[id]
+	return ok
+}
+
+func (s *idSet) add(id int64) {
+	if id != s.low {
+		if s.above == nil {
+			s.above = map[int64]struct{}{}
+		}
+		s.above[id] = struct{}{}
+		return
+	}
+	s.low++
+	for len(s.above) > 0 {
+		if _, ok := s.above[s.low]; !ok {
+			break
+		}
+		delete(s.above, s.low)
+		s.low++
+	}
+	if len(s.above) == 0 {
+		s.above = nil // a map never shrinks: let a burst's go
+	}
+}
+
+// Records returns the records sorted by request id (none after Stream).
 func (c *Collector) Records() []Record {
 	out := append([]Record(nil), c.recs...)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

@@ -39,36 +39,41 @@ func WritePerRequest(w io.Writer, recs []Record) error {
 	if err := cw.Write(PerRequestHeader); err != nil {
 		return err
 	}
-	for _, r := range recs {
-		row := []string{
-			strconv.FormatInt(r.ID, 10), r.Session, strconv.Itoa(r.Turn), fms(r.Arrival),
-			fms(r.TTFT), fms(r.E2E), r.Mode, r.Reason, r.P, r.D,
-			strconv.Itoa(r.InputTokens), strconv.Itoa(r.OutputTokens), strconv.Itoa(r.AppendTokens),
-			strconv.Itoa(r.CachedTokens), strconv.FormatInt(r.TransferBytes, 10), strconv.Itoa(r.Tries),
-			strconv.FormatBool(r.Failed),
-			r.Bucket, r.BucketPolicy, boolIf(r.Bucket != "", r.LengthBucketMatch), intIf(r.Bucket != "", r.BucketPredictedPrefix),
-		}
-		for _, d := range r.Parts.Slice() {
-			if r.HasParts {
-				row = append(row, fmsSigned(d))
-			} else {
-				row = append(row, "")
-			}
-		}
-		st := r.State
-		if st == "" {
-			st = StateCompleted
-			if r.Failed {
-				st = StateFailed
-			}
-		}
-		row = append(row, fms(r.TPOT), st)
-		if err := cw.Write(row); err != nil {
+	for i := range recs {
+		if err := cw.Write(PerRequestRow(&recs[i])); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// PerRequestRow is r's row of per_request.csv (PerRequestHeader's columns).
+func PerRequestRow(r *Record) []string {
+	row := []string{
+		strconv.FormatInt(r.ID, 10), r.Session, strconv.Itoa(r.Turn), fms(r.Arrival),
+		fms(r.TTFT), fms(r.E2E), r.Mode, r.Reason, r.P, r.D,
+		strconv.Itoa(r.InputTokens), strconv.Itoa(r.OutputTokens), strconv.Itoa(r.AppendTokens),
+		strconv.Itoa(r.CachedTokens), strconv.FormatInt(r.TransferBytes, 10), strconv.Itoa(r.Tries),
+		strconv.FormatBool(r.Failed),
+		r.Bucket, r.BucketPolicy, boolIf(r.Bucket != "", r.LengthBucketMatch), intIf(r.Bucket != "", r.BucketPredictedPrefix),
+	}
+	for _, d := range r.Parts.Slice() {
+		if r.HasParts {
+			row = append(row, fmsSigned(d))
+		} else {
+			row = append(row, "")
+		}
+	}
+	st := r.State
+	if st == "" {
+		st = StateCompleted
+		if r.Failed {
+			st = StateFailed
+		}
+	}
+	row = append(row, fms(r.TPOT), st)
+	return row
 }
 
 func boolIf(ok, v bool) string {

@@ -2,14 +2,13 @@ package metrics
 
 import (
 	"encoding/csv"
+	"fmt"
 	"io"
 	"math"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/pdemu/pdemu/policy"
 )
 
 // Output bounds (docs/OUTPUTS.md): no run writes more rows than these.
@@ -87,13 +86,31 @@ type LinkRecorder struct {
 	mu      sync.Mutex
 	capBps  map[string]float64
 	last    map[string]LinkSample
-	pts     []LinkSample
+	nics    []string         // by index
+	nicIdx  map[string]int32 // name -> index
+	pts     []linkChunk      // the samples, compact, in fixed-size chunks (no append slack)
+	n       int
 	dropped int
 }
 
+// linkPt is a stored LinkSample (32 bytes; the NIC by index).
+type linkPt struct {
+	t        time.Duration
+	inFlight int64
+	rate     float64
+	active   int32 // transfers in flight on one NIC: far below 2^31
+	nic      int32
+}
+
+type linkChunk = []linkPt
+
+const linkChunkLen = 1 << 14
+
+func (r *LinkRecorder) at(i int) *linkPt { return &r.pts[i/linkChunkLen][i%linkChunkLen] }
+
 // NewLinkRecorder returns an empty recorder.
 func NewLinkRecorder() *LinkRecorder {
-	return &LinkRecorder{capBps: map[string]float64{}, last: map[string]LinkSample{}}
+	return &LinkRecorder{capBps: map[string]float64{}, last: map[string]LinkSample{}, nicIdx: map[string]int32{}}
 }
 
 // NIC declares a NIC and its line rate in bytes/s (utilisation = rate / it).
@@ -117,17 +134,29 @@ func (r *LinkRecorder) Link(now time.Duration, nic string, bytesInFlight int64, 
 		return
 	}
 	r.last[nic] = s
-	for i := len(r.pts) - 1; i >= 0 && r.pts[i].T == now; i-- {
-		if r.pts[i].NIC == nic {
-			r.pts[i] = s
+	ni, ok := r.nicIdx[nic]
+	if !ok {
+		ni = int32(len(r.nics))
+		r.nicIdx[nic] = ni
+		r.nics = append(r.nics, nic)
+	}
+	p := linkPt{t: now, inFlight: bytesInFlight, rate: rate, active: int32(active), nic: ni}
+	for i := r.n - 1; i >= 0 && r.at(i).t == now; i-- {
+		if r.at(i).nic == ni {
+			*r.at(i) = p
 			return
 		}
 	}
-	if len(r.pts) >= MaxLinkRows {
+	if r.n >= MaxLinkRows {
 		r.dropped++
 		return
 	}
-	r.pts = append(r.pts, s)
+	if r.n%linkChunkLen == 0 {
+		r.pts = append(r.pts, make(linkChunk, 0, linkChunkLen))
+	}
+	c := &r.pts[len(r.pts)-1]
+	*c = append(*c, p)
+	r.n++
 }
 
 // Rows and Dropped count the stored and the dropped samples.
@@ -137,7 +166,7 @@ func (r *LinkRecorder) Rows() int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.pts)
+	return r.n
 }
 
 func (r *LinkRecorder) Dropped() int {
@@ -160,16 +189,23 @@ func WriteLinks(w io.Writer, r *LinkRecorder) error {
 	}
 	if r != nil {
 		r.mu.Lock()
-		pts := append([]LinkSample(nil), r.pts...)
+		defer r.mu.Unlock()
 		caps := r.capBps
-		r.mu.Unlock()
-		sort.SliceStable(pts, func(i, j int) bool {
-			if pts[i].T != pts[j].T {
-				return pts[i].T < pts[j].T
+		// Sort an index, not a copy of the samples.
+		idx := make([]int32, r.n)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		sort.SliceStable(idx, func(i, j int) bool {
+			a, b := r.at(int(idx[i])), r.at(int(idx[j]))
+			if a.t != b.t {
+				return a.t < b.t
 			}
-			return pts[i].NIC < pts[j].NIC
+			return r.nics[a.nic] < r.nics[b.nic]
 		})
-		for _, p := range pts {
+		for _, i := range idx {
+			q := r.at(int(i))
+			p := LinkSample{T: q.t, NIC: r.nics[q.nic], BytesInFlight: q.inFlight, Rate: q.rate, Active: int(q.active)}
 			util := ""
 			if c := caps[p.NIC]; c > 0 {
 				util = strconv.FormatFloat(p.Rate/c, 'f', 4, 64)
@@ -195,16 +231,13 @@ const (
 )
 
 // RouterRecorder collects the router's decisions over time for
-// router_windows.csv. It is safe for concurrent use. A run that does not
-// feed it writes 0 in those columns.
+// router_windows.csv: counts per kind and emulated second (windows are
+// whole seconds), so its memory grows with the run's emulated length, not
+// its events. It is safe for concurrent use. A run that does not feed it
+// writes 0 in those columns.
 type RouterRecorder struct {
-	mu sync.Mutex
-	ev []routerEvent
-}
-
-type routerEvent struct {
-	t    time.Duration
-	kind string
+	mu   sync.Mutex
+	bins [][4]int32 // by second: migrations, blacklists, fallbacks, rejections
 }
 
 // NewRouterRecorder returns an empty recorder.
@@ -215,9 +248,26 @@ func (r *RouterRecorder) Event(now time.Duration, kind string) {
 	if r == nil {
 		return
 	}
+	k := -1
+	switch kind {
+	case RouterMigration:
+		k = 0
+	case RouterBlacklist:
+		k = 1
+	case RouterFallback:
+		k = 2
+	case RouterRejection:
+		k = 3
+	}
+	i := int(max(now, 0) / time.Second)
 	r.mu.Lock()
-	r.ev = append(r.ev, routerEvent{now, kind})
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	for len(r.bins) <= i {
+		r.bins = append(r.bins, [4]int32{})
+	}
+	if k >= 0 {
+		r.bins[i][k]++
+	}
 }
 
 // RouterWindowsHeader is the header of router_windows.csv.
@@ -237,7 +287,36 @@ func RouterWindow(end time.Duration) time.Duration {
 // time, the requests that arrived (unfinished ones included), those served
 // Direct (completed), the router events of r (nil: 0) and the Direct
 // share. Windows run from 0 to the last arrival or event.
+//
+// window must be a whole number of seconds (as RouterWindow's are): the
+// router events are counted per second.
 func WriteRouterWindows(w io.Writer, recs []Record, r *RouterRecorder, window time.Duration) error {
+	return WriteRouterWindowsOf(w, ArrivalsOf(recs), r, window)
+}
+
+// WriteRouterWindowsOf is WriteRouterWindows with the requests counted
+// per second of arrival; window must be a whole number of seconds (as
+// RouterWindow's are).
+func WriteRouterWindowsOf(w io.Writer, a *Arrivals, r *RouterRecorder, window time.Duration) error {
+	if window%time.Second != 0 {
+		return fmt.Errorf("router windows: %v is not a whole number of seconds", window)
+	}
+	return writeRouterWindows(w, func(at func(time.Duration) (req, direct *int)) {
+		if a.max < 0 {
+			return
+		}
+		at(time.Duration(a.max) * time.Second) // the rows up to the last arrival
+		for i, b := range a.bins {
+			req, direct := at(time.Duration(i) * time.Second)
+			*req += int(b.req)
+			*direct += int(b.direct)
+		}
+	}, r, window)
+}
+
+// writeRouterWindows writes the windows; count adds the requests through
+// at, which returns the counters of the window of an arrival time.
+func writeRouterWindows(w io.Writer, count func(at func(time.Duration) (req, direct *int)), r *RouterRecorder, window time.Duration) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(RouterWindowsHeader); err != nil {
 		return err
@@ -251,29 +330,18 @@ func WriteRouterWindows(w io.Writer, recs []Record, r *RouterRecorder, window ti
 		}
 		return &rows[i]
 	}
-	if len(recs) > 0 {
-		for _, rec := range recs {
-			x := at(rec.Arrival)
-			x.req++
-			if !rec.Failed && rec.State != StateUnfinished && rec.Mode == policy.ModeDirect.String() {
-				x.direct++
-			}
-		}
-	}
+	count(func(t time.Duration) (req, direct *int) {
+		x := at(t)
+		return &x.req, &x.direct
+	})
 	if r != nil {
 		r.mu.Lock()
-		for _, e := range r.ev {
-			x := at(e.t)
-			switch e.kind {
-			case RouterMigration:
-				x.mig++
-			case RouterBlacklist:
-				x.bl++
-			case RouterFallback:
-				x.fb++
-			case RouterRejection:
-				x.rej++
-			}
+		for i, b := range r.bins {
+			x := at(time.Duration(i) * time.Second) // an event makes its window's row
+			x.mig += int(b[0])
+			x.bl += int(b[1])
+			x.fb += int(b[2])
+			x.rej += int(b[3])
 		}
 		r.mu.Unlock()
 	}

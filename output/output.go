@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/metrics"
@@ -53,14 +54,48 @@ type WriteOptions struct {
 // ErrRunDir is wrapped by Write's error when dir holds another run.
 var ErrRunDir = errors.New("directory holds another run's outputs")
 
-// Write writes res into dir, creating it if needed.
+// Write writes res into dir, creating it if needed. res must hold its
+// records (a run streamed to a Stream is written by Stream.Write).
 func Write(dir string, res *actors.Result, opts WriteOptions) error {
+	if res.Records == nil && res.Arrivals != nil {
+		return errors.New("output: a streamed result (actors.Options.Records): write it with its Stream")
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if err := prepare(dir, opts.Force); err != nil {
 		return err
 	}
+	recs := MergeUnfinished(res.Records, res.Unfinished)
+	return writeRun(dir, res, runFiles{
+		perRequest: atomic(dir, func(w io.Writer) error { return metrics.WritePerRequest(w, recs) }),
+		routingLog: atomic(dir, func(w io.Writer) error { return metrics.WriteRoutingLog(w, recs) }),
+		routerWindows: func(w io.Writer, window windowFn) error {
+			return metrics.WriteRouterWindows(w, recs, res.RouterEvents, window())
+		},
+	})
+}
+
+// windowFn returns router_windows.csv's window.
+type windowFn func() time.Duration
+
+// runFiles are the files whose content depends on how the records were
+// kept: per_request.csv and routing_log.jsonl are put in place by the
+// function given their name; router_windows.csv is written by its
+// function.
+type runFiles struct {
+	perRequest, routingLog func(name string) error
+	routerWindows          func(w io.Writer, window windowFn) error
+}
+
+// atomic returns the writing of a file named by its argument through
+// writeAtomic.
+func atomic(dir string, f func(w io.Writer) error) func(name string) error {
+	return func(name string) error { return writeAtomic(dir, name, f) }
+}
+
+// writeRun writes the files of res into the prepared dir, in Files order.
+func writeRun(dir string, res *actors.Result, rf runFiles) error {
 	sum := res.Summary
 	if sum.PdemuVersion == "" {
 		sum.PdemuVersion = metrics.Version()
@@ -88,19 +123,25 @@ func Write(dir string, res *actors.Result, opts WriteOptions) error {
 	for _, w := range sum.Workers {
 		caps[w.Name] = w.CapKV
 	}
-	recs := MergeUnfinished(res.Records, res.Unfinished)
 	writers := map[string]func(io.Writer) error{
-		"per_request.csv":    func(w io.Writer) error { return metrics.WritePerRequest(w, recs) },
 		"instances.csv":      func(w io.Writer) error { return metrics.WriteInstances(w, res.Series, interval, res.End, caps) },
 		"links.csv":          func(w io.Writer) error { return metrics.WriteLinks(w, res.Links) },
-		"router_windows.csv": func(w io.Writer) error { return metrics.WriteRouterWindows(w, recs, res.RouterEvents, window) },
+		"router_windows.csv": func(w io.Writer) error { return rf.routerWindows(w, func() time.Duration { return window }) },
 		"sessions.csv":       func(w io.Writer) error { return metrics.WriteSessions(w, res.Sessions) },
-		"routing_log.jsonl":  func(w io.Writer) error { return metrics.WriteRoutingLog(w, recs) },
 		"faults.csv":         func(w io.Writer) error { return metrics.WriteFaults(w, res.Faults) },
 		"summary.json":       func(w io.Writer) error { return metrics.WriteSummary(w, sum) },
 	}
 	for _, name := range Files {
-		if err := writeAtomic(dir, name, writers[name]); err != nil {
+		var err error
+		switch name {
+		case "per_request.csv":
+			err = rf.perRequest(name)
+		case "routing_log.jsonl":
+			err = rf.routingLog(name)
+		default:
+			err = writeAtomic(dir, name, writers[name])
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/pdemu/pdemu/effect"
@@ -21,6 +23,15 @@ type Release struct {
 // caller schedules every returned Release and reports back with Released
 // and Ended, and collects the releases with Ready. It pulls from the Source lazily, so memory is proportional to
 // the sessions whose turns were read ahead, not to the trace.
+//
+// Read-ahead (closed loop): a session's next turn can only be found by
+// reading the source in its order, so when the replay lags the source's
+// order (an overloaded run) the later turns read on the way wait in
+// memory until their session gets there: up to every request of the
+// started sessions. They wait compacted (see readAhead): about 64 bytes
+// each, plus one blocks array per session (the newest; a session's
+// earlier turns whose blocks are a prefix of it share it), not a Request
+// and its own blocks array each.
 type Driver struct {
 	src    Source
 	closed bool
@@ -28,7 +39,7 @@ type Driver struct {
 
 	// closed loop
 	starts         []*Request              // turn-0 requests read but not yet scheduled
-	queued         map[int32][]*Request    // later turns read ahead, per session
+	queued         map[int32]*readAhead    // later turns read ahead, per session
 	waiting        map[int32]time.Duration // session whose predecessor ended at time t but whose next turn was not read yet
 	startScheduled bool
 
@@ -50,7 +61,7 @@ type Driver struct {
 func NewDriver(src Source, closedLoop bool) *Driver {
 	d := &Driver{
 		src: src, closed: closedLoop,
-		queued: map[int32][]*Request{}, waiting: map[int32]time.Duration{},
+		queued: map[int32]*readAhead{}, waiting: map[int32]time.Duration{},
 	}
 	if c, ok := src.(ClientCapper); ok {
 		d.SetClientCap(c.ClientCap())
@@ -141,12 +152,17 @@ func (d *Driver) readOne(now time.Duration) error {
 		d.starts = append(d.starts, r)
 		return nil
 	}
-	if t, ok := d.waiting[r.Session]; ok && len(d.queued[r.Session]) == 0 {
+	if t, ok := d.waiting[r.Session]; ok && d.queued[r.Session] == nil {
 		delete(d.waiting, r.Session)
 		d.out = append(d.out, Release{Req: r, At: max(now, t+r.Think)})
 		return nil
 	}
-	d.queued[r.Session] = append(d.queued[r.Session], r)
+	q := d.queued[r.Session]
+	if q == nil {
+		q = &readAhead{}
+		d.queued[r.Session] = q
+	}
+	q.push(r)
 	return nil
 }
 
@@ -179,12 +195,10 @@ func (d *Driver) ended1(r *Request, now time.Duration) error {
 	if !d.closed {
 		return nil
 	}
-	if q := d.queued[r.Session]; len(q) > 0 {
-		next := q[0]
-		if len(q) == 1 {
+	if q := d.queued[r.Session]; q != nil {
+		next := q.pop()
+		if q.len() == 0 {
 			delete(d.queued, r.Session)
-		} else {
-			d.queued[r.Session] = q[1:]
 		}
 		d.out = append(d.out, Release{Req: next, At: now + next.Think})
 		return nil
@@ -205,4 +219,84 @@ func (d *Driver) ended1(r *Request, now time.Duration) error {
 	delete(d.waiting, r.Session)
 	// Reading ahead may have found the next session start.
 	return d.scheduleStart(now)
+}
+
+// readAhead is one session's later turns read ahead, oldest first, kept
+// compact: a request's fields in a held, its blocks a prefix of base (the
+// newest shared blocks) when they are one, so that the session's earlier
+// blocks arrays (and the Requests) can go. pop rebuilds an equal Request.
+type readAhead struct {
+	base    []uint64
+	session int32
+	name    string
+	held    []held
+	head    int
+}
+
+// held is a request waiting in a readAhead. full keeps the request as is
+// when it cannot be compacted (a field out of int32 range, another
+// session, blocks that are not a prefix of the newest).
+type held struct {
+	id                 int64
+	arrival, think     time.Duration
+	in, out, app, turn int32
+	nb, blockTokens    int32
+	last, shared       bool
+	full               *Request
+}
+
+func fits(v int) bool { return v >= math.MinInt32 && v <= math.MaxInt32 }
+
+func (q *readAhead) len() int { return len(q.held) - q.head }
+
+func (q *readAhead) push(r *Request) {
+	if q.len() == 0 {
+		q.base, q.session, q.name, q.held, q.head = nil, r.Session, r.SessionName, q.held[:0], 0
+	}
+	if r.Session != q.session || r.SessionName != q.name || (r.Blocks != nil && len(r.Blocks) == 0) ||
+		!fits(r.InputLen) || !fits(r.OutputLen) || !fits(r.AppendLen) ||
+		!fits(r.Turn) || !fits(len(r.Blocks)) || !fits(r.BlockTokens) {
+		q.held = append(q.held, held{full: r})
+		return
+	}
+	h := held{id: r.ID, arrival: r.Arrival, think: r.Think, in: int32(r.InputLen), out: int32(r.OutputLen),
+		app: int32(r.AppendLen), turn: int32(r.Turn), nb: int32(len(r.Blocks)), blockTokens: int32(r.BlockTokens), last: r.Last}
+	// The shared requests' blocks are base[:nb]: r becomes the new base
+	// if base is a prefix of its blocks (the same array, or equal values:
+	// a session's prompt only grows).
+	switch {
+	case len(r.Blocks) <= len(q.base) && prefixOf(r.Blocks, q.base):
+		h.shared = true
+	case prefixOf(q.base, r.Blocks):
+		q.base, h.shared = r.Blocks, true
+	default:
+		h.full = r
+	}
+	q.held = append(q.held, h)
+}
+
+// prefixOf reports whether a is a prefix of b.
+func prefixOf(a, b []uint64) bool {
+	if len(a) > len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b[:len(a)])
+}
+
+func (q *readAhead) pop() *Request {
+	h := q.held[q.head]
+	q.held[q.head] = held{}
+	q.head++
+	if h.full != nil {
+		return h.full
+	}
+	r := &Request{ID: h.id, Session: q.session, SessionName: q.name, Turn: int(h.turn), Arrival: h.arrival, Think: h.think,
+		InputLen: int(h.in), OutputLen: int(h.out), BlockTokens: int(h.blockTokens), AppendLen: int(h.app), Last: h.last}
+	if h.nb > 0 {
+		r.Blocks = q.base[:h.nb:h.nb]
+	}
+	return r
 }

@@ -193,6 +193,14 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 		defer ms.stop(cmd.Context(), f.metricsLinger)
 		opts.Metrics = ms.m
 	}
+	// The records go to disk as the requests end (memory bounded by the
+	// requests in flight, not the run's length).
+	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force}})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	opts.Records = st
 	prog := newProgress(stderr, f.quiet, wl.MaxRequests, "requests")
 	opts.Progress = prog.requestCallback()
 	res, runErr := actors.Run(cmd.Context(), spec, opts)
@@ -204,7 +212,7 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if res == nil {
 		return runErr
 	}
-	if err := output.Write(f.out, res, output.WriteOptions{Force: f.force}); err != nil {
+	if err := st.Write(res); err != nil {
 		return errors.Join(runErr, err)
 	}
 	var partial *actors.PartialError

@@ -1,0 +1,417 @@
+package metrics
+
+import (
+	"encoding/binary"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/pdemu/pdemu/policy"
+)
+
+// Tally accumulates, one record at a time and in any order, what a run's
+// summary.json, sessions.csv and router_windows.csv need from its records,
+// so that a run streaming its records to disk need not keep them.
+//
+// Contract: for any records recs (none unfinished) added in any order,
+// Summary equals Summarize(recs), Buckets SummarizeBuckets(recs),
+// AttachWorkers AttachWorkers(…, recs), Recover Recover(…, recs) and the
+// arrival windows what WriteRouterWindows counts (AddUnfinished adds an
+// unfinished request to the windows only). It keeps a few numbers per
+// request (the ten durations whose exact percentiles and sums the summary
+// reports, as varints: some 30 to 45 bytes per completed request; 32 more
+// per request with keepArrivals) and counters per session, bucket, worker and
+// emulated second: never a whole Record.
+type Tally struct {
+	total, completed, failed int
+	failReasons              map[string]int
+	usedP                    int
+	end                      time.Duration
+	modes                    map[string]int
+	prompt, gen              int64
+
+	// Per completed request, in the order added.
+	ttft, e2e, tpot durs // tpot: only the defined ones (≥ 0)
+	parts           [7]durs
+	noParts         map[int]bool // completed requests (by index) without TTFT parts
+	bucketOf        []uint16     // index into bucketNames
+
+	bucketed    bool
+	bucketNames []string
+	bucketIdx   map[string]uint16
+	buckets     []*bucketTally // by bucket index
+
+	pCount, dCount map[string]int
+	sessions       map[int32]*SessionCount
+
+	windows Arrivals
+
+	keepArrivals bool
+	arrivals     []RecoverRow
+}
+
+// SessionCount is one session's share of the records (sessions.csv):
+// its name, requests and those served Direct (completed).
+type SessionCount struct {
+	Name             string
+	Requests, Direct int
+}
+
+type bucketTally struct {
+	n, completed, failed int
+	failReasons          map[string]int
+	match                int
+	cached, prompt       int
+}
+
+// NewTally returns an empty tally; keepArrivals makes it keep what
+// Recover needs (a fault run's recovery windows).
+func NewTally(keepArrivals bool) *Tally {
+	return &Tally{failReasons: map[string]int{}, modes: map[string]int{}, noParts: map[int]bool{},
+		bucketIdx: map[string]uint16{}, pCount: map[string]int{}, dCount: map[string]int{},
+		sessions: map[int32]*SessionCount{}, keepArrivals: keepArrivals, windows: Arrivals{max: -1}}
+}
+
+// TallyOf tallies recs (in-memory runs: the same computation as a
+// streaming run's).
+func TallyOf(recs []Record, keepArrivals bool) *Tally {
+	t := NewTally(keepArrivals)
+	for i := range recs {
+		t.Add(&recs[i])
+	}
+	return t
+}
+
+// Add tallies an ended request's record (not an unfinished one).
+func (t *Tally) Add(r *Record) {
+	t.windows.add(r)
+	if r.State == StateUnfinished {
+		return
+	}
+	t.total++
+	if r.P != "" {
+		t.pCount[r.P]++
+	}
+	if r.D != "" {
+		t.dCount[r.D]++
+	}
+	direct := !r.Failed && r.Mode == policy.ModeDirect.String()
+	sc := t.sessions[r.SessionIdx]
+	if sc == nil {
+		sc = &SessionCount{Name: r.Session}
+		t.sessions[r.SessionIdx] = sc
+	}
+	sc.Requests++
+	if direct {
+		sc.Direct++
+	}
+	if r.Bucket != "" || r.BucketPolicy != "" {
+		t.bucketed = true
+	}
+	bi, ok := t.bucketIdx[r.Bucket]
+	if !ok {
+		bi = uint16(len(t.bucketNames))
+		t.bucketIdx[r.Bucket] = bi
+		t.bucketNames = append(t.bucketNames, r.Bucket)
+		t.buckets = append(t.buckets, &bucketTally{failReasons: map[string]int{}})
+	}
+	b := t.buckets[bi]
+	b.n++
+	if r.LengthBucketMatch {
+		b.match++
+	}
+	b.cached += r.CachedTokens
+	b.prompt += r.InputTokens
+	if t.keepArrivals {
+		t.arrivals = append(t.arrivals, RecoverRow{ID: r.ID, Arrival: r.Arrival, TTFT: r.TTFT, Failed: r.Failed, Direct: r.Mode == "Direct"})
+	}
+	if r.Failed {
+		t.failed++
+		t.failReasons[r.Reason]++
+		b.failed++
+		b.failReasons[r.Reason]++
+		return
+	}
+	t.completed++
+	b.completed++
+	t.modes[r.Mode]++
+	if r.P != "" {
+		t.usedP++
+	}
+	t.end = max(t.end, r.Arrival+r.E2E)
+	t.prompt += int64(r.InputTokens)
+	t.gen += int64(r.OutputTokens)
+	i := t.ttft.len()
+	t.ttft.add(r.TTFT)
+	t.e2e.add(r.E2E)
+	t.bucketOf = append(t.bucketOf, bi)
+	if r.TPOT >= 0 {
+		t.tpot.add(r.TPOT)
+	}
+	if !r.HasParts {
+		t.noParts[i] = true
+	}
+	p := &r.Parts
+	for k, d := range [7]time.Duration{p.Route, p.PQueue, p.Prefill, p.Transfer, p.KVWait, p.DPrefill, p.FirstToken} {
+		t.parts[k].add(d)
+	}
+}
+
+// AddUnfinished counts an unfinished request in the arrival windows (the
+// requests of router_windows.csv include them).
+func (t *Tally) AddUnfinished(r *Record) { t.windows.add(r) }
+
+// Arrivals returns the arrival windows counted so far (a copy).
+func (t *Tally) Arrivals() *Arrivals { return t.windows.Clone() }
+
+// Ended is the number of records tallied.
+func (t *Tally) Ended() int { return t.total }
+
+// counts returns the request totals (as Summarize counts them).
+func counts(total, completed, failed int, reasons map[string]int) Counts {
+	c := Counts{Total: total, Completed: completed, Failed: failed, FailReasons: map[string]int{}}
+	for r, n := range reasons {
+		c.FailReasons[r] = n
+	}
+	if total > 0 {
+		c.FailedShare = math.Round(float64(failed)/float64(total)*1e4) / 1e4
+	}
+	return c
+}
+
+// Summary is Summarize of the records tallied.
+func (t *Tally) Summary() Summary {
+	var s Summary
+	s.Requests = counts(t.total, t.completed, t.failed, t.failReasons)
+	ttft := t.ttft.slice()
+	s.TTFT = QuantilesMS(ttft)
+	s.E2E = QuantilesMS(t.e2e.slice())
+	s.Modes = map[string]int{}
+	for _, md := range policy.AllModes {
+		s.Modes[md.String()] = 0
+	}
+	for m, n := range t.modes {
+		s.Modes[m] += n
+	}
+	if t.completed > 0 {
+		s.PrefillShare = round3(float64(t.usedP) / float64(t.completed))
+	}
+	s.EmulatedSeconds = round3(t.end.Seconds())
+	s.SchemaVersion = SchemaVersion
+	s.Vars = map[string]string{}
+	// explain
+	var parts [7][]time.Duration
+	for k := range parts {
+		parts[k] = t.partsWith(k)
+	}
+	s.TTFTParts = PartsSummary{Route: TailMS(parts[0]), PQueue: TailMS(parts[1]), Prefill: TailMS(parts[2]),
+		Transfer: TailMS(parts[3]), KVWait: TailMS(parts[4]), DPrefill: TailMS(parts[5]), FirstToken: TailMS(parts[6])}
+	s.TPOT = TailMS(t.tpot.slice())
+	if s.EmulatedSeconds > 0 {
+		s.Throughput.PromptTokensPerS = round3(float64(t.prompt) / s.EmulatedSeconds)
+		s.Throughput.GeneratedTokensPerS = round3(float64(t.gen) / s.EmulatedSeconds)
+	}
+	s.TTFTTail = t.tailParts(ttft, s.TTFT.P99)
+	s.Warnings = Warnings(s)
+	return s
+}
+
+// partsWith returns part k of the completed requests that have parts.
+func (t *Tally) partsWith(k int) []time.Duration {
+	all := t.parts[k].slice()
+	if len(t.noParts) == 0 {
+		return all
+	}
+	out := all[:0]
+	for i, d := range all {
+		if !t.noParts[i] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// tailParts is tailParts of the completed requests (ttft in the order
+// added).
+func (t *Tally) tailParts(ttft []time.Duration, p99 float64) TailParts {
+	tp := TailParts{Threshold: p99, MeanMS: map[string]float64{}}
+	sums := make([]time.Duration, len(TTFTPartNames))
+	var its [7]dursIter
+	for k := range its {
+		its[k] = t.parts[k].iter()
+	}
+	for i, d := range ttft {
+		var p [7]time.Duration
+		for k := range its {
+			p[k] = its[k].next()
+		}
+		if t.noParts[i] || ms(d) < p99 {
+			continue
+		}
+		tp.Requests++
+		for k := range sums {
+			sums[k] += p[k]
+		}
+	}
+	best := -1.0
+	for k, n := range TTFTPartNames {
+		m := 0.0
+		if tp.Requests > 0 {
+			m = round3(float64(sums[k]) / float64(tp.Requests) / 1e6)
+		}
+		tp.MeanMS[n] = m
+		if tp.Requests > 0 && m > best {
+			best, tp.Dominant = m, n
+		}
+	}
+	return tp
+}
+
+// Buckets is SummarizeBuckets of the records tallied.
+func (t *Tally) Buckets() []BucketSummary {
+	if !t.bucketed {
+		return nil
+	}
+	order := make([]int, len(t.bucketNames))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(i, j int) bool { return t.bucketNames[order[i]] < t.bucketNames[order[j]] })
+	ttft, e2e := t.ttft.slice(), t.e2e.slice()
+	out := make([]BucketSummary, 0, len(order))
+	for _, bi := range order {
+		b := t.buckets[bi]
+		var bt, be []time.Duration
+		for i, x := range t.bucketOf {
+			if int(x) == bi {
+				bt, be = append(bt, ttft[i]), append(be, e2e[i])
+			}
+		}
+		s := BucketSummary{Bucket: t.bucketNames[bi], Requests: counts(b.n, b.completed, b.failed, b.failReasons),
+			TTFT: QuantilesMS(bt), E2E: QuantilesMS(be)}
+		s.LengthBucketMatch = round3(float64(b.match) / float64(b.n))
+		if b.prompt > 0 {
+			s.CachedTokenShare = round3(float64(b.cached) / float64(b.prompt))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// AttachWorkers is AttachWorkers with the records tallied.
+func (t *Tally) AttachWorkers(s *Summary, workers []WorkerSummary) {
+	attachWorkers(s, workers, t.pCount, t.dCount)
+}
+
+// Sessions returns each session's counts by session index.
+func (t *Tally) Sessions() map[int32]*SessionCount { return t.sessions }
+
+// Recover is Recover with the records tallied (KeepArrivals must have
+// been set when there are faults).
+func (t *Tally) Recover(faults []FaultRecord) {
+	if len(faults) == 0 {
+		return
+	}
+	rows := append([]RecoverRow(nil), t.arrivals...)
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Arrival != rows[j].Arrival {
+			return rows[i].Arrival < rows[j].Arrival
+		}
+		return rows[i].ID < rows[j].ID
+	})
+	recoverRows(faults, rows)
+}
+
+// durs is an append-only list of durations stored as varints (zig-zag)
+// in fixed-size chunks: a few bytes per value (a millisecond-scale value
+// takes 4, a zero 1) and no doubling slack.
+type durs struct {
+	chunks [][]byte
+	n      int
+}
+
+const dursChunk = 64 << 10
+
+func (d *durs) add(x time.Duration) {
+	if len(d.chunks) == 0 || len(d.chunks[len(d.chunks)-1])+binary.MaxVarintLen64 > dursChunk {
+		d.chunks = append(d.chunks, make([]byte, 0, dursChunk))
+	}
+	c := &d.chunks[len(d.chunks)-1]
+	*c = binary.AppendVarint(*c, int64(x))
+	d.n++
+}
+
+func (d *durs) len() int { return d.n }
+
+// slice returns the values, in the order added.
+func (d *durs) slice() []time.Duration {
+	out := make([]time.Duration, 0, d.n)
+	it := d.iter()
+	for range d.n {
+		out = append(out, it.next())
+	}
+	return out
+}
+
+func (d *durs) iter() dursIter { return dursIter{d: d} }
+
+// dursIter reads a durs in order.
+type dursIter struct {
+	d   *durs
+	c   int
+	off int
+}
+
+func (it *dursIter) next() time.Duration {
+	b := it.d.chunks[it.c]
+	if it.off >= len(b) {
+		it.c, it.off = it.c+1, 0
+		b = it.d.chunks[it.c]
+	}
+	v, k := binary.Varint(b[it.off:])
+	it.off += k
+	return time.Duration(v)
+}
+
+// Arrivals counts requests per emulated second of arrival for
+// router_windows.csv: the requests that arrived (unfinished ones
+// included) and those served Direct (completed). Windows of any whole
+// number of seconds are sums of its seconds.
+type Arrivals struct {
+	bins []arrivalBin
+	max  int // the last second with an arrival (-1: none)
+}
+
+type arrivalBin struct{ req, direct int32 }
+
+// NewArrivals returns empty counts.
+func NewArrivals() *Arrivals { return &Arrivals{max: -1} }
+
+func (a *Arrivals) add(r *Record) {
+	i := int(max(r.Arrival, 0) / time.Second)
+	for len(a.bins) <= i {
+		a.bins = append(a.bins, arrivalBin{})
+	}
+	a.max = max(a.max, i)
+	a.bins[i].req++
+	if !r.Failed && r.State != StateUnfinished && r.Mode == policy.ModeDirect.String() {
+		a.bins[i].direct++
+	}
+}
+
+// Add counts r (of any state).
+func (a *Arrivals) Add(r *Record) { a.add(r) }
+
+// Clone returns a copy of a.
+func (a *Arrivals) Clone() *Arrivals {
+	return &Arrivals{bins: append([]arrivalBin(nil), a.bins...), max: a.max}
+}
+
+// ArrivalsOf counts recs.
+func ArrivalsOf(recs []Record) *Arrivals {
+	a := NewArrivals()
+	for i := range recs {
+		a.add(&recs[i])
+	}
+	return a
+}

@@ -1,0 +1,239 @@
+package output
+
+import (
+	"bufio"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+)
+
+// reorder turns entries added in any order (each request's per_request.csv
+// row and routing_log.jsonl line, added as the request ends) into a
+// stream in id order.
+//
+// Contract: emit sees every entry added exactly once, in increasing id
+// order. An entry is emitted as soon as every lower id that will ever be
+// added was (ids are dense from first; finish emits the rest, gaps
+// skipped). Entries waiting for a lower id are kept in memory up to bound
+// bytes; past it they are written, sorted, as one run to the spill file
+// (created by newSpill on first need) and read back from it in order, a
+// small buffer per run: memory stays within bound plus a buffer per run,
+// whatever the disorder.
+type reorder struct {
+	next     int64
+	bound    int
+	emit     func(id int64, row, log []byte) error
+	newSpill func() (*os.File, error)
+
+	mem      map[int64]entry
+	memBytes int
+
+	spill    *os.File
+	spillOff int64
+	runs     runHeap
+	spilled  int // runs written (tests check that spilling happened)
+}
+
+type entry struct{ row, log []byte }
+
+// runBuf is the read buffer of each spilled run.
+const runBuf = 16 << 10
+
+func newReorder(first int64, bound int, emit func(int64, []byte, []byte) error, newSpill func() (*os.File, error)) *reorder {
+	return &reorder{next: first, bound: bound, emit: emit, newSpill: newSpill, mem: map[int64]entry{}}
+}
+
+// add adds id's entry (row and log are kept until emitted).
+func (r *reorder) add(id int64, row, log []byte) error {
+	if id < r.next {
+		return fmt.Errorf("output: request %d written twice or after a later one was final", id)
+	}
+	if id == r.next {
+		if err := r.emit(id, row, log); err != nil {
+			return err
+		}
+		r.next++
+		return r.drain()
+	}
+	r.mem[id] = entry{row, log}
+	r.memBytes += len(row) + len(log) + 64 // the map's own share, roughly
+	if r.memBytes > r.bound {
+		return r.spillMem()
+	}
+	return nil
+}
+
+// drain emits the entries that are next, from memory or a run's head.
+func (r *reorder) drain() error {
+	for {
+		if e, ok := r.mem[r.next]; ok {
+			delete(r.mem, r.next)
+			r.memBytes -= len(e.row) + len(e.log) + 64
+			if err := r.emit(r.next, e.row, e.log); err != nil {
+				return err
+			}
+			r.next++
+			continue
+		}
+		if len(r.runs) > 0 && r.runs[0].id == r.next {
+			if err := r.emitHead(); err != nil {
+				return err
+			}
+			continue
+		}
+		return nil
+	}
+}
+
+// emitHead emits the head of the first run and advances it.
+func (r *reorder) emitHead() error {
+	rn := r.runs[0]
+	if err := r.emit(rn.id, rn.row, rn.log); err != nil {
+		return err
+	}
+	r.next = rn.id + 1
+	ok, err := rn.read()
+	if err != nil {
+		return err
+	}
+	if ok {
+		heap.Fix(&r.runs, 0)
+	} else {
+		heap.Pop(&r.runs)
+	}
+	return nil
+}
+
+// finish emits everything left in id order, skipping ids never added.
+func (r *reorder) finish() error {
+	ids := make([]int64, 0, len(r.mem))
+	for id := range r.mem {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for len(ids) > 0 || len(r.runs) > 0 {
+		if len(r.runs) > 0 && (len(ids) == 0 || r.runs[0].id < ids[0]) {
+			if err := r.emitHead(); err != nil {
+				return err
+			}
+			continue
+		}
+		e := r.mem[ids[0]]
+		if err := r.emit(ids[0], e.row, e.log); err != nil {
+			return err
+		}
+		r.next = ids[0] + 1
+		ids = ids[1:]
+	}
+	r.mem, r.memBytes = map[int64]entry{}, 0
+	return nil
+}
+
+// spillMem writes the entries in memory, sorted, as a run of the spill
+// file: per entry the uvarints id, len(row), len(log), then row and log.
+func (r *reorder) spillMem() error {
+	if r.spill == nil {
+		f, err := r.newSpill()
+		if err != nil {
+			return err
+		}
+		r.spill = f
+	}
+	ids := make([]int64, 0, len(r.mem))
+	for id := range r.mem {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	w := bufio.NewWriterSize(io.NewOffsetWriter(r.spill, r.spillOff), 64<<10)
+	var hdr [3 * binary.MaxVarintLen64]byte
+	var n int64
+	for _, id := range ids {
+		e := r.mem[id]
+		h := binary.AppendUvarint(hdr[:0], uint64(id))
+		h = binary.AppendUvarint(h, uint64(len(e.row)))
+		h = binary.AppendUvarint(h, uint64(len(e.log)))
+		for _, b := range [][]byte{h, e.row, e.log} {
+			if _, err := w.Write(b); err != nil {
+				return fmt.Errorf("output: spill: %w", err)
+			}
+			n += int64(len(b))
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("output: spill: %w", err)
+	}
+	rn := &run{r: bufio.NewReaderSize(io.NewSectionReader(r.spill, r.spillOff, n), runBuf)}
+	r.spillOff += n
+	r.spilled++
+	r.mem, r.memBytes = map[int64]entry{}, 0 // a fresh map: the old one's buckets go
+	ok, err := rn.read()
+	if err != nil {
+		return err
+	}
+	if ok {
+		heap.Push(&r.runs, rn)
+	}
+	return r.drain()
+}
+
+// close removes the spill file.
+func (r *reorder) close() error {
+	if r.spill == nil {
+		return nil
+	}
+	name := r.spill.Name()
+	err := r.spill.Close()
+	r.spill = nil
+	return errors.Join(err, os.Remove(name))
+}
+
+// run is a sorted run of the spill file being read back; its head entry
+// is id, row, log.
+type run struct {
+	r        *bufio.Reader
+	id       int64
+	row, log []byte
+}
+
+// read reads the run's next entry into its head; false at its end.
+func (rn *run) read() (bool, error) {
+	id, err := binary.ReadUvarint(rn.r)
+	if errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("output: spill read: %w", err)
+	}
+	nr, err := binary.ReadUvarint(rn.r)
+	if err != nil {
+		return false, fmt.Errorf("output: spill read: %w", err)
+	}
+	nl, err := binary.ReadUvarint(rn.r)
+	if err != nil {
+		return false, fmt.Errorf("output: spill read: %w", err)
+	}
+	b := make([]byte, nr+nl)
+	if _, err := io.ReadFull(rn.r, b); err != nil {
+		return false, fmt.Errorf("output: spill read: %w", err)
+	}
+	rn.id, rn.row, rn.log = int64(id), b[:nr], b[nr:]
+	return true, nil
+}
+
+// runHeap orders runs by their head's id.
+type runHeap []*run
+
+func (h runHeap) Len() int           { return len(h) }
+func (h runHeap) Less(i, j int) bool { return h[i].id < h[j].id }
+func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *runHeap) Push(x any)        { *h = append(*h, x.(*run)) }
+func (h *runHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,204 @@
+package output
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/metrics"
+)
+
+// DefaultReorderBytes bounds the records a Stream holds in memory while
+// they wait for a lower request id to end; past it they spill to a
+// temporary file in the run directory.
+const DefaultReorderBytes = 32 << 20
+
+// Stream writes a run's per_request.csv and routing_log.jsonl as its
+// requests end (it is the run's actors.Options.Records), then the other
+// files with Write: a run's memory is then bounded by its requests in
+// flight, not by its length, and the files are those output.Write writes
+// for the same run, byte for byte.
+//
+// Records come in end order; a reorder buffer releases them in request id
+// order (ids are dense from 0), holding at most ReorderBytes of them in
+// memory and spilling sorted runs to a temporary file beyond that.
+// Everything goes to temporary names in the directory until Write renames
+// them into place (summary.json last), so a run that fails or is killed
+// before Write leaves no run directory behind (Close removes the
+// temporary files; the next Write or Stream on the directory removes those
+// a killed process left).
+type Stream struct {
+	dir      string
+	per, log *os.File
+	perW     *bufio.Writer
+	logW     *bufio.Writer
+	ro       *reorder
+	row      bytes.Buffer
+	cw       *csv.Writer
+	err      error // the first write error: the run fails, Write reports it
+	written  bool
+}
+
+// StreamOptions adjust NewStream.
+type StreamOptions struct {
+	WriteOptions
+	// ReorderBytes bounds the records held in memory (0: DefaultReorderBytes).
+	ReorderBytes int
+}
+
+// NewStream prepares dir for a run's outputs as Write does (refusing, or
+// with Force clearing, another run's) and opens the temporary files.
+func NewStream(dir string, opts StreamOptions) (*Stream, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := prepare(dir, opts.Force); err != nil {
+		return nil, err
+	}
+	s := &Stream{dir: dir}
+	s.cw = csv.NewWriter(&s.row)
+	var err error
+	if s.per, err = os.CreateTemp(dir, tmpPrefix+"per_request.csv-*"); err != nil {
+		return nil, err
+	}
+	if s.log, err = os.CreateTemp(dir, tmpPrefix+"routing_log.jsonl-*"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.perW, s.logW = bufio.NewWriterSize(s.per, 64<<10), bufio.NewWriterSize(s.log, 64<<10)
+	bound := opts.ReorderBytes
+	if bound <= 0 {
+		bound = DefaultReorderBytes
+	}
+	s.ro = newReorder(0, bound, s.emit, func() (*os.File, error) { return os.CreateTemp(dir, tmpPrefix+"spill-*") })
+	if err := s.cw.Write(metrics.PerRequestHeader); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.cw.Flush()
+	if _, err := s.perW.Write(s.row.Bytes()); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+var _ actors.RecordSink = (*Stream)(nil)
+
+// Record adds an ended request's record (actors.RecordSink).
+func (s *Stream) Record(r metrics.Record) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.row.Reset()
+	if err := s.cw.Write(metrics.PerRequestRow(&r)); err != nil {
+		s.err = err
+		return err
+	}
+	s.cw.Flush()
+	row := bytes.Clone(s.row.Bytes())
+	if err := s.ro.add(r.ID, row, r.RouteLog); err != nil {
+		s.err = err
+		return err
+	}
+	return nil
+}
+
+// emit writes a record's row and routing-log line, in id order.
+func (s *Stream) emit(_ int64, row, log []byte) error {
+	if _, err := s.perW.Write(row); err != nil {
+		return err
+	}
+	if len(log) == 0 {
+		return nil
+	}
+	if _, err := s.logW.Write(log); err != nil {
+		return err
+	}
+	return s.logW.WriteByte('\n')
+}
+
+// Spilled is the number of sorted runs the reorder buffer spilled to disk.
+func (s *Stream) Spilled() int { return s.ro.spilled }
+
+// Write writes res, the result of the run whose records s received: the
+// unfinished requests of a partial run join per_request.csv in id order,
+// the other files are written as output.Write writes them, and every file
+// is renamed into place, summary.json last. Call it once.
+func (s *Stream) Write(res *actors.Result) error {
+	if s.written {
+		return errors.New("output: Stream.Write called twice")
+	}
+	s.written = true
+	if s.err != nil {
+		return s.err
+	}
+	arr := res.Arrivals
+	if arr == nil {
+		return errors.New("output: the result was not streamed to this Stream (actors.Options.Records)")
+	}
+	arr = arr.Clone()
+	for _, u := range res.Unfinished {
+		u.State = metrics.StateUnfinished
+		arr.Add(&u)
+		if err := s.Record(u); err != nil {
+			return err
+		}
+	}
+	if err := s.ro.finish(); err != nil {
+		return err
+	}
+	if err := errors.Join(s.ro.close(), s.perW.Flush(), s.logW.Flush()); err != nil {
+		return err
+	}
+	return writeRun(s.dir, res, runFiles{
+		perRequest: s.commit(&s.per), routingLog: s.commit(&s.log),
+		routerWindows: func(w io.Writer, window windowFn) error {
+			return metrics.WriteRouterWindowsOf(w, arr, res.RouterEvents, window())
+		},
+	})
+}
+
+// commit returns the renaming of a finished temporary file to name.
+func (s *Stream) commit(f **os.File) func(name string) error {
+	return func(name string) error {
+		tmp := *f
+		if err := tmp.Chmod(0o644); err != nil {
+			return err
+		}
+		if err := tmp.Close(); err != nil {
+			return err
+		}
+		*f = nil
+		if err := os.Rename(tmp.Name(), filepath.Join(s.dir, name)); err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+}
+
+// Close removes the temporary files Write did not rename (all of them
+// when the run never got to Write). Call it when done, Write or not.
+func (s *Stream) Close() error {
+	var errs []error
+	for _, f := range []**os.File{&s.per, &s.log} {
+		if *f != nil {
+			(*f).Close()
+			if err := os.Remove((*f).Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			*f = nil
+		}
+	}
+	if s.ro != nil {
+		errs = append(errs, s.ro.close())
+	}
+	return errors.Join(errs...)
+}
