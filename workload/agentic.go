@@ -57,7 +57,14 @@ func (h sessHeap) Less(i, j int) bool {
 }
 func (h sessHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *sessHeap) Push(x any)   { *h = append(*h, x.(*genSession)) }
-func (h *sessHeap) Pop() any     { old := *h; n := len(old); x := old[n-1]; *h = old[:n-1]; return x }
+func (h *sessHeap) Pop() any {
+	old := *h
+	n := len(old)
+	x := old[n-1]
+	old[n-1] = nil // a finished session (its last request and blocks) must not stay reachable
+	*h = old[:n-1]
+	return x
+}
 
 // AgenticConfig configures the agentic generator. It mirrors
 // topology.Generator. Unless Exact is set, zero fields take the defaults
