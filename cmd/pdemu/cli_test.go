@@ -436,3 +436,22 @@ func TestNormalizeArgs(t *testing.T) {
 		[]string{"run", "--out", "d", "--var=k=v", "-q", "--time-scale", "-1", "--", "-out"},
 		normalizeArgs(root, []string{"run", "-out", "d", "-var=k=v", "-q", "--time-scale", "-1", "--", "-out"}))
 }
+
+// TestRunProfiles: --cpuprofile and --memprofile write pprof files of the
+// run (gzip-compressed protobuf, as go tool pprof reads them); a profile
+// path that cannot be created is bad input (exit 2).
+func TestRunProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "run.cpu"), filepath.Join(dir, "run.mem")
+	_, _, err := runCLI(t, "run", "--var", "sessions=2", "--max-requests", "10", "--out", filepath.Join(dir, "out"), "-q",
+		"--cpuprofile", cpu, "--memprofile", mem)
+	require.NoError(t, err)
+	for _, f := range []string{cpu, mem} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.True(t, len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b, "%s is not a gzip'd pprof profile", f)
+	}
+	_, _, err = runCLI(t, "run", "--var", "sessions=2", "--max-requests", "10", "--out", filepath.Join(dir, "out2"), "-q",
+		"--cpuprofile", filepath.Join(dir, "missing", "run.cpu"))
+	require.Equal(t, 2, exitCode(err))
+}

@@ -48,6 +48,9 @@ type runFlags struct {
 	metricsListen string
 	allowRemote   bool
 	metricsLinger time.Duration
+	// run only: Go profiles of the run itself (go tool pprof FILE).
+	cpuProfile string
+	memProfile string
 }
 
 func (f *runFlags) overrides(c *cobra.Command) workloadOverrides {
@@ -143,6 +146,8 @@ otherwise); -q silences it and the summary table.
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", "wall clock: serve live Prometheus /metrics (pdemu serve's) on this address during the run, e.g. 127.0.0.1:9100")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --metrics-listen address")
 	fl.DurationVar(&f.metricsLinger, "metrics-linger", 0, "keep serving /metrics this long after the outputs are written (a last scrape; SIGINT ends it)")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof FILE)")
+	fl.StringVar(&f.memProfile, "memprofile", "", "write a heap profile (allocations and what is live at the end) to this file")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE, e.g. router.tau_append=4096 (repeatable)")
 	return c
 }
@@ -203,8 +208,15 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	opts.Records = st
 	prog := newProgress(stderr, f.quiet, wl.MaxRequests, "requests")
 	opts.Progress = prog.requestCallback()
+	stopProfiles, err := startProfiles(f.cpuProfile, f.memProfile)
+	if err != nil {
+		return err
+	}
 	res, runErr := actors.Run(cmd.Context(), spec, opts)
 	prog.finish()
+	if err := stopProfiles(); err != nil {
+		return errors.Join(runErr, err)
+	}
 	var recErr *workload.RecordError
 	if errors.As(runErr, &recErr) {
 		runErr = badInput(runErr)
