@@ -461,7 +461,7 @@ func (x *ResidentIndex) ref(d int, list []uint64, i int) {
 	c := x.extCnt[e]
 	held := int(s.cnt)
 	if held == 2<<c.class {
-		c = x.growCounts(e, held)
+		c = x.moveCounts(e, held, c.class+1)
 	}
 	cs := x.cnts[c.off : int(c.off)+held+1]
 	copy(cs[r+1:], cs[r:held])
@@ -483,11 +483,14 @@ func (x *ResidentIndex) rank(e, d int) int {
 	return r
 }
 
-// growCounts moves ext record e's held owner counts to a block of the next
-// class and returns its new location.
-func (x *ResidentIndex) growCounts(e, held int) extCounts {
+// moveCounts moves ext record e's held owner counts to a block of the
+// class and returns its new location. A record grows to the next class
+// when its block is full and shrinks to the previous one when a quarter
+// full, so it keeps at most 4× its holders and moves O(1) counts per
+// holder change, amortised.
+func (x *ResidentIndex) moveCounts(e, held int, class int32) extCounts {
 	old := x.extCnt[e]
-	c := extCounts{off: x.cntAlloc(int(old.class) + 1), class: old.class + 1}
+	c := extCounts{off: x.cntAlloc(int(class)), class: class}
 	copy(x.cnts[c.off:int(c.off)+held], x.cnts[old.off:int(old.off)+held])
 	x.cntRelease(old)
 	x.extCnt[e] = c
@@ -542,6 +545,9 @@ func (x *ResidentIndex) unref(d int, list []uint64, i int) {
 	x.extBits[e*x.words+d>>6] &^= 1 << (uint(d) & 63)
 	x.perWorker[d]--
 	if s.cnt--; s.cnt > 1 {
+		if c.class > 0 && int(s.cnt) <= 2<<c.class/4 {
+			x.moveCounts(e, int(s.cnt), c.class-1)
+		}
 		return
 	}
 	// One holder left: back to the inline representation.

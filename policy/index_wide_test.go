@@ -57,7 +57,7 @@ func checkHolders(t *rapid.T, x *ResidentIndex, ref *refIndex) {
 		live++
 		e := int(^s.holder)
 		c := x.extCnt[e]
-		if int(s.cnt) != len(w) || len(w) < 2 || int(s.cnt) > 2<<c.class {
+		if int(s.cnt) != len(w) || len(w) < 2 || int(s.cnt) > 2<<c.class || c.class > 0 && int(s.cnt) <= 2<<c.class/4 {
 			t.Fatalf("block %d: %d holders (class %d), want %v", s.key, s.cnt, c.class, w)
 		}
 		r := 0
