@@ -33,7 +33,7 @@ func refCounts(r *refIndex) map[uint64]map[int]int32 {
 // checkHolders compares every slot's holders and owner counts with ref and
 // checks that the count arena is exactly the live records' blocks plus the
 // free lists.
-func checkHolders(t *rapid.T, x *ResidentIndex, ref *refIndex) {
+func checkHolders(t interface{ Fatalf(string, ...any) }, x *ResidentIndex, ref *refIndex) {
 	want := refCounts(ref)
 	if x.Blocks() != len(want) {
 		t.Fatalf("Blocks() = %d, want %d", x.Blocks(), len(want))
@@ -199,4 +199,34 @@ func TestIndexWideMatchesReference(t *testing.T) {
 			t.Fatalf("after removing all: %d blocks, %d of %d ext records free", x.Blocks(), len(x.extFree), len(x.extCnt))
 		}
 	})
+}
+
+// TestIndexManyHolders grows one block's holders to 300 (count blocks of
+// every class) and shrinks them back in a scattered order, checking the
+// holders, counts and count arena after every step.
+func TestIndexManyHolders(t *testing.T) {
+	const n = 300
+	x, ref := NewResidentIndex(n), newRefIndex(n)
+	sys := chainBlocks(9, 3)
+	set := func(d int, s int32, l []uint64) {
+		x.Set(d, s, l)
+		ref.Set(d, s, l)
+		checkHolders(t, x, ref)
+	}
+	for d := 0; d < n; d++ {
+		set(d, 1, sys)
+		if d%2 == 0 {
+			set(d, 2, sys[:2]) // owner count 2 for sys[:2]
+		}
+	}
+	for i := 0; i < n; i++ {
+		d := i * 7 % n // 7 and 300 are coprime: every worker once
+		set(d, 1, nil)
+		if d%2 == 0 {
+			set(d, 2, nil)
+		}
+	}
+	if x.Blocks() != 0 || len(x.extFree) != len(x.extCnt) {
+		t.Fatalf("%d blocks left, %d of %d ext records free", x.Blocks(), len(x.extFree), len(x.extCnt))
+	}
 }
