@@ -19,7 +19,9 @@ import (
 //     misses usually touches one cache line of a small array;
 //   - a block held by one worker stores that worker and its owner count in
 //     its slot; a block held by several workers moves to an "ext" record with
-//     a bitset and dense per-worker owner counts;
+//     a bitset of its holders (⌈n/64⌉ words) and one owner count per holder,
+//     stored in bitset order (holder d's count is at the rank of bit d), so
+//     a shared block costs O(n/64 + holders) bytes, not O(n) (see extCounts);
 //   - every block remembers the position (depth) and predecessor (parent)
 //     it had in the owner list that created it, and the index counts owner
 //     occurrences that disagree. While that count is zero the index is a
@@ -49,9 +51,14 @@ type ResidentIndex struct {
 	mask   int
 	used   int // occupied slots
 
-	extBits []uint64 // words per ext record
-	extCnt  []int32  // n owner counts per ext record
+	extBits []uint64    // words per ext record
+	extCnt  []extCounts // per ext record: where its owner counts live in cnts
 	extFree []int32
+
+	// cnts holds the ext records' owner counts in blocks of 2<<class
+	// int32s; cntFree[class] lists the free blocks of that class.
+	cnts    []int32
+	cntFree [][]int32
 
 	owned     map[ownerKey]record // (worker, session) → its recorded blocks
 	perWorker []int               // distinct blocks per worker
@@ -86,6 +93,13 @@ func (r record) sharedPrefix(blocks []uint64) int {
 		return min(len(blocks), len(r.blocks))
 	}
 	return commonPrefix(blocks, r.blocks)
+}
+
+// extCounts locates an ext record's owner counts: cnts[off : off+2<<class],
+// of which the first (holders) are in use, holder d's at rank(e, d).
+type extCounts struct {
+	off   int32
+	class int32
 }
 
 type slot struct {
@@ -434,17 +448,72 @@ func (x *ResidentIndex) ref(d int, list []uint64, i int) {
 		e := x.newExt()
 		h := int(s.holder)
 		x.extBits[e*x.words+h>>6] |= 1 << (uint(h) & 63)
-		x.extCnt[e*x.n+h] = s.cnt
+		x.cnts[x.extCnt[e].off] = s.cnt
 		s.holder, s.cnt = ^int32(e), 1
 	}
 	e := int(^s.holder)
-	c := &x.extCnt[e*x.n+d]
-	if *c == 0 {
-		x.extBits[e*x.words+d>>6] |= 1 << (uint(d) & 63)
-		s.cnt++
-		x.perWorker[d]++
+	r := x.rank(e, d)
+	if x.holds(j, d) {
+		x.cnts[int(x.extCnt[e].off)+r]++
+		return
 	}
-	*c++
+	// A new holder: open a count at its rank.
+	c := x.extCnt[e]
+	held := int(s.cnt)
+	if held == 2<<c.class {
+		c = x.moveCounts(e, held, c.class+1)
+	}
+	cs := x.cnts[c.off : int(c.off)+held+1]
+	copy(cs[r+1:], cs[r:held])
+	cs[r] = 1
+	x.extBits[e*x.words+d>>6] |= 1 << (uint(d) & 63)
+	s.cnt++
+	x.perWorker[d]++
+}
+
+// rank is the number of holders of ext record e below worker d: the index
+// of d's owner count.
+func (x *ResidentIndex) rank(e, d int) int {
+	w := x.extBits[e*x.words : e*x.words+d>>6+1]
+	last := len(w) - 1
+	r := bits.OnesCount64(w[last] & (1<<(uint(d)&63) - 1))
+	for _, word := range w[:last] {
+		r += bits.OnesCount64(word)
+	}
+	return r
+}
+
+// moveCounts moves ext record e's held owner counts to a block of the
+// class and returns its new location. A record grows to the next class
+// when its block is full and shrinks to the previous one when a quarter
+// full, so it keeps at most 4× its holders and moves O(1) counts per
+// holder change, amortised.
+func (x *ResidentIndex) moveCounts(e, held int, class int32) extCounts {
+	old := x.extCnt[e]
+	c := extCounts{off: x.cntAlloc(int(class)), class: class}
+	copy(x.cnts[c.off:int(c.off)+held], x.cnts[old.off:int(old.off)+held])
+	x.cntRelease(old)
+	x.extCnt[e] = c
+	return c
+}
+
+// cntAlloc returns the offset of a free count block of the class.
+func (x *ResidentIndex) cntAlloc(class int) int32 {
+	for len(x.cntFree) <= class {
+		x.cntFree = append(x.cntFree, nil)
+	}
+	if f := x.cntFree[class]; len(f) > 0 {
+		off := f[len(f)-1]
+		x.cntFree[class] = f[:len(f)-1]
+		return off
+	}
+	off := len(x.cnts)
+	x.cnts = append(x.cnts, make([]int32, 2<<class)...)
+	return int32(off)
+}
+
+func (x *ResidentIndex) cntRelease(c extCounts) {
+	x.cntFree[c.class] = append(x.cntFree[c.class], c.off)
 }
 
 func (x *ResidentIndex) unref(d int, list []uint64, i int) {
@@ -465,13 +534,20 @@ func (x *ResidentIndex) unref(d int, list []uint64, i int) {
 		return
 	}
 	e := int(^s.holder)
-	c := &x.extCnt[e*x.n+d]
-	if *c--; *c > 0 {
+	c := x.extCnt[e]
+	r := x.rank(e, d)
+	cs := x.cnts[c.off : int(c.off)+int(s.cnt)]
+	if cs[r]--; cs[r] > 0 {
 		return
 	}
+	// d no longer holds the block: close its count.
+	copy(cs[r:], cs[r+1:])
 	x.extBits[e*x.words+d>>6] &^= 1 << (uint(d) & 63)
 	x.perWorker[d]--
 	if s.cnt--; s.cnt > 1 {
+		if c.class > 0 && int(s.cnt) <= 2<<c.class/4 {
+			x.moveCounts(e, int(s.cnt), c.class-1)
+		}
 		return
 	}
 	// One holder left: back to the inline representation.
@@ -479,24 +555,28 @@ func (x *ResidentIndex) unref(d int, list []uint64, i int) {
 	for k, word := range w {
 		if word != 0 {
 			h := k<<6 + bits.TrailingZeros64(word)
-			s.holder, s.cnt = int32(h), x.extCnt[e*x.n+h]
+			s.holder, s.cnt = int32(h), cs[0]
 			w[k] = 0
-			x.extCnt[e*x.n+h] = 0
 			break
 		}
 	}
+	x.cntRelease(c)
 	x.extFree = append(x.extFree, int32(e))
 }
 
+// newExt returns an empty ext record (no holders) with a count block of
+// the smallest class.
 func (x *ResidentIndex) newExt() int {
+	c := extCounts{off: x.cntAlloc(0)}
 	if n := len(x.extFree); n > 0 {
 		e := x.extFree[n-1]
 		x.extFree = x.extFree[:n-1]
+		x.extCnt[e] = c
 		return int(e)
 	}
 	e := len(x.extBits) / x.words
 	x.extBits = append(x.extBits, make([]uint64, x.words)...)
-	x.extCnt = append(x.extCnt, make([]int32, x.n)...)
+	x.extCnt = append(x.extCnt, c)
 	return e
 }
 
