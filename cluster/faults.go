@@ -638,7 +638,7 @@ func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
 		}
 		nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Retries: j.Retries + 1,
 			RetryReasons: append(slices.Clip(j.RetryReasons), j.Failed)}
-		ds := policy.NewDispatch(nj.Req)
+		ds := n.dss.New(nj.Req)
 		n.apply(now, nj, ds, n.pol.Begin(ds))
 		return true
 	case Evicted:

@@ -97,6 +97,8 @@ type routerNode struct {
 	collector Addr
 	// admissions are Admissions handed back in AdmitReplies, for reuse.
 	admissions []*Admission
+	// dss allocates the Dispatches (never reused: a Job keeps its Reasons).
+	dss policy.Dispatches
 }
 
 // admission returns an Admission for job and ds, reused if one is free.
@@ -155,7 +157,7 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 			n.send(n.collector, JobEnded{m.Job}, 0)
 			break
 		}
-		ds := policy.NewDispatch(m.Job.Req)
+		ds := n.dss.New(m.Job.Req)
 		if n.obs == nil {
 			n.apply(now, m.Job, ds, n.pol.Begin(ds))
 			break

@@ -40,15 +40,51 @@ type Step struct {
 }
 
 // Dispatch is the per-request state of Algorithm 3 (retries, tried set).
+//
+// A Dispatch is used for one request and never reset: Reasons may be
+// kept by the request's Job (and its record) after routing, and its first
+// elements live inside the Dispatch, so a Dispatch must not be reused or
+// zeroed while anything can still read its Reasons. Dispatches is the
+// allocation-saving way to make many.
 type Dispatch struct {
 	Req     *workload.Request
 	Tries   int      // admission attempts so far (retries)
-	Reasons []string // rejection reasons in order
+	Reasons []string // rejection reasons in order; nil if none
 	tried   []uint64 // bitset of decode workers already tried
+
+	// Inline backing arrays for Reasons and tried: most requests see a
+	// few rejections among at most 64 decode workers, so neither needs an
+	// allocation of its own.
+	reasons0 [inlineReasons]string
+	tried0   [1]uint64
 }
+
+// inlineReasons is how many rejection reasons fit in a Dispatch before
+// Reasons moves to an allocated array.
+const inlineReasons = 4
 
 // NewDispatch starts dispatching r.
 func NewDispatch(r *workload.Request) *Dispatch { return &Dispatch{Req: r} }
+
+// Dispatches hands out Dispatches allocated dispatchSlab at a time (one
+// allocation per request was a replay's second-largest share). It is not
+// safe for concurrent use; the zero value is ready.
+type Dispatches struct{ free []Dispatch }
+
+const dispatchSlab = 64
+
+// New is NewDispatch from a slab. A slab stays in memory while any of its
+// Dispatches (or Reasons slices into them) is referenced; a Dispatch is
+// never handed out twice.
+func (p *Dispatches) New(r *workload.Request) *Dispatch {
+	if len(p.free) == 0 {
+		p.free = make([]Dispatch, dispatchSlab)
+	}
+	ds := &p.free[0]
+	p.free = p.free[1:]
+	ds.Req = r
+	return ds
+}
 
 func (ds *Dispatch) wasTried(d int) bool {
 	w := d >> 6
@@ -56,10 +92,21 @@ func (ds *Dispatch) wasTried(d int) bool {
 }
 
 func (ds *Dispatch) markTried(d int) {
+	if ds.tried == nil {
+		ds.tried = ds.tried0[:]
+	}
 	for len(ds.tried) <= d>>6 {
 		ds.tried = append(ds.tried, 0)
 	}
 	ds.tried[d>>6] |= 1 << (uint(d) & 63)
+}
+
+// addReason appends a rejection reason, first into the inline array.
+func (ds *Dispatch) addReason(reason string) {
+	if ds.Reasons == nil {
+		ds.Reasons = ds.reasons0[:0]
+	}
+	ds.Reasons = append(ds.Reasons, reason)
 }
 
 // KVCConfig holds the KVC-Router hyperparameters.
@@ -414,7 +461,7 @@ func (k *KVC) Rejected(ds *Dispatch, d int, reason string) Step {
 	st.stats.Rejections++
 	ds.markTried(d)
 	ds.Tries++
-	ds.Reasons = append(ds.Reasons, reason)
+	ds.addReason(reason)
 	return k.next(ds)
 }
 

@@ -30,7 +30,17 @@ type Agentic struct {
 	h      sessHeap
 	nextID int64
 	max    int64
+	reqs   []Request // make's slab
 }
+
+// reqSlab is how many Requests make allocates at once: one allocation per
+// request was the generator's largest share of a replay's. Requests are
+// immutable once emitted and only handled by pointer, so sharing an array
+// changes nothing but when the memory is freed (with its last Request).
+const reqSlab = 64
+
+// blocksHint bounds the blocks pre-sized for a session's prompt.
+const blocksHint = 1 << 14
 
 type genSession struct {
 	idx     int32
@@ -176,7 +186,12 @@ func (g *Agentic) make(s *genSession) *Request {
 	if s.name == "" {
 		s.name = fmt.Sprintf("s%03d", s.idx)
 	}
-	r := &Request{
+	if len(g.reqs) == 0 {
+		g.reqs = make([]Request, reqSlab)
+	}
+	r := &g.reqs[0]
+	g.reqs = g.reqs[1:]
+	*r = Request{
 		Session:     s.idx,
 		SessionName: s.name,
 		Turn:        s.turn,
@@ -193,6 +208,14 @@ func (g *Agentic) make(s *genSession) *Request {
 	// never rewrites an element an earlier request can see).
 	nb := in / c.BlockTokens
 	shared := c.SystemTokens / c.BlockTokens
+	if s.blocks == nil {
+		// Size the session's array for its expected last prompt (a quarter
+		// more), so it is seldom regrown: growth is what allocates here. A
+		// turn appends its predecessor's output and a log-normal append,
+		// or 2 % of the time a large one (mean 10,240 tokens, hence +205).
+		want := (c.SystemTokens + c.FirstTokens + (s.turns-1)*(c.AppendTokens+205+c.OutputTokens)) / c.BlockTokens
+		s.blocks = make([]uint64, 0, max(nb, min(want+want/4, blocksHint)))
+	}
 	for i := len(s.blocks); i < nb; i++ {
 		if i < shared {
 			s.blocks = append(s.blocks, mix64(g.seed^uint64(i+1)*0x94d049bb133111eb))
