@@ -641,7 +641,7 @@ func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
 		ds := n.dss.New(nj.Req)
 		n.apply(now, nj, ds, n.pol.Begin(ds))
 		return true
-	case Evicted:
+	case *Evicted:
 		delete(f.believed[m.D], m.Session)
 	}
 	return false

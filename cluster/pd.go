@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
@@ -187,7 +188,7 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 		if n.fb != nil {
 			n.fb.Finished(m.D)
 		}
-	case Evicted:
+	case *Evicted:
 		if n.fb != nil {
 			n.fb.Evicted(m.D, m.Session)
 		}
@@ -218,6 +219,23 @@ type decodeNode struct {
 	series    *metrics.Series
 	f         *decodeFaults // nil: no faults
 	sync      *dpSync       // D→P sync (dpsync.go); nil when off
+	// evicted[s] is this worker's Evicted for session s, sent by pointer
+	// (an Evicted boxed in an interface is an allocation per eviction).
+	evicted []Evicted
+}
+
+// evictedMsg returns the *Evicted telling the router that this worker
+// evicted session s. The value is immutable and shared by every send for
+// (this worker, s): receivers may keep or read it at any time. Growing
+// evicted copies it, but earlier pointers stay valid (and equal in value).
+func (n *decodeNode) evictedMsg(s int32) *Evicted {
+	if int(s) >= len(n.evicted) {
+		n.evicted = slices.Grow(n.evicted, int(s)+1-len(n.evicted))
+		for i := len(n.evicted); i <= int(s); i++ {
+			n.evicted = append(n.evicted, Evicted{D: n.idx, Session: int32(i)})
+		}
+	}
+	return &n.evicted[s]
 }
 
 func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
@@ -263,7 +281,7 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 			n.send(n.router, Finished{n.idx}, 0)
 			n.send(n.collector, JobEnded{ev.Job}, 0)
 		case gpu.EvEvicted:
-			n.send(n.router, Evicted{n.idx, ev.Session}, 0)
+			n.send(n.router, n.evictedMsg(ev.Session), 0)
 		}
 	}
 	n.series.Observe(now, n.w.Used(), n.w.Queued(), n.w.Running())

@@ -39,7 +39,9 @@ type (
 	KVReady struct{ Job *gpu.Job }
 	// Finished tells the router that decode worker D finished a request.
 	Finished struct{ D int }
-	// Evicted tells the router that decode worker D evicted Session.
+	// Evicted tells the router that decode worker D evicted Session. It is
+	// sent as *Evicted, an immutable value the decode worker keeps per
+	// session and shares across sends (decodeNode.evictedMsg).
 	Evicted struct {
 		D       int
 		Session int32
@@ -125,7 +127,7 @@ var Protocol = []Hop{
 	{Transfer{}, KindPrefill, KindLink, "prefilled Job", "link"},
 	{KVReady{}, KindLink, KindDecode, "Job with its transfer timeline (or failure)", "decode worker"},
 	{Finished{}, KindDecode, KindRouter, "decode index", "-"},
-	{Evicted{}, KindDecode, KindRouter, "decode index, session", "-"},
+	{&Evicted{}, KindDecode, KindRouter, "decode index, session", "-"},
 	{JobEnded{}, KindDecode, KindCollector, "ended Job", "collector"},
 	{SyncReq{}, KindDecode, KindPrefill, "D→P sync: session, blocks, KV tokens (dp_sync)", "-"},
 	{SyncXfer{}, KindPrefill, KindLink, "D→P sync to put on the wire", "-"},

@@ -105,7 +105,8 @@ type DecodeWorker struct {
 	used    int
 	maxUsed int
 	sess    map[int32]*residency
-	idle    residency // sentinel of the idle list (see residency)
+	idle    residency   // sentinel of the idle list (see residency)
+	resFree []residency // newResidency's slab
 
 	running  []*Job
 	prefillQ []*Job // Direct requests waiting for their append-prefill
@@ -149,11 +150,24 @@ func NewDecodeWorker(cfg DecodeConfig, cost Cost) (*DecodeWorker, error) {
 
 // newResidency records session id as resident with one active request
 // (not idle, so not in the idle list).
+//
+// Residencies come from a slab of resSlab (one allocation each was most of
+// the worker's share of a replay's). None is ever reused: a dropped one
+// may still be read by its caller (evictFor reports its id) and is freed
+// with its slab.
 func (w *DecodeWorker) newResidency(id int32) *residency {
-	s := &residency{id: id}
+	if len(w.resFree) == 0 {
+		w.resFree = make([]residency, resSlab)
+	}
+	s := &w.resFree[0]
+	w.resFree = w.resFree[1:]
+	s.id = id
 	w.sess[id] = s
 	return s
 }
+
+// resSlab is how many residencies newResidency allocates at once.
+const resSlab = 32
 
 // dropResidency forgets session id (resident as s).
 func (w *DecodeWorker) dropResidency(id int32, s *residency) {
