@@ -208,13 +208,23 @@ func (g *Agentic) make(s *genSession) *Request {
 	// never rewrites an element an earlier request can see).
 	nb := in / c.BlockTokens
 	shared := c.SystemTokens / c.BlockTokens
-	if s.blocks == nil {
-		// Size the session's array for its expected last prompt (a quarter
-		// more), so it is seldom regrown: growth is what allocates here. A
-		// turn appends its predecessor's output and a log-normal append,
-		// or 2 % of the time a large one (mean 10,240 tokens, hence +205).
+	switch {
+	case s.blocks == nil:
+		// A session's first turn is made before the session starts (all
+		// of them when the generator is created): size it exactly, so
+		// sessions that have not started hold no more than their first
+		// prompt (41,667 sessions pre-sized for their last turn held
+		// ~400 MB in a 1M-request run).
+		s.blocks = make([]uint64, 0, nb)
+	case s.turn == 1 && cap(s.blocks) < nb+1:
+		// The session has started: size its array once for its expected
+		// last prompt (a quarter more), so it is seldom regrown, which is
+		// what allocates here. A turn appends its predecessor's output and
+		// a log-normal append, or 2 % of the time a large one (mean 10,240
+		// tokens, hence +205). Earlier requests keep the old array (it is
+		// never written again).
 		want := (c.SystemTokens + c.FirstTokens + (s.turns-1)*(c.AppendTokens+205+c.OutputTokens)) / c.BlockTokens
-		s.blocks = make([]uint64, 0, max(nb, min(want+want/4, blocksHint)))
+		s.blocks = append(make([]uint64, 0, max(nb, min(want+want/4, blocksHint))), s.blocks...)
 	}
 	for i := len(s.blocks); i < nb; i++ {
 		if i < shared {
