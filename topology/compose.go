@@ -34,7 +34,11 @@ import (
 //     content by type alone; other nested blocks of one type, e.g. fault,
 //     replace all of the base's blocks of that type). A matched block with
 //     other labels (router "vanilla" over router "kvc") replaces the base's;
-//   - an unmatched block is added after the base's blocks.
+//   - an unmatched block is added after the base's blocks;
+//   - a base block is matched once: a second override block of the same
+//     type and labels is added as written (two dynamic "crash" blocks
+//     stay two; two decode "d1" blocks are refused as duplicates, as in a
+//     plain file).
 //
 // `dynamic "TYPE"` blocks (hcl/v2's ext/dynblock) are matched like blocks
 // of type "dynamic" labelled TYPE, so an override can change the content of
@@ -190,7 +194,11 @@ func blockKey(b *hclsyntax.Block) string {
 }
 
 // mergeBody applies the override body over to base (see the package rules
-// above) and returns a new body; neither input is modified.
+// above) and returns a new body; neither input is modified. An override
+// block matches a base block at most once: a second override block of the
+// same type and labels is kept as written (two dynamic "crash" blocks stay
+// two; two decode "d1" blocks are then reported as duplicates, as in a
+// plain file). Linear in the number of blocks.
 func mergeBody(base, over *hclsyntax.Body, top bool) *hclsyntax.Body {
 	out := *base
 	out.Attributes = make(hclsyntax.Attributes, len(base.Attributes)+len(over.Attributes))
@@ -201,6 +209,15 @@ func mergeBody(base, over *hclsyntax.Body, top bool) *hclsyntax.Body {
 		out.Attributes[k] = v
 	}
 	out.Blocks = append(make(hclsyntax.Blocks, 0, len(base.Blocks)+len(over.Blocks)), base.Blocks...)
+	index := map[string]int{} // block key → its base block in out.Blocks (the last one of that key)
+	reindex := func() {
+		clear(index)
+		for i, x := range out.Blocks[:len(out.Blocks)] {
+			index[blockKey(x)] = i
+		}
+	}
+	reindex()
+	used := map[string]bool{} // keys an earlier override block already took
 	// Nested blocks that are neither singletons nor labelled (fault) are
 	// replaced as a group: Terraform's rule for nested blocks.
 	replaced := map[string]bool{}
@@ -215,17 +232,15 @@ func mergeBody(base, over *hclsyntax.Body, top bool) *hclsyntax.Body {
 					}
 				}
 				out.Blocks = kept
+				reindex() // once per replaced type
 			}
 			out.Blocks = append(out.Blocks, b)
 			continue
 		}
-		index := map[string]int{}
-		for i, x := range out.Blocks {
-			index[blockKey(x)] = i
-		}
-		i, ok := index[blockKey(b)]
+		k := blockKey(b)
+		i, ok := index[k]
 		switch {
-		case !ok:
+		case !ok || used[k]:
 			out.Blocks = append(out.Blocks, b)
 		case slicesEqual(out.Blocks[i].Labels, b.Labels):
 			m := *out.Blocks[i]
@@ -234,6 +249,7 @@ func mergeBody(base, over *hclsyntax.Body, top bool) *hclsyntax.Body {
 		default:
 			out.Blocks[i] = b
 		}
+		used[k] = true
 	}
 	return &out
 }
