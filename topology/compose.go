@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pdemu/pdemu/internal/regular"
 	"github.com/pdemu/pdemu/scenarios"
 )
 
@@ -100,21 +100,15 @@ func readBase(from, name string, opts Options) (string, []byte, error) {
 }
 
 // readLimited reads a scenario file from disk: a regular file of at most
-// MaxSourceBytes (a device or a FIFO named by extends is refused, not read
+// MaxSourceBytes (a device or a FIFO, as the scenario or named by
+// extends, is refused before open(2) could block on it, not read
 // forever).
 func readLimited(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := regular.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxSourceBytes+1))
 	if err != nil {
 		return nil, err
