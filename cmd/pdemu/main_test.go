@@ -216,7 +216,8 @@ func TestOversizedRequestFailsBeforePrefill(t *testing.T) {
 		`{"timestamp":1,"input_length":1000,"output_length":10,"hash_ids":[999999,999998]}` + "\n"
 	require.NoError(t, os.WriteFile(trace, []byte(lines), 0o644))
 	out := t.TempDir()
-	_, _, err := runCLI(t, "run", "--trace", trace, "--out", out, "-q", "--max-failed", "1")
+	// A context long enough that the pool, not max_model_len, refuses it.
+	_, _, err := runCLI(t, "run", "--trace", trace, "--out", out, "-q", "--max-failed", "1", "--set", "*.*.max_model_len=16777216")
 	require.NoError(t, err)
 	f, err := os.Open(filepath.Join(out, "per_request.csv"))
 	require.NoError(t, err)
