@@ -135,7 +135,11 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 	}
 	warnedWall := false // Execute loads the runs one after the other
 	load := func(p report.Params) (*topology.Spec, error) {
-		spec, err := loadSpec(p.Scenario, p.Vars, p.Set, p.Router)
+		trace := ""
+		if traceSet {
+			trace = p.Trace
+		}
+		spec, err := loadSpecTrace(p.Scenario, p.Vars, p.Set, p.Router, trace)
 		if err != nil {
 			return nil, err
 		}

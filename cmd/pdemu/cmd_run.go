@@ -170,6 +170,9 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if f.wallTimeout <= 0 {
 		return usageErr("--wall-timeout must be > 0, got %v", f.wallTimeout)
 	}
+	if cmd.Flags().Changed("trace") {
+		f.scenarioFlags.trace = f.trace
+	}
 	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
 	if err != nil {
 		return err
