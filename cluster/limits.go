@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/topology"
@@ -20,9 +21,17 @@ type Limits struct {
 	Context int
 	// ContextBy names the worker that sets Context.
 	ContextBy string
-	// Pool is the largest KV pool (tokens) of the workers that hold a
-	// request's KV to the end: decode workers, or fused workers.
+	// Pool is the largest request (tokens) the workers that hold a
+	// request's KV to the end (decode workers, or fused workers) can ever
+	// hold: ρ·K_d, rounded down, as gpu.DecodeWorker.Cap.
 	Pool int
+}
+
+// PoolCap is the largest request a worker with a KV pool of budget
+// tokens admits under spec's router (ρ·budget, rounded down, as the
+// worker computes it).
+func PoolCap(spec *topology.Spec, budget int) int {
+	return int(math.Floor(spec.Router.Rho * float64(budget)))
 }
 
 // MaxModelLen is worker w's context length: its max_model_len, or the
@@ -66,7 +75,7 @@ func LimitsOf(spec *topology.Spec) (Limits, error) {
 			if err != nil {
 				return l, err
 			}
-			l.Pool = max(l.Pool, n)
+			l.Pool = max(l.Pool, PoolCap(spec, n))
 		}
 	}
 	return l, nil

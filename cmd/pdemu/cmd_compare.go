@@ -153,6 +153,9 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		if err := o.apply(spec); err != nil {
 			return nil, err
 		}
+		if err := checkBeforeRun(spec, p, f, traceSet, stderr); err != nil {
+			return nil, err
+		}
 		if spec.Workload.Clock == topology.ClockWall && f.jobs > 1 && !warnedWall {
 			warnedWall = true
 			fmt.Fprintf(stderr, "pdemu: warning: %s runs on the wall clock: runs in parallel (--jobs %d) compete for the CPU and fire their timers later; --jobs 1 measures each alone\n", p.Name, f.jobs)
