@@ -48,7 +48,7 @@ func Build(spec *topology.Spec, src workload.Source) (*Cluster, error) {
 		}
 		c.collector.col = metrics.NewCollector(nil, names(spec.Fused))
 		c.addPool(spec, pb)
-		return c, nil
+		return c, c.enforceLimits(spec)
 	}
 	b, err := buildPD(spec)
 	if err != nil {
@@ -59,7 +59,7 @@ func Build(spec *topology.Spec, src workload.Source) (*Cluster, error) {
 	}
 	c.collector.col = metrics.NewCollector(names(spec.Prefill), names(spec.Decode))
 	c.addPD(spec, b)
-	return c, nil
+	return c, c.enforceLimits(spec)
 }
 
 // add appends a node and returns its address.

@@ -62,7 +62,7 @@
 //	 ViewReq      | global → bucket    | Job (read only: the global router keeps it)                                        | global router
 //	 ViewResp     | bucket → global    | request id, BucketView                                                             | -
 //	 Assign       | global → bucket    | Job, global decision                                                               | bucket
-//	 JobEnded     | global → collector | Job failed: no bucket                                                              | collector
+//	 JobEnded     | global → collector | Job failed: no bucket, or longer than the context                                  | collector
 //	 Submit       | bucket → bucket    | Job, instance (timer: probe latency)                                               | bucket
 //	 JobEnded     | bucket → collector | ended Job                                                                          | collector
 //	 RequestEnded | collector → driver | request                                                                            | -
@@ -83,7 +83,7 @@
 //	 Retry        | router → router    | Job that found no healthy decode worker (timer: detection delay)                   | router
 //	 KVReady      | prefill → decode   | Job its prefill worker cannot serve (Failed set): the reservation is released      | decode worker
 //	 KVReady      | router → decode    | admitted Job no prefill worker can reach (Failed set): the reservation is released | decode worker
-//	 JobEnded     | router → collector | Job failed: retry budget spent, or larger than every decode pool                   | collector
+//	 JobEnded     | router → collector | Job failed: retry budget spent, longer than the context, or larger than any pool   | collector
 //	 Crash        | driver → bucket    | fault id: an instance or the whole bucket (timer)                                  | -
 //	 Restart      | driver → bucket    | fault id (timer)                                                                   | -
 //	 Slowdown     | driver → bucket    | fault id, factor (timer)                                                           | -

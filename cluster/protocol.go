@@ -136,7 +136,7 @@ var Protocol = []Hop{
 	{ViewReq{}, KindGlobal, KindBucket, "Job (read only: the global router keeps it)", "global router"},
 	{ViewResp{}, KindBucket, KindGlobal, "request id, BucketView", "-"},
 	{Assign{}, KindGlobal, KindBucket, "Job, global decision", "bucket"},
-	{JobEnded{}, KindGlobal, KindCollector, "Job failed: no bucket", "collector"},
+	{JobEnded{}, KindGlobal, KindCollector, "Job failed: no bucket, or longer than the context", "collector"},
 	{Submit{}, KindBucket, KindBucket, "Job, instance (timer: probe latency)", "bucket"},
 	{JobEnded{}, KindBucket, KindCollector, "ended Job", "collector"},
 
@@ -160,7 +160,7 @@ var Protocol = []Hop{
 	{Retry{}, KindRouter, KindRouter, "Job that found no healthy decode worker (timer: detection delay)", "router"},
 	{KVReady{}, KindPrefill, KindDecode, "Job its prefill worker cannot serve (Failed set): the reservation is released", "decode worker"},
 	{KVReady{}, KindRouter, KindDecode, "admitted Job no prefill worker can reach (Failed set): the reservation is released", "decode worker"},
-	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent, or larger than every decode pool", "collector"},
+	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent, longer than the context, or larger than any pool", "collector"},
 	{Crash{}, KindDriver, KindBucket, "fault id: an instance or the whole bucket (timer)", "-"},
 	{Restart{}, KindDriver, KindBucket, "fault id (timer)", "-"},
 	{Slowdown{}, KindDriver, KindBucket, "fault id, factor (timer)", "-"},

@@ -22,6 +22,7 @@ type routerNode struct {
 	// worker's pool can hold; a larger one fails at once with
 	// gpu.ReasonExceedsPool, before any prefill (0: not checked).
 	fit       int
+	ctx       int // Limits.Context: longer requests fail with gpu.ReasonExceedsContext
 	collector Addr
 	// admissions are Admissions handed back in AdmitReplies, for reuse.
 	admissions []*Admission
@@ -78,6 +79,11 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 	}
 	switch m := msg.(type) {
 	case NewJob:
+		if r := m.Job.Req; exceedsContext(n.ctx, r.InputLen, r.OutputLen) {
+			m.Job.Failed, m.Job.Done = gpu.ReasonExceedsContext, now
+			n.send(n.collector, JobEnded{m.Job}, 0)
+			break
+		}
 		if r := m.Job.Req; n.fit > 0 && r.InputLen+r.OutputLen > n.fit {
 			// No worker could ever hold it: fail now rather than prefill
 			// it on P (possibly for hours) and fail on D.

@@ -170,12 +170,26 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if f.wallTimeout <= 0 {
 		return usageErr("--wall-timeout must be > 0, got %v", f.wallTimeout)
 	}
+	if cmd.Flags().Changed("trace") {
+		f.scenarioFlags.trace = f.trace
+	}
 	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
 	if err != nil {
 		return err
 	}
 	if err := f.overrides(cmd).apply(spec); err != nil {
 		return err
+	}
+	// Before anything runs: the trace exists and parses, and its requests
+	// fit the cluster's context and KV pools.
+	fc, err := preflight(spec, f.skipBad, cmd.Flags().Changed("trace"))
+	if err != nil {
+		return err
+	}
+	if w, err := fc.verdict(spec.Name, f.maxFailed); err != nil {
+		return err
+	} else if w != "" {
+		fmt.Fprintln(stderr, w)
 	}
 	src, err := openSource(spec, f.skipBad, cmd.Flags().Changed("trace"))
 	if err != nil {
