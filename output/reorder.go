@@ -2,6 +2,7 @@ package output
 
 import (
 	"bufio"
+	"bytes"
 	"container/heap"
 	"encoding/binary"
 	"errors"
@@ -47,7 +48,8 @@ func newReorder(first int64, bound int, emit func(int64, []byte, []byte) error, 
 	return &reorder{next: first, bound: bound, emit: emit, newSpill: newSpill, mem: map[int64]entry{}}
 }
 
-// add adds id's entry (row and log are kept until emitted).
+// add adds id's entry: row is copied when kept (the caller may reuse
+// it), log is kept until emitted.
 func (r *reorder) add(id int64, row, log []byte) error {
 	if id < r.next {
 		return fmt.Errorf("output: request %d written twice or after a later one was final", id)
@@ -59,7 +61,7 @@ func (r *reorder) add(id int64, row, log []byte) error {
 		r.next++
 		return r.drain()
 	}
-	r.mem[id] = entry{row, log}
+	r.mem[id] = entry{bytes.Clone(row), log}
 	r.memBytes += len(row) + len(log) + 64 // the map's own share, roughly
 	if r.memBytes > r.bound {
 		return r.spillMem()
