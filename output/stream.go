@@ -41,7 +41,7 @@ type Stream struct {
 	logW     *bufio.Writer
 	ro       *reorder
 	row      []byte // the row being encoded (reorder copies what it keeps)
-	err      error // the first write error: the run fails, Write reports it
+	err      error  // the first write error: the run fails, Write reports it
 	written  bool
 }
 
