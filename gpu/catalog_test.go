@@ -125,10 +125,3 @@ func TestGPUValidate(t *testing.T) {
 	assert.ErrorContains(t, g.Validate(), "flops")
 	assert.ErrorContains(t, GPU{}.Validate(), "(unnamed)")
 }
-
-func TestLevenshtein(t *testing.T) {
-	assert.Equal(t, 0, levenshtein("", ""))
-	assert.Equal(t, 3, levenshtein("", "abc"))
-	assert.Equal(t, 3, levenshtein("kitten", "sitting"))
-	assert.Equal(t, 1, levenshtein("qwen3-8", "qwen3-8b"))
-}
