@@ -168,7 +168,8 @@ func Watch(spec *topology.Spec, cl *cluster.Cluster, br *Bridge, onEnd func(*gpu
 				}
 				j := m.Job
 				e := End{ID: j.Req.ID, Worker: workerName(j.D), Mode: j.Mode.String(), CachedTokens: j.CachedTokens,
-					Arrival: j.Arrival, FirstToken: j.FirstToken, Done: j.Done, Failed: j.Failed, Now: now}
+					Arrival: j.Arrival, FirstToken: j.FirstToken, Done: j.Done, Failed: j.Failed, Now: now,
+					Fault: j.FaultHit > 0 || len(j.RetryReasons) > 0}
 				if j.Mode.UsesPrefill() && j.P >= 0 && j.P < len(spec.Prefill) {
 					e.Prefill = spec.Prefill[j.P].Name
 				}
