@@ -43,6 +43,8 @@
 //	--------------+--------------------+------------------------------------------------------------------------------------+-------------------------------------------------
 //	 Start        | run → driver       | —                                                                                  | -
 //	 Release      | driver → driver    | request (timer at its release time)                                                | -
+//	 Release      | run → driver       | request from outside, released now (open-ended runs)                               | -
+//	 EndOfInput   | run → driver       | — (open-ended runs: no more requests from outside)                                 | -
 //	 NewJob       | driver → router    | new Job (P = D = -1, Arrival set)                                                  | router
 //	 NewJob       | driver → global    | new Job                                                                            | global router
 //	 DriverDone   | driver → collector | requests released in total                                                         | -
