@@ -424,6 +424,7 @@ func (n *decodeNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 		st.lost = len(ids)
 		clear(f.held)
 		clear(f.resv)
+		n.recordCrash(now) // kvcause.go
 		n.w = f.mk()
 		n.series.Observe(now, 0, 0, 0)
 		return n.ready(0, false), true
@@ -676,6 +677,7 @@ func (n *routerNode) learn(now time.Duration, m Health) {
 				}
 				f.reseed[s] = m.Fault
 			}
+			n.kv.crashed(m.Index, f.events[m.Fault].At) // kvcause.go
 			clear(f.believed[m.Index])
 		}
 	}

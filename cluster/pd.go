@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"slices"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
@@ -100,6 +99,8 @@ type routerNode struct {
 	admissions []*Admission
 	// dss allocates the Dispatches (never reused: a Job keeps its Reasons).
 	dss policy.Dispatches
+	// kv names the KV cause of Seeds, Reseeds and Fallbacks (kvcause.go).
+	kv kvCauses
 }
 
 // admission returns an Admission for job and ds, reused if one is free.
@@ -122,6 +123,7 @@ func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch,
 			return
 		}
 	}
+	n.kvStep(job, ds, st) // kvcause.go
 	switch st.Action {
 	case policy.ActAdmit:
 		n.send(n.decode[st.D], Admit{n.admission(job, ds)}, 0)
@@ -189,6 +191,7 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 			n.fb.Finished(m.D)
 		}
 	case *Evicted:
+		n.kv.lost(m.Session, m.D, m.At, m.Cause, m.For)
 		if n.fb != nil {
 			n.fb.Evicted(m.D, m.Session)
 		}
@@ -219,23 +222,9 @@ type decodeNode struct {
 	series    *metrics.Series
 	f         *decodeFaults // nil: no faults
 	sync      *dpSync       // D→P sync (dpsync.go); nil when off
-	// evicted[s] is this worker's Evicted for session s, sent by pointer
-	// (an Evicted boxed in an interface is an allocation per eviction).
-	evicted []Evicted
-}
-
-// evictedMsg returns the *Evicted telling the router that this worker
-// evicted session s. The value is immutable and shared by every send for
-// (this worker, s): receivers may keep or read it at any time. Growing
-// evicted copies it, but earlier pointers stay valid (and equal in value).
-func (n *decodeNode) evictedMsg(s int32) *Evicted {
-	if int(s) >= len(n.evicted) {
-		n.evicted = slices.Grow(n.evicted, int(s)+1-len(n.evicted))
-		for i := len(n.evicted); i <= int(s); i++ {
-			n.evicted = append(n.evicted, Evicted{D: n.idx, Session: int32(i)})
-		}
-	}
-	return &n.evicted[s]
+	// evictions are this worker's evictions.csv rows (kvcause.go); they
+	// outlive a crash, which replaces w.
+	evictions []metrics.EvictionRow
 }
 
 func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
@@ -281,7 +270,7 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 			n.send(n.router, Finished{n.idx}, 0)
 			n.send(n.collector, JobEnded{ev.Job}, 0)
 		case gpu.EvEvicted:
-			n.send(n.router, n.evictedMsg(ev.Session), 0)
+			n.recordEviction(ev)
 		}
 	}
 	n.series.Observe(now, n.w.Used(), n.w.Queued(), n.w.Running())

@@ -37,6 +37,7 @@ type Record struct {
 	CachedTokens  int
 	TransferBytes int64
 	Tries         int
+	KVCause       string // why a Seed/Reseed/Fallback had no resident KV (gpu.Job.KVCause)
 
 	// Bucketed deployments ("" / false / 0 otherwise).
 	Bucket                string
@@ -114,7 +115,7 @@ func (c *Collector) Add(j *gpu.Job) error {
 		P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
 		InputTokens: r.InputLen, OutputTokens: r.OutputLen,
 		AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
-		TransferBytes: j.TransferBytes, Tries: j.Tries,
+		TransferBytes: j.TransferBytes, Tries: j.Tries, KVCause: j.KVCause,
 		Bucket: j.Bucket, BucketPolicy: j.BucketPolicy, LengthBucketMatch: j.LengthBucketMatch,
 		BucketPredictedPrefix: j.BucketPredictedPrefix, RouteLog: j.RouteLog,
 	}
@@ -163,7 +164,7 @@ func (c *Collector) Unfinished(j *gpu.Job) Record {
 		ID: r.ID, Session: r.SessionName, SessionIdx: r.Session, Turn: r.Turn, Arrival: j.Arrival,
 		Mode: j.Mode.String(), P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
 		InputTokens: r.InputLen, OutputTokens: r.OutputLen, AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
-		TransferBytes: j.TransferBytes, Tries: j.Tries, Bucket: j.Bucket, BucketPolicy: j.BucketPolicy,
+		TransferBytes: j.TransferBytes, Tries: j.Tries, KVCause: j.KVCause, Bucket: j.Bucket, BucketPolicy: j.BucketPolicy,
 		Reason: unfinishedReason(j),
 	}
 	if !j.Mode.UsesPrefill() {

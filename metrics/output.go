@@ -18,6 +18,7 @@ var PerRequestHeader = []string{
 	"bucket", "bucket_policy", "length_bucket_match", "bucket_predicted_prefix",
 	"ttft_route_ms", "ttft_p_queue_ms", "ttft_prefill_ms", "ttft_transfer_ms",
 	"ttft_kv_wait_ms", "ttft_d_prefill_ms", "ttft_first_token_ms", "tpot_ms", "state",
+	"kv_cause",
 }
 
 // fmsSigned formats a duration in ms, negative values included.
@@ -72,7 +73,7 @@ func PerRequestRow(r *Record) []string {
 			st = StateFailed
 		}
 	}
-	row = append(row, fms(r.TPOT), st)
+	row = append(row, fms(r.TPOT), st, r.KVCause)
 	return row
 }
 

@@ -125,8 +125,8 @@ type KVCConfig struct {
 	// its counters stay at or above τ_reject (forever without
 	// reset-on-success). topology makes it the default when V1 is set.
 	DegenerateFallback bool
-	Prefill   int     // number of prefill workers
-	Decode    int     // number of decode workers
+	Prefill            int // number of prefill workers
+	Decode             int // number of decode workers
 
 	// Opt-in remedies for the concentration of sessions on the decode
 	// workers that hold a shared first block (docs/MODEL.md, "Routing
@@ -523,4 +523,11 @@ func setMember(list []int32, d int32, in bool) []int32 {
 		list = append(list, d)
 	}
 	return list
+}
+
+// Blacklisted reports whether d is blacklisted for session s
+// (rejects[s,d] ≥ τ_reject).
+func (k *KVC) Blacklisted(s int32, d int) bool {
+	st := k.sess[s]
+	return st != nil && d >= 0 && d < len(st.rejects) && int(st.rejects[d]) >= k.cfg.TauReject
 }
