@@ -112,8 +112,12 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 		}
 		legend := shortNames(g.Runs)
 		for _, f := range []func() (*Figure, error){
-			func() (*Figure, error) { return cdfFigureOf(legend, base, "ttft_ms", prefix+"ttft_cdf", "TTFT CDF"+suffix) },
-			func() (*Figure, error) { return cdfFigureOf(legend, base, "e2e_ms", prefix+"e2e_cdf", "E2E latency CDF"+suffix) },
+			func() (*Figure, error) {
+				return cdfFigureOf(legend, base, "ttft_ms", prefix+"ttft_cdf", "TTFT CDF"+suffix)
+			},
+			func() (*Figure, error) {
+				return cdfFigureOf(legend, base, "e2e_ms", prefix+"e2e_cdf", "E2E latency CDF"+suffix)
+			},
 			func() (*Figure, error) { return directShareFigureOf(legend, prefix+"direct_share", suffix) },
 		} {
 			fig, err := f()

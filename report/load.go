@@ -153,13 +153,13 @@ type Summary struct {
 		Unfinished  int            `json:"unfinished"`
 	} `json:"requests"`
 	// SLO and Goodput are read when summary.json has them (see slo.go).
-	SLO     json.RawMessage `json:"slo"`
-	Goodput json.RawMessage `json:"goodput"`
-	TTFT            Quantiles      `json:"ttft_ms"`
-	E2E             Quantiles      `json:"e2e_ms"`
-	Modes           map[string]int `json:"modes"`
-	PrefillShare    float64        `json:"prefill_share"`
-	EmulatedSeconds float64        `json:"emulated_seconds"`
+	SLO             json.RawMessage `json:"slo"`
+	Goodput         json.RawMessage `json:"goodput"`
+	TTFT            Quantiles       `json:"ttft_ms"`
+	E2E             Quantiles       `json:"e2e_ms"`
+	Modes           map[string]int  `json:"modes"`
+	PrefillShare    float64         `json:"prefill_share"`
+	EmulatedSeconds float64         `json:"emulated_seconds"`
 	Workers         []struct {
 		Name     string `json:"name"`
 		Kind     string `json:"kind"`
