@@ -101,16 +101,16 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 			prefix += "__"
 			suffix = ": " + g.Label
 		}
-		var base *Run
-		if g.Baseline >= 0 {
-			base = g.Runs[g.Baseline]
-		}
 		view := groupView{Label: g.Label, ID: "workload-" + strings.TrimSuffix(prefix, "__"), BaselineNote: g.BaselineNote,
 			Runs: len(g.Runs), Rows: makeTableRows(g, cols)}
 		if prefix == "" {
 			view.ID = "workload"
 		}
 		legend := shortNames(g.Runs)
+		var base *Run
+		if g.Baseline >= 0 {
+			base = legend[g.Baseline]
+		}
 		for _, f := range []func() (*Figure, error){
 			func() (*Figure, error) {
 				return cdfFigureOf(legend, base, "ttft_ms", prefix+"ttft_cdf", "TTFT CDF"+suffix)

@@ -134,9 +134,9 @@ func makeTableRows(g *workload, cols []tableColumn) []tableRow {
 			}
 			ce := cell{Value: c.format(v), Title: strconv.FormatFloat(v, 'f', -1, 64)}
 			switch {
+			case c.noDelta:
 			case tr.Baseline:
 				ce.Delta = "baseline"
-			case c.noDelta:
 			case base != nil && tr.OK:
 				if bv, bok := c.get(*base); bok {
 					ce.Delta, ce.Class = delta(v, bv, c.points, c.lowerBetter)

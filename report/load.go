@@ -152,7 +152,7 @@ type Summary struct {
 		FailReasons map[string]int `json:"fail_reasons"`
 		Unfinished  int            `json:"unfinished"`
 	} `json:"requests"`
-	// SLO and Goodput are read when summary.json has them (see slo.go).
+	// SLO and Goodput are read when summary.json has them (see sloOf).
 	SLO             json.RawMessage `json:"slo"`
 	Goodput         json.RawMessage `json:"goodput"`
 	TTFT            Quantiles       `json:"ttft_ms"`

@@ -691,10 +691,20 @@ func linkFigure(r *Run, id string) (*Figure, error) {
 	for _, k := range keys {
 		binned[k] = timeWeighted(series[k], w, linkBins, end)
 	}
+	peak := 0.0
+	for _, k := range keys {
+		for _, v := range binned[k] {
+			peak = max(peak, v)
+		}
+	}
 	title := "Link utilisation per NIC: " + r.Name
 	p := newPlot(title, "time (s, emulated)", "utilisation (%)")
-	p.Y.Min, p.Y.Max = 0, 100
-	p.Y.Tick.Marker = percentTicks
+	// The axis reaches the busiest bin (at least 5 %, at most 100 %):
+	// links busy a few per cent of the time stay visible.
+	p.Y.Min, p.Y.Max = 0, min(100, max(5, math.Ceil(100*peak/5)*5))
+	if p.Y.Max == 100 {
+		p.Y.Tick.Marker = percentTicks
+	}
 	if err := addFaultSpans(p, r); err != nil {
 		return nil, err
 	}
@@ -719,7 +729,7 @@ func linkFigure(r *Run, id string) (*Figure, error) {
 		p.Legend.Add(name, l)
 		return nil
 	}
-	caption := fmt.Sprintf("links.csv utilisation of each NIC, time-weighted mean over %s bins (a row holds until the NIC's next row).", fmtSeconds(w))
+	caption := fmt.Sprintf("links.csv utilisation of each NIC, time-weighted mean over %s bins (a row holds until the NIC's next row); the busiest bin is at %.1f %%.", fmtSeconds(w), 100*peak)
 	if len(keys) > maxPanelLines {
 		mean := make([]float64, linkBins)
 		busiest := make([]float64, linkBins)
@@ -779,21 +789,40 @@ func timeWeighted(xys plotter.XYs, w float64, bins int, end float64) []float64 {
 	return out
 }
 
-// routerWindowsFigure plots router_windows.csv's counters per window.
+// routerBins is the number of time bins of the router counters plot.
+const routerBins = 150
+
+// routerWindowsFigure plots router_windows.csv's counters summed over
+// routerBins time bins (the router's own windows are short: drawn one by
+// one over a long run they fill the plot solid).
 func routerWindowsFigure(r *Run, id string) (*Figure, error) {
 	t := r.RouterWindows
-	if t == nil || !t.Has("t_ms") {
+	if t == nil || len(t.Rows) == 0 || !t.Has("t_ms") {
 		return nil, nil
-	}
-	title := "Router counters per window: " + r.Name
-	p := newPlot(title, "time (s, emulated)", "count per window")
-	p.Y.Min = 0
-	if err := addFaultSpans(p, r); err != nil {
-		return nil, err
 	}
 	tm, err := column(t, "t_ms")
 	if err != nil {
 		return nil, fmt.Errorf("%s: router_windows.csv: %w", r.Dir, err)
+	}
+	end := 0.0
+	for _, v := range tm {
+		end = max(end, v/1000)
+	}
+	bins := routerBins
+	if len(tm) <= routerBins || end <= 0 {
+		bins = 0 // few windows: drawn as they are
+	}
+	w := end / float64(max(bins, 1))
+	title := "Router counters per window: " + r.Name
+	ylabel := "count per window"
+	if bins > 0 {
+		title = "Router counters: " + r.Name
+		ylabel = "count per " + fmtSeconds(w)
+	}
+	p := newPlot(title, "time (s, emulated)", ylabel)
+	p.Y.Min = 0
+	if err := addFaultSpans(p, r); err != nil {
+		return nil, err
 	}
 	for i, c := range []string{"requests", "direct", "migrations", "blacklists", "fallbacks", "rejections"} {
 		if !t.Has(c) {
@@ -803,20 +832,44 @@ func routerWindowsFigure(r *Run, id string) (*Figure, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: router_windows.csv: %w", r.Dir, err)
 		}
-		xys := make(plotter.XYs, len(v))
-		for j := range v {
-			xys[j] = plotter.XY{X: tm[j] / 1000, Y: v[j]}
+		var xys plotter.XYs
+		if bins == 0 {
+			xys = make(plotter.XYs, len(v))
+			for j := range v {
+				xys[j] = plotter.XY{X: tm[j] / 1000, Y: v[j]}
+			}
+		} else {
+			sum := make([]float64, bins+1)
+			for j := range v {
+				sum[min(int(tm[j]/1000/w), bins-1)] += v[j]
+			}
+			sum[bins] = sum[bins-1]
+			xys = make(plotter.XYs, bins+1)
+			for b := range sum {
+				xys[b] = plotter.XY{X: float64(b) * w, Y: sum[b]}
+			}
 		}
-		if err := addLine(p, i, c, downsample(xys, maxLinePoints)); err != nil {
+		l, err := plotter.NewLine(xys)
+		if err != nil {
 			return nil, err
 		}
+		if bins > 0 {
+			l.StepStyle = plotter.PostStep
+		}
+		l.Color = colorOf(i)
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add(c, l)
 	}
 	svg, err := render(p, figW, figH)
 	if err != nil {
 		return nil, err
 	}
-	return &Figure{ID: id, Title: title, SVG: svg,
-		Caption: "router_windows.csv: requests routed and router events in each window." + faultCaption(r)}, nil
+	caption := "router_windows.csv: requests routed and router events in each window."
+	if bins > 0 {
+		caption = fmt.Sprintf("router_windows.csv: requests routed and router events, summed over the %d windows in each %s bin.", len(tm), fmtSeconds(w))
+	}
+	return &Figure{ID: id, Title: title, SVG: svg, Caption: caption + faultCaption(r)}, nil
 }
 
 // percentile is the nearest-rank percentile of sorted vs.
