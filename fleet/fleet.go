@@ -496,6 +496,14 @@ func (f *Fleet) pull(now time.Duration, d *worker, j *gpu.Job, h *Handoff, hit i
 		return
 	}
 	held := f.holds[h.RequestID]
+	if h.RequestID == "" {
+		// Older proxies send no remote_request_id: the hold of this engine
+		// for this very prompt, the oldest first.
+		held = f.holdFor(h.Engine, r)
+		if held != nil {
+			h.RequestID = held.RequestID
+		}
+	}
 	switch {
 	case held == nil || held.Engine != h.Engine:
 		fail(ReasonUnknownRequest)
@@ -504,7 +512,7 @@ func (f *Fleet) pull(now time.Duration, d *worker, j *gpu.Job, h *Handoff, hit i
 		delete(f.holds, h.RequestID)
 		fail(ReasonExpired)
 		return
-	case held.InputLen != r.InputLen || !slices.Equal(held.Blocks, r.Blocks) || !slices.Equal(held.BlockIDs, h.BlockIDs):
+	case held.InputLen != r.InputLen || !slices.Equal(held.Blocks, r.Blocks) || (h.BlockIDs != nil && !slices.Equal(held.BlockIDs, h.BlockIDs)):
 		fail(ReasonMismatch)
 		return
 	}
@@ -875,11 +883,15 @@ func (f *Fleet) Names() (prefill, decode []string) {
 	return prefill, decode
 }
 
-// LinkState is one NIC's traffic so far.
+// LinkState is one NIC's traffic so far and its load now.
 type LinkState struct {
-	Name   string
-	Bytes  int64
-	Active int
+	Name     string
+	Worker   string // the prefill worker it belongs to
+	Bytes    int64  // KV bytes started on it so far
+	Active   int    // transfers in flight
+	InFlight int64  // bytes still to move
+	Rate     float64
+	LineRate float64 // bytes/s
 }
 
 // Links lists every NIC, in creation order.
@@ -887,7 +899,8 @@ func (f *Fleet) Links() []LinkState {
 	var out []LinkState
 	for _, w := range f.workers {
 		for _, n := range w.nics {
-			out = append(out, LinkState{Name: n.name, Bytes: n.bytes, Active: n.nic.Active()})
+			b, r := n.nic.Load(f.now)
+			out = append(out, LinkState{Name: n.name, Worker: w.name, Bytes: n.bytes, Active: n.nic.Active(), InFlight: b, Rate: r, LineRate: n.nic.Bandwidth()})
 		}
 	}
 	return out
@@ -915,6 +928,20 @@ func (f *Fleet) Residency(name string) []uint64 {
 		})
 	}
 	return sortedKeys(set)
+}
+
+// holdFor is engine's oldest hold of r's prompt (nil if none).
+func (f *Fleet) holdFor(engine string, r *workload.Request) *Handoff {
+	var best *Handoff
+	for _, h := range f.holds {
+		if h.Engine != engine || h.InputLen != r.InputLen || !slices.Equal(h.Blocks, r.Blocks) {
+			continue
+		}
+		if best == nil || h.Expires < best.Expires || (h.Expires == best.Expires && h.RequestID < best.RequestID) {
+			best = h
+		}
+	}
+	return best
 }
 
 // Holds is the number of hand-offs waiting to be pulled.
