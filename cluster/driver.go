@@ -21,6 +21,10 @@ type driverNode struct {
 	live      map[int64]*gpu.Job // released, not ended (Cluster.InFlight)
 	released  int
 	jobs      []gpu.Job // newJob's slab
+	// external: the run is open-ended (Cluster.OpenEnded): requests also
+	// come from outside as Release messages, and the workload is not done
+	// while open (until EndOfInput).
+	external, open bool
 }
 
 // jobSlab is how many Jobs newJob allocates at once.
@@ -56,8 +60,15 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 	case RequestEnded:
 		delete(n.live, m.Req.ID)
 		err = n.drv.Ended(m.Req, now)
+	case EndOfInput:
+		if n.open {
+			n.open, n.done = false, true
+			n.send(n.collector, DriverDone{Total: n.released}, 0)
+		}
 	case InjectTick:
-		n.faults.tick(&n.outbox, now, !n.drv.Done())
+		// The schedule runs while the workload does: an open-ended run's
+		// until its input ends, however idle it is meanwhile.
+		n.faults.tick(&n.outbox, now, n.open || (!n.done && !n.drv.Done()))
 	}
 	rels := n.drv.Ready()
 	if err != nil {
@@ -67,7 +78,7 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 	for _, r := range rels.Out {
 		n.send(n.self, Release{r.Req}, r.At-now)
 	}
-	if !n.done && n.drv.Done() {
+	if !n.done && !n.open && n.drv.Done() {
 		n.done = true
 		n.send(n.collector, DriverDone{Total: n.drv.Read()}, 0)
 	}

@@ -35,6 +35,7 @@ type globalNode struct {
 	collector Addr
 	pending   map[int64]*gather
 	f         *globalFaults // nil: no faults
+	ctx       int           // Limits.Context: longer requests fail with gpu.ReasonExceedsContext
 }
 
 func (n *globalNode) newJob(now time.Duration, job *gpu.Job) {
@@ -56,6 +57,11 @@ func (n *globalNode) Handle(now time.Duration, msg any) Ready {
 	}
 	switch m := msg.(type) {
 	case NewJob:
+		if r := m.Job.Req; exceedsContext(n.ctx, r.InputLen, r.OutputLen) {
+			m.Job.Failed, m.Job.Done = gpu.ReasonExceedsContext, now
+			n.send(n.collector, JobEnded{m.Job}, 0)
+			break
+		}
 		n.newJob(now, m.Job)
 	case ViewResp:
 		g := n.pending[m.ID]

@@ -22,11 +22,14 @@ type routerNode struct {
 	// worker's pool can hold; a larger one fails at once with
 	// gpu.ReasonExceedsPool, before any prefill (0: not checked).
 	fit       int
+	ctx       int // Limits.Context: longer requests fail with gpu.ReasonExceedsContext
 	collector Addr
 	// admissions are Admissions handed back in AdmitReplies, for reuse.
 	admissions []*Admission
 	// dss allocates the Dispatches (never reused: a Job keeps its Reasons).
 	dss policy.Dispatches
+	// kv names the KV cause of Seeds, Reseeds and Fallbacks (kvcause.go).
+	kv kvCauses
 }
 
 // admission returns an Admission for job and ds, reused if one is free.
@@ -49,6 +52,7 @@ func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch,
 			return
 		}
 	}
+	n.kvStep(job, ds, st) // kvcause.go
 	switch st.Action {
 	case policy.ActAdmit:
 		n.send(n.decode[st.D], Admit{n.admission(job, ds)}, 0)
@@ -78,6 +82,11 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 	}
 	switch m := msg.(type) {
 	case NewJob:
+		if r := m.Job.Req; exceedsContext(n.ctx, r.InputLen, r.OutputLen) {
+			m.Job.Failed, m.Job.Done = gpu.ReasonExceedsContext, now
+			n.send(n.collector, JobEnded{m.Job}, 0)
+			break
+		}
 		if r := m.Job.Req; n.fit > 0 && r.InputLen+r.OutputLen > n.fit {
 			// No worker could ever hold it: fail now rather than prefill
 			// it on P (possibly for hours) and fail on D.
@@ -116,6 +125,7 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 			n.fb.Finished(m.D)
 		}
 	case *Evicted:
+		n.kv.lost(m.Session, m.D, m.At, m.Cause, m.For)
 		if n.fb != nil {
 			n.fb.Evicted(m.D, m.Session)
 		}
