@@ -161,8 +161,8 @@ func (o workloadOverrides) apply(spec *topology.Spec) error {
 		wl.Clock = *o.clock
 	}
 	if o.timeScale != nil {
-		if *o.timeScale <= 0 {
-			return usageErr("--time-scale must be > 0, got %g", *o.timeScale)
+		if !(*o.timeScale > 0 && *o.timeScale <= topology.MaxTimeScale) {
+			return usageErr("--time-scale must be > 0 and at most %g, got %g", float64(topology.MaxTimeScale), *o.timeScale)
 		}
 		wl.TimeScale = *o.timeScale
 	}

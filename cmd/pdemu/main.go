@@ -185,6 +185,7 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagValues(cmd) }
 	root.AddCommand(newRunCmd(), newCompareCmd(), newServeCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
 		newScenariosCmd(), newTraceCmd(), newVersionCmd())
 	// cobra's shell completion, created now so its help has examples too.
