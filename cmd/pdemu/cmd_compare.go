@@ -204,6 +204,7 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		fmt.Fprintf(stderr, "pdemu: compare: %d runs, %d at a time, into %s%s\n", nrun, f.jobs, f.out, shardNote(shard, len(runs)))
 	}
 	start := time.Now()
+	enterCancellable()
 	res, err := compare.Execute(cmd.Context(), runs, opts)
 	prog.finish()
 	var le *compare.LoadError

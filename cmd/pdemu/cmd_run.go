@@ -223,6 +223,7 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	replaced := f.force && completeRunIn(f.out) // --force is about to remove a complete run
 	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force, Outputs: outputs}})
 	if err != nil {
 		return err
@@ -235,6 +236,7 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if err != nil {
 		return err
 	}
+	enterCancellable()
 	res, runErr := actors.Run(cmd.Context(), spec, opts)
 	if live != nil && res != nil {
 		live.Finish(res.End) // scrapes from now on see the run's end
@@ -267,10 +269,13 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	// Warnings (failed share, imbalance, wall-clock distortion, partial
 	// run) go to stderr even with -q: a run that is wrong must look wrong.
 	output.PrintWarnings(stderr, res.Summary)
-	if runErr != nil {
-		return runErr
+	if runErr == nil {
+		runErr = output.Check(res, output.CheckOptions{MaxFailed: f.maxFailed, StrictWall: f.strictWall})
 	}
-	return output.Check(res, output.CheckOptions{MaxFailed: f.maxFailed, StrictWall: f.strictWall})
+	if runErr != nil && replaced {
+		fmt.Fprintf(stderr, "WARNING: --force replaced the complete run that was in %s with this unsuccessful one\n", f.out)
+	}
+	return runErr
 }
 
 func printTable(w io.Writer, res *actors.Result) {

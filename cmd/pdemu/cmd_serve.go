@@ -102,6 +102,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 		return err
 	}
 	stopIsNormal.Store(true)
+	enterCancellable()
 	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
 		HTTP: serve.Options{
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log,

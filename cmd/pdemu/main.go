@@ -108,6 +108,7 @@ func main() {
 		s := <-ch
 		sig.Store(s)
 		cancel(actors.StopCause(signalName(s)))
+		go watchdog(s)
 		<-ch // a second signal: give up at once
 		os.Exit(signalCode(s))
 	}()
