@@ -185,6 +185,9 @@ func (s *Stream) commit(f **os.File) func(name string) error {
 		if err := tmp.Chmod(0o644); err != nil {
 			return err
 		}
+		if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
+			return err
+		}
 		if err := tmp.Close(); err != nil {
 			return err
 		}
@@ -193,7 +196,7 @@ func (s *Stream) commit(f **os.File) func(name string) error {
 			os.Remove(tmp.Name())
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		return nil
+		return syncDir(s.dir)
 	}
 }
 
