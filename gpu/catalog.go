@@ -76,6 +76,7 @@ var modelCatalog = []Model{
 		KVLoraRank: 512, QKRopeDim: 64, QLoraRank: 1536,
 		Params: 671_026_404_352, ActiveParams: 37_552_282_624,
 		BytesPerParam: 1, KVBytesPerElem: 2,
+		MaxModelLen: 163_840,
 	},
 	{
 		// meta-llama/Llama-3.1-70B(-Instruct) config.json.
@@ -85,6 +86,7 @@ var modelCatalog = []Model{
 		Intermediate: 28672, Vocab: 128256,
 		Params: 70_553_706_496, ActiveParams: 70_553_706_496,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 131_072,
 	},
 	{
 		// meta-llama/Llama-3.1-8B(-Instruct) config.json.
@@ -94,6 +96,7 @@ var modelCatalog = []Model{
 		Intermediate: 14336, Vocab: 128256,
 		Params: 8_030_261_248, ActiveParams: 8_030_261_248,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 131_072,
 	},
 	{
 		// mistralai/Mixtral-8x7B-v0.1 config.json: 32 layers, 8 experts
@@ -106,6 +109,7 @@ var modelCatalog = []Model{
 		Experts: 8, TopK: 2, MoEIntermediate: 14336,
 		Params: 46_702_792_704, ActiveParams: 12_879_925_248,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 32_768,
 	},
 	{
 		// Qwen/Qwen3-32B config.json (untied embeddings, q/k RMSNorm).
@@ -115,6 +119,7 @@ var modelCatalog = []Model{
 		Intermediate: 25600, Vocab: 151936,
 		Params: 32_762_123_264, ActiveParams: 32_762_123_264,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 40_960,
 	},
 	{
 		// Qwen/Qwen3-8B config.json (untied embeddings, q/k RMSNorm).
@@ -124,6 +129,7 @@ var modelCatalog = []Model{
 		Intermediate: 12288, Vocab: 151936,
 		Params: 8_190_735_360, ActiveParams: 8_190_735_360,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 40_960,
 	},
 	{
 		// Qwen/Qwen3-Coder-30B-A3B-Instruct config.json: 48 layers, hidden
@@ -136,6 +142,7 @@ var modelCatalog = []Model{
 		Experts: 128, TopK: 8, MoEIntermediate: 768,
 		Params: 30_532_122_624, ActiveParams: 3_353_032_704,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 262_144,
 	},
 }
 

@@ -29,6 +29,8 @@ type Net struct {
 	err      error
 	done     bool
 	messages int64
+	ext      uint64             // the sequence of messages from outside (Inject)
+	injected []cluster.Envelope // Inject's, sent by Run after Start
 }
 
 // New builds spec's cluster around src.
@@ -51,6 +53,9 @@ func New(spec *topology.Spec, src workload.Source) (*Net, error) {
 // the run ended without the collector's Done.
 func (n *Net) Run() error {
 	n.push(-1, cluster.Envelope{To: n.Cluster.Driver, Msg: cluster.Start{}})
+	for _, e := range n.injected {
+		n.push(-1, e)
+	}
 	var batch []item
 	for n.err == nil && n.q.Len() > 0 {
 		// The next step: every message due at the earliest time, popped in
@@ -74,6 +79,14 @@ func (n *Net) Run() error {
 		return errors.New("clustertest: the run ended without Done")
 	}
 	return n.err
+}
+
+// Inject queues msg for the node at address to, at emulated time at, as
+// from outside the cluster (an open-ended run's requests and EndOfInput;
+// see cluster.Cluster.OpenEnded). Call it before Run, with at > 0;
+// messages injected for the same time are delivered in Inject order.
+func (n *Net) Inject(to cluster.Addr, at time.Duration, msg any) {
+	n.injected = append(n.injected, cluster.Envelope{To: to, Msg: msg, Delay: at})
 }
 
 // Now is the emulated time of the last step; Messages counts deliveries.
@@ -103,6 +116,9 @@ func (n *Net) push(from cluster.Addr, e cluster.Envelope) {
 	if from >= 0 {
 		n.seq[from]++
 		seq = n.seq[from]
+	} else if _, start := e.Msg.(cluster.Start); !start {
+		n.ext++
+		seq = n.ext
 	}
 	n.q.Push(item{at: n.now + max(e.Delay, 0), from: id, seq: seq, to: e.To, msg: e.Msg})
 }
