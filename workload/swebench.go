@@ -45,7 +45,8 @@ type SWEBenchConfig struct {
 	MinTurns   int     // minimum turns per session [5]
 
 	SystemTokens int // system prompt + tool documentation, identical across sessions [3000]
-	IssueTokens  int // median issue statement + repository context of turn 0 (log-normal σ 0.6) [800]
+	IssueTokens  int     // median issue statement + repository context of turn 0 (log-normal σ IssueSigma) [800]
+	IssueSigma   float64 // log-normal σ of the turn-0 issue tokens [0.6]
 	// Appends (tool observations) are log-normal around AppendP50 [paper
 	// 187] with σ AppendSigma [1.0]; with probability MidAppendProb [paper
 	// 0.02] an observation is a file listing or test log of uniform size in
@@ -77,6 +78,10 @@ type SWEBenchConfig struct {
 	// predecessor is taken out of the recorded gap for closed-loop replay.
 	ServiceBase time.Duration
 	TokenTime   time.Duration
+	// Exact: every field was set by the caller (usually from
+	// SWEBenchDefaults plus overrides), so a zero is a value, not "the
+	// default" (a probability or σ of 0, a zero system prompt).
+	Exact bool
 }
 
 // SWEBench content models (SWEBenchConfig.Content).
@@ -118,6 +123,9 @@ func SWEBenchDefaults(c SWEBenchConfig) SWEBenchConfig {
 		c.ActiveSessions = c.Concurrency
 	}
 	c.Concurrency = c.ActiveSessions
+	if c.Exact {
+		return c
+	}
 	switch c.Content {
 	case SWEBenchV0:
 		if c.AppendP50 == 0 {
@@ -167,6 +175,7 @@ func SWEBenchDefaults(c SWEBenchConfig) SWEBenchConfig {
 	di(&c.MinTurns, 5)
 	di(&c.SystemTokens, 3000)
 	di(&c.IssueTokens, 800)
+	df(&c.IssueSigma, 0.6)
 	df(&c.AppendSigma, 1.0)
 	di(&c.MidAppendMin, 2049)
 	di(&c.MidAppendMax, 8192)
@@ -197,7 +206,7 @@ func (c SWEBenchConfig) validate() error {
 		return fmt.Errorf("workload: swebench system tokens, condensed tokens and concurrency must be >= 0 and min turns >= 1")
 	case c.Duration < 0 || c.GapP50 <= 0 || c.ServiceBase < 0 || c.TokenTime < 0:
 		return fmt.Errorf("workload: swebench durations must be >= 0 (gap p50 > 0)")
-	case c.GapSigma < 0 || c.TurnsSigma < 0 || c.AppendSigma < 0 || c.OutputSigma < 0 || c.LargeAppendProb < 0 || c.LargeAppendProb > 1:
+	case c.GapSigma < 0 || c.TurnsSigma < 0 || c.AppendSigma < 0 || c.OutputSigma < 0 || c.IssueSigma < 0 || c.LargeAppendProb < 0 || c.LargeAppendProb > 1:
 		return fmt.Errorf("workload: swebench σ must be >= 0 and the large-append probability in [0, 1]")
 	case c.LargeAppendMin < 1 || c.LargeAppendMax < c.LargeAppendMin:
 		return fmt.Errorf("workload: swebench large appends need 1 <= min <= max (got %d, %d)", c.LargeAppendMin, c.LargeAppendMax)
@@ -431,7 +440,7 @@ func (g *SWEBench) make(s *swSession) *Request {
 	var in, app int
 	var think time.Duration
 	if s.turn == 0 {
-		issue := max(1, logNormalInt(s.rng, c.IssueTokens, 0.6))
+		issue := max(1, logNormalInt(s.rng, c.IssueTokens, c.IssueSigma))
 		issue = min(issue, c.MaxContext-c.SystemTokens-c.CondensedTokens-1)
 		g.extend(s, c.SystemTokens+issue)
 		in = s.length
