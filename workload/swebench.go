@@ -44,7 +44,7 @@ type SWEBenchConfig struct {
 	TurnsSigma float64 // log-normal σ of turns per session around Requests/Sessions [0.5]
 	MinTurns   int     // minimum turns per session [5]
 
-	SystemTokens int // system prompt + tool documentation, identical across sessions [3000]
+	SystemTokens int     // system prompt + tool documentation, identical across sessions [3000]
 	IssueTokens  int     // median issue statement + repository context of turn 0 (log-normal σ IssueSigma) [800]
 	IssueSigma   float64 // log-normal σ of the turn-0 issue tokens [0.6]
 	// Appends (tool observations) are log-normal around AppendP50 [paper
