@@ -69,6 +69,9 @@ type Event struct {
 // Failure reasons raised by the decode worker.
 const (
 	ReasonExceedsPool = "exceeds-kv-pool" // the request alone does not fit in ρ·K_d
+	// ReasonExceedsContext: prompt + output tokens exceed the model's
+	// max_model_len (vLLM refuses such a request before scheduling it).
+	ReasonExceedsContext = "exceeds-context"
 )
 
 type residency struct {

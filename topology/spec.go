@@ -153,6 +153,12 @@ type Worker struct {
 	MaxBatchTokens int
 	// MaxRunning caps concurrently decoding requests (default 256).
 	MaxRunning int
+	// MaxModelLen is the context length the worker serves (vLLM's
+	// max_model_len): prompt + output tokens of one request. 0 means the
+	// model preset's (gpu.Model.MaxModelLen, config.json's
+	// max_position_embeddings); set it to state an extended context
+	// (YaRN), or a shorter one.
+	MaxModelLen int
 	// Fused workers: a DRAM (L1) tier of DRAMCacheTokens tokens below the
 	// HBM prefix cache (0 = none); blocks evicted from HBM move there, and a
 	// prefix found there is loaded back at DRAMBandwidth bytes/s (0 =

@@ -25,6 +25,9 @@ type scenarioFlags struct {
 	vars   []string // --var NAME=VALUE
 	set    []string // --set PATH=VALUE
 	router string   // --router POLICY
+	// trace is --trace when given (run sets it before loadForRun): the
+	// parser then checks --set workload.* replay options against it.
+	trace string
 }
 
 func (f *scenarioFlags) register(c *cobra.Command, setHelp string) {
@@ -74,7 +77,15 @@ func unknownScenario(name string) error {
 // (the default one when file is ""), with --var, --set and --router
 // applied by the topology package.
 func loadSpec(file string, vars map[string]string, set []string, router string) (*topology.Spec, error) {
+	return loadSpecTrace(file, vars, set, router, "")
+}
+
+// loadSpecTrace is loadSpec with --trace given to the parser, so that
+// --set workload.* replay options apply to the trace and the scenario's
+// generator is dropped.
+func loadSpecTrace(file string, vars map[string]string, set []string, router, trace string) (*topology.Spec, error) {
 	opts := parseOptions(vars, set, router)
+	opts.Trace = trace
 	if file == "" {
 		file = scenarios.Default
 	}
@@ -192,7 +203,7 @@ func (f *scenarioFlags) loadForRun(file, level string, stderr io.Writer, out str
 	if err != nil {
 		return nil, nil, err
 	}
-	spec, err := loadSpec(file, vars, f.set, f.router)
+	spec, err := loadSpecTrace(file, vars, f.set, f.router, f.trace)
 	if err != nil {
 		return nil, nil, err
 	}
