@@ -47,13 +47,13 @@ modelling choices behind it are docs/MODEL.md §7.
 
 Every run is deterministic (virtual clock): the same flags give the same
 figures and run outputs whatever --jobs (only the report's wall-time note
-differs). The full set with 3 seeds is 37 runs (a minute or two of CPU per
-core); --short runs 23 runs on one seed and a fifth of the workload, without
+differs). The full set with 3 seeds is 41 runs (a minute or two of CPU per
+core); --short runs 25 runs on one seed and a fifth of the workload, without
 the sensitivity runs (seconds): a smoke test, not the figures.
---sensitivity adds 8 runs per fitted or assumed parameter (its low and high
-value on KVC v2 TCP and RDMA, KVC v1 and DP) and a sensitivity table, the
-parameters that decide each verdict, and a tornado plot per figure in
-report.html.`,
+--sensitivity adds 8 runs per fitted or assumed parameter with a range
+(20 parameters, 160 runs: its low and high value on KVC v2 TCP and RDMA,
+KVC v1 and DP), a sensitivity table, the parameters that decide each
+verdict, and a tornado plot per figure in report.html.`,
 }
 
 func newExperimentCmd() *cobra.Command {
