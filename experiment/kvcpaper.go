@@ -278,8 +278,16 @@ func (r *Report) dpSection(by map[string]*runOut, dp *runOut) {
 		t.Rows = append(t.Rows, append(policyRow(x.n, o), pts(o.st.busiest), f0(o.st.medianUncached)))
 	}
 	r.Sections = append(r.Sections, Section{Title: "4-way DP variants", Text: []string{
-		"The DP baseline under each router (fused workers, H100, one KV+cache pool of 92,104 tokens each). \"busiest worker\" is the share of requests the most loaded worker served: SGLang's cache-aware rule follows the shared 3,000-token system prompt (a new session's first prompt matches it above cache_threshold), so most sessions start, and stay, on one worker; only the smallest-tree rule for misses (condensed prompts, evicted prefixes) and the balance rule spread them.",
+		"The DP baseline under each router (fused workers, H100, one KV+cache pool of 92,104 tokens each). \"busiest worker\" is the share of requests the most loaded worker served" + busiestNote(dp) + ".",
 	}, Tables: []Table{t}})
+}
+
+// busiestNote states the current SGLang rule's busiest-worker share.
+func busiestNote(dp *runOut) string {
+	if dp == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%s under SGLang's current rule, against 25 %% for an even spread)", pts(dp.st.busiest))
 }
 
 func (r *Report) q2(by map[string]*runOut) {

@@ -23,9 +23,10 @@ type SWEBenchConfig struct {
 	Requests int           // total requests, split over sessions [4449]
 	Duration time.Duration // open-loop trace time target [5.44 h]: session starts are spread so the last one ends near it
 	GapP50   time.Duration // median open-loop gap between consecutive turns of a session [2.53 s]
-	// GapSigma is the log-normal σ of that gap [1.05]: with the median it
-	// gives a mean gap of 4.4 s, so that 52 sessions of 85.6 turns back to
-	// back last 5.44 h (the trace looks collected one session at a time).
+	// GapSigma is the log-normal σ of that gap [1.05], FITTED: with the
+	// median it gives a mean gap of 4.4 s, so that 52 sessions of 85.6
+	// turns back to back last 5.44 h (the trace looks collected one session
+	// at a time).
 	GapSigma float64
 	// ActiveSessions > 0 replaces the Duration spread by staggered starts:
 	// sessions 0..C−1 start at 0 and each later one when the earliest
@@ -88,12 +89,15 @@ type SWEBenchConfig struct {
 // SWEBench content models (SWEBenchConfig.Content).
 const (
 	// SWEBenchPaper is the default content model. Its sources:
-	//   - outputs: median 176, σ 0.7 (mean 225 tokens) — FITTED to the
-	//     paper's ≈ 1.00 M decode tokens over 4,449 requests (issue 10's
-	//     table); the decode-token figure is therefore not a reproduction.
-	//   - appends: median 187, σ 1.0 — FITTED to the paper's median
-	//     uncached tokens per KVC request (187; with the session resident
-	//     on its D the uncached part of a Direct request is its append).
+	//   - outputs: median 176 FITTED to the paper's ≈ 1.00 M decode tokens
+	//     over 4,449 requests given σ 0.7 (assumed; mean 225 tokens); the
+	//     decode-token figure is therefore not a reproduction.
+	//   - appends: median 187 FITTED to the paper's median uncached tokens
+	//     per KVC request (187; with the session resident on its D the
+	//     uncached part of a Direct request is its append); σ 1.0 assumed.
+	//   - every other constant is published (sessions, requests, duration,
+	//     gap median, blocks) or assumed: docs/MODEL.md §7.2's table
+	//     (experiment.Params) labels each.
 	//   - large-append tail: 2 % uniform in (8192, 24576] — an assumption
 	//     (file dumps, long test logs of a SWE-agent loop), kept from the
 	//     v0 model; nothing published pins it.
