@@ -272,8 +272,7 @@ func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 		if g.Kind == "burst" {
 			src, err = workload.NewBurst(workload.BurstConfig{})
 		} else {
-			src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: g.Sessions, Requests: g.Requests,
-				Content: g.Content, ActiveSessions: g.ActiveSessions, BlockTokens: g.BlockTokens}, w.Seed)
+			src, err = workload.NewSWEBench(swebenchConfig(g), w.Seed) // cluster/swebench.go
 		}
 		src = workload.Limit(src, w.MaxRequests)
 	default:
