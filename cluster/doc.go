@@ -43,6 +43,8 @@
 //	--------------+--------------------+------------------------------------------------------------------------------------+-------------------------------------------------
 //	 Start        | run → driver       | —                                                                                  | -
 //	 Release      | driver → driver    | request (timer at its release time)                                                | -
+//	 Release      | run → driver       | request from outside, released now (open-ended runs)                               | -
+//	 EndOfInput   | run → driver       | — (open-ended runs: no more requests from outside)                                 | -
 //	 NewJob       | driver → router    | new Job (P = D = -1, Arrival set)                                                  | router
 //	 NewJob       | driver → global    | new Job                                                                            | global router
 //	 DriverDone   | driver → collector | requests released in total                                                         | -
@@ -101,4 +103,14 @@
 // Registry is the one table of routing policy constructors (P/D router,
 // bucket local router, global router); TestRegistryMatchesHCL checks it
 // against the names topology accepts.
+//
+// # Files
+//
+// One node per file, its fault half beside it: driver.go (the driver and
+// the fault injector), router.go and router_faults.go (the P/D router),
+// decode.go, prefill.go, link.go, collector.go, global.go (the fused
+// global router), bucket.go and bucket_faults.go. faults.go keeps what
+// the nodes share (the fault messages, the schedule, the slowed cost
+// model), health.go the routers' view of what is down, faults_records.go
+// the faults.csv records and the wiring of fault state at Build.
 package cluster

@@ -18,6 +18,9 @@ type (
 	Release struct{ Req *workload.Request }
 	// RequestEnded tells the driver that Req ended (closed loop).
 	RequestEnded struct{ Req *workload.Request }
+	// EndOfInput tells the driver of an open-ended run (Cluster.OpenEnded)
+	// that no more requests will come from outside.
+	EndOfInput struct{}
 	// DriverDone tells the collector how many requests were released.
 	DriverDone struct{ Total int }
 	// NewJob hands a released request to the router.
@@ -115,6 +118,8 @@ type Hop struct {
 var Protocol = []Hop{
 	{Start{}, KindRun, KindDriver, "—", "-"},
 	{Release{}, KindDriver, KindDriver, "request (timer at its release time)", "-"},
+	{Release{}, KindRun, KindDriver, "request from outside, released now (open-ended runs)", "-"},
+	{EndOfInput{}, KindRun, KindDriver, "— (open-ended runs: no more requests from outside)", "-"},
 	{NewJob{}, KindDriver, KindRouter, "new Job (P = D = -1, Arrival set)", "router"},
 	{NewJob{}, KindDriver, KindGlobal, "new Job", "global router"},
 	{DriverDone{}, KindDriver, KindCollector, "requests released in total", "-"},

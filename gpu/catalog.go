@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/pdemu/pdemu/internal/suggest"
 )
 
 // GPU describes one accelerator.
@@ -274,40 +276,14 @@ func GPUNames() []string {
 	return out
 }
 
-// unknownError builds the "unknown X" error with a did-you-mean hint.
+// unknownError builds the "unknown X" error with a did-you-mean hint:
+// only for plausible typos, at most a third of the name changed
+// (suggest.Third).
 func unknownError(kind, name, key string, known []string) error {
-	best, bestD := "", math.MaxInt
-	for _, k := range known {
-		if d := levenshtein(key, strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
 	hint := ""
-	// Suggest only plausible typos: at most a third of the name changed.
-	if best != "" && bestD <= max(2, len(best)/3) {
+	if best := suggest.Nearest(key, known, suggest.Third); best != "" {
 		hint = fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return fmt.Errorf("gpu: unknown %s %q%s; known: %s: %w",
 		kind, name, hint, strings.Join(known, ", "), ErrUnknown)
-}
-
-// levenshtein is the edit distance between a and b (bytes).
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

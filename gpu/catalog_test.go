@@ -126,13 +126,6 @@ func TestGPUValidate(t *testing.T) {
 	assert.ErrorContains(t, GPU{}.Validate(), "(unnamed)")
 }
 
-func TestLevenshtein(t *testing.T) {
-	assert.Equal(t, 0, levenshtein("", ""))
-	assert.Equal(t, 3, levenshtein("", "abc"))
-	assert.Equal(t, 3, levenshtein("kitten", "sitting"))
-	assert.Equal(t, 1, levenshtein("qwen3-8", "qwen3-8b"))
-}
-
 // Every preset states the context vLLM serves by default
 // (max_position_embeddings); a few are pinned to their config.json.
 func TestModelMaxModelLen(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/serve"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -204,13 +205,15 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	fmt.Fprintf(stdout, "pdemu: scenario %s, policy %s, clock %s, seed %d\n", spec.Source, spec.Router.Policy, clockName(wl.Clock), wl.Seed)
 
 	opts := actors.Options{Logger: log, Source: src, WallTimeout: f.wallTimeout}
+	var live *serve.RunMetrics
 	if f.metricsListen != "" {
 		ms, err := startMetrics(f.metricsListen, spec, stderr)
 		if err != nil {
 			return err
 		}
 		defer ms.stop(cmd.Context(), f.metricsLinger)
-		opts.Metrics = ms.m
+		live = ms.m
+		opts.Wrap = live.Wrap
 	}
 	// The records go to disk as the requests end (memory bounded by the
 	// requests in flight, not the run's length).
@@ -227,6 +230,9 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 		return err
 	}
 	res, runErr := actors.Run(cmd.Context(), spec, opts)
+	if live != nil && res != nil {
+		live.Finish(res.End) // scrapes from now on see the run's end
+	}
 	prog.finish()
 	if err := stopProfiles(); err != nil {
 		return errors.Join(runErr, err)
