@@ -28,6 +28,9 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 			if base == "" {
 				base = filepath.Dir(filename)
 			}
+			if c.opts.EmbeddedBaseDir != "" && strings.HasPrefix(wh.TraceRange.Filename, EmbeddedPrefix) {
+				base = c.opts.EmbeddedBaseDir
+			}
 			w.Trace = *wh.Trace
 			if !filepath.IsAbs(w.Trace) {
 				w.Trace = filepath.Join(base, w.Trace)

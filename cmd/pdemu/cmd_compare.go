@@ -66,7 +66,7 @@ others (exit 1 at the end).
 		Example: `  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --out cmp
   pdemu compare 1p3d-mlx5 --set router.tau_append=1024,4096,8192,32768 --out tau
   pdemu compare 1p3d-mlx5 kvc-v1-1p3d --seeds 3 --var sessions=8 --jobs 2 --out seeds
-  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
+  pdemu compare claude-code claude-code-vanilla claude-code-dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
   pdemu compare claude-code --router kvc,vanilla,sticky_only --max-requests 1000 --out cc
   pdemu compare 1p3d-mlx5 --router vanilla --set workload.loop=open,closed --out loop --json`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -63,7 +63,7 @@ diagnostics: [{severity, summary, detail, file, line, column}]}.`,
 		Example: `  pdemu validate my-cluster.hcl
   pdemu validate 1p3d-tcp --set router.tau_append=4096 --json
   pdemu validate claude-code --var max_concurrent=8
-  pdemu validate 1p3d-mlx5 --trace ../shared/traces/weka-claude-code
+  pdemu validate claude-code-dp4 --trace ../shared/traces/weka-claude-code
   pdemu scenarios show dp4 | pdemu validate -`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {

@@ -51,6 +51,11 @@ func (f *scenarioFlags) varMap() (map[string]string, error) {
 func parseOptions(vars map[string]string, set []string, router string) topology.Options {
 	o := cluster.ParseOptions(vars)
 	o.Set, o.Router = set, router
+	// Relative trace paths of embedded scenarios resolve from ./scenarios,
+	// also when a file of one's own extends them.
+	if wd, err := os.Getwd(); err == nil {
+		o.EmbeddedBaseDir = filepath.Join(wd, "scenarios")
+	}
 	return o
 }
 
