@@ -158,7 +158,9 @@ func (p Plan) Runs() ([]report.Params, error) {
 				for _, c := range combos {
 					for _, seed := range seeds {
 						parts := []string{scenarioStem(sc)}
-						if len(routers) > 1 {
+						if rt != "" {
+							// Even a single --router: the run is not the
+							// scenario as written, and its name says so.
 							parts = append(parts, "router="+rt)
 						}
 						if len(traces) > 1 {

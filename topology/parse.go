@@ -210,6 +210,7 @@ func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec
 		spec.Digest = digestFiles(files)
 		spec.Vars = maps.Clone(opts.Vars)
 		spec.Set = slices.Clone(opts.Set)
+		spec.RouterSwap = ov.swap
 	}
 	c.diags = append(c.diags, ov.unused()...)
 

@@ -45,6 +45,8 @@ type Spec struct {
 	// with (recorded in summary.json).
 	Vars map[string]string
 	Set  []string
+	// RouterSwap is what Options.Router (--router) did; nil without it.
+	RouterSwap *RouterSwap
 
 	Prefill  []Worker // in file order
 	Decode   []Worker // in file order

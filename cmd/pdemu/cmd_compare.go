@@ -92,7 +92,7 @@ others (exit 1 at the end).
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of earlier runs under --out/runs")
 	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when a run failed more than this share of its requests (negative: no limit)")
 	f.scenarioFlags.register(c, "override an HCL attribute in every run, sweeping comma-separated values: --set PATH=V[,V...] (repeatable)")
-	c.Flags().Lookup("router").Usage = "swap the routing policy (with its defaults); a comma list P1,P2 compares the policies"
+	c.Flags().Lookup("router").Usage = "swap the routing policy (with its defaults; the scenario's own policy keeps its settings); a comma list P1,P2 compares the policies"
 	return c
 }
 
@@ -134,6 +134,7 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		format = &f.format
 	}
 	warnedWall := false // Execute loads the runs one after the other
+	swapSaid := map[string]bool{}
 	load := func(p report.Params) (*topology.Spec, error) {
 		trace := ""
 		if traceSet {
@@ -152,6 +153,10 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		}
 		if err := o.apply(spec); err != nil {
 			return nil, err
+		}
+		if sw := spec.RouterSwap; sw != nil && !swapSaid[p.Scenario+"\x00"+p.Router] {
+			swapSaid[p.Scenario+"\x00"+p.Router] = true
+			fmt.Fprintf(stderr, "pdemu: %s: %s\n", scenarioLabel(p.Scenario), sw)
 		}
 		if err := checkBeforeRun(spec, p, f, traceSet, stderr); err != nil {
 			return nil, err

@@ -181,6 +181,9 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if err := f.overrides(cmd).apply(spec); err != nil {
 		return err
 	}
+	if spec.RouterSwap != nil {
+		fmt.Fprintln(stderr, "pdemu: "+spec.RouterSwap.String())
+	}
 	// Before anything runs: the trace exists and parses, and its requests
 	// fit the cluster's context and KV pools.
 	fc, err := preflight(spec, f.skipBad, cmd.Flags().Changed("trace"))

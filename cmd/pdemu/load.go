@@ -33,7 +33,7 @@ type scenarioFlags struct {
 func (f *scenarioFlags) register(c *cobra.Command, setHelp string) {
 	c.Flags().StringArrayVar(&f.vars, "var", nil, "set a scenario variable: --var NAME=VALUE (repeatable)")
 	c.Flags().StringArrayVar(&f.set, "set", nil, setHelp)
-	c.Flags().StringVar(&f.router, "router", "", "swap the routing policy (with its defaults), e.g. vanilla, kvc, cache_aware_dp")
+	c.Flags().StringVar(&f.router, "router", "", "swap the routing policy (with its defaults; the scenario's own policy keeps its settings), e.g. vanilla, kvc, cache_aware_dp")
 }
 
 func (f *scenarioFlags) varMap() (map[string]string, error) {
