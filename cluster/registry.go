@@ -89,7 +89,8 @@ func registry() map[PolicyKey]Constructor {
 // pdPolicies are the P/D router policies.
 var pdPolicies = map[string]Constructor{
 	"kvc": {PD: func(r topology.Router, np, nd int) (RouterPolicy, error) {
-		return policy.NewKVC(policy.KVCConfig{Alpha: r.Alpha, TauReject: r.TauReject, Epsilon: r.Epsilon, V1: r.V1, Prefill: np, Decode: nd,
+		return policy.NewKVC(policy.KVCConfig{Alpha: r.Alpha, TauReject: r.TauReject, Epsilon: r.Epsilon, V1: r.V1,
+			DegenerateFallback: r.AllBlacklisted == topology.AllBlacklistedDegenerate, Prefill: np, Decode: nd,
 			OwnOverlap: r.OwnOverlap, LoadFloor: r.LoadFloor})
 	}, SnapshotBackup: true},
 	"sticky_only": {PD: func(_ topology.Router, np, nd int) (RouterPolicy, error) { return policy.NewStickyOnly(np, nd) }},

@@ -139,7 +139,11 @@ func (o workloadOverrides) apply(spec *topology.Spec) error {
 		wl.MaxRequests = *o.maxRequests
 	}
 	if o.trace != nil {
-		wl.Trace = *o.trace
+		t, err := resolveTraceName(*o.trace) // a `pdemu trace fetch` NAME
+		if err != nil {
+			return err
+		}
+		wl.Trace = t
 		wl.Format = ""
 	}
 	if o.format != nil {
@@ -177,6 +181,9 @@ func openSource(spec *topology.Spec, skipBad, traceOverridden bool) (workload.So
 	if err != nil {
 		if errors.Is(err, iofs.ErrNotExist) && strings.HasPrefix(spec.Source, "<embedded>/") && !traceOverridden {
 			err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
+		}
+		if errors.Is(err, iofs.ErrNotExist) {
+			err = fmt.Errorf("%w%s", err, traceHint(spec.Workload.Trace))
 		}
 		return nil, badInput(err)
 	}
