@@ -77,6 +77,7 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 		spec.Workload = c.workload(filename, &fh.Workloads[0])
 	}
 	spec.Recovery = c.recovery(fh.Recovery)
+	spec.SLO = c.slo(fh.SLOs)
 	c.chaos(spec, fh.Chaos)
 	return spec
 }
