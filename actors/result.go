@@ -104,7 +104,9 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	if sk, ok := src.(workload.Skipper); ok {
 		sum.Requests.SkippedBad = sk.Skipped()
 	}
-	sum.Warnings = metrics.Warnings(sum) // with the trace's
+	slo := spec.SLO
+	sum.SLO = tally.SLO(metrics.SLO{TTFT: slo.TTFT, TPOT: slo.TPOT, E2E: slo.E2E, Attainment: slo.Attainment}, sum)
+	sum.Warnings = metrics.Warnings(sum) // with the trace's and the SLO's
 	res.Summary = sum
 }
 

@@ -191,7 +191,7 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		}
 		cost, slow := faultCost(w, p)
 		cfg := gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
-			SnapshotBackup:  spec.Router.Policy == "kvc" && !spec.Router.PrefillCacheBackup,
+			SnapshotBackup:  Registry[PolicyKey{TierPD, spec.Router.Policy}].SnapshotBackup && !spec.Router.PrefillCacheBackup,
 			FallbackRefresh: spec.Router.DPSync}
 		pw, err := gpu.NewPrefillWorker(cfg, cost)
 		if err != nil {

@@ -48,6 +48,8 @@ type Tally struct {
 
 	keepArrivals bool
 	arrivals     []RecoverRow
+
+	sloRows []sloRow // one per ended request (slo.go)
 }
 
 // SessionCount is one session's share of the records (sessions.csv):
@@ -125,6 +127,7 @@ func (t *Tally) Add(r *Record) {
 	if t.keepArrivals {
 		t.arrivals = append(t.arrivals, RecoverRow{ID: r.ID, Arrival: r.Arrival, TTFT: r.TTFT, Failed: r.Failed, Direct: r.Mode == "Direct"})
 	}
+	t.sloRows = append(t.sloRows, sloRow{sess: r.SessionIdx, failed: r.Failed, arrival: r.Arrival, ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E})
 	if r.Failed {
 		t.failed++
 		t.failReasons[r.Reason]++

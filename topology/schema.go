@@ -43,6 +43,9 @@ type fileHCL struct {
 	// fault schedules.
 	Recovery []recoveryHCL `hcl:"recovery,block"`
 	Chaos    []chaosHCL    `hcl:"chaos,block"`
+
+	// The run's service-level objective (slo.go).
+	SLOs []sloHCL `hcl:"slo,block"`
 }
 
 // bucketHCL is a bucket block. Its attributes are kept as expressions so

@@ -33,7 +33,7 @@ type scenarioFlags struct {
 func (f *scenarioFlags) register(c *cobra.Command, setHelp string) {
 	c.Flags().StringArrayVar(&f.vars, "var", nil, "set a scenario variable: --var NAME=VALUE (repeatable)")
 	c.Flags().StringArrayVar(&f.set, "set", nil, setHelp)
-	c.Flags().StringVar(&f.router, "router", "", "swap the routing policy (with its defaults), e.g. vanilla, kvc, cache_aware_dp")
+	c.Flags().StringVar(&f.router, "router", "", "swap the routing policy (with its defaults; the scenario's own policy keeps its settings), e.g. vanilla, kvc, cache_aware_dp")
 }
 
 func (f *scenarioFlags) varMap() (map[string]string, error) {
@@ -51,6 +51,11 @@ func (f *scenarioFlags) varMap() (map[string]string, error) {
 func parseOptions(vars map[string]string, set []string, router string) topology.Options {
 	o := cluster.ParseOptions(vars)
 	o.Set, o.Router = set, router
+	// Relative trace paths of embedded scenarios resolve from ./scenarios,
+	// also when a file of one's own extends them.
+	if wd, err := os.Getwd(); err == nil {
+		o.EmbeddedBaseDir = filepath.Join(wd, "scenarios")
+	}
 	return o
 }
 

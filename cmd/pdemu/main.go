@@ -164,7 +164,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 described in HCL, replaying agentic multi-turn workloads in virtual
 (deterministic) or wall-clock time, and compares runs in one HTML report.`,
 		Example: `  pdemu run                                  # the embedded default scenario
-  pdemu run dp4 --trace ../shared/traces/weka-claude-code
+  pdemu run claude-code-dp4                  # the Claude Code sessions (../shared/traces) on 4-way DP
   pdemu compare 1p3d-mlx5 vanilla-pd-1p3d --seeds 2 --out cmp
   pdemu scenarios`,
 		SilenceUsage:  true,
