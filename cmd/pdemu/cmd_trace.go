@@ -216,6 +216,6 @@ Two different "concurrencies" (docs/MODEL.md §7.1):
 	gen.Flags().IntVar(&concurrency, "concurrency", 0, "old name of --active-sessions (sessions at once, NOT the paper's client cap)")
 	gen.Flags().IntVar(&clientCap, "client-cap", 0, "the paper's cap on outstanding requests, applied at replay (prints the --set to use; the trace is unchanged)")
 	gen.Flags().BoolVar(&full, "full", false, "write every line's complete hash_ids (Mooncake's own form) instead of the compact form")
-	c.AddCommand(stats, gen)
+	c.AddCommand(stats, gen, newTraceFetchCmd())
 	return c
 }
