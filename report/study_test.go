@@ -310,7 +310,7 @@ func TestStatusOf(t *testing.T) {
 		ok   bool
 	}{
 		{mk(100, 0, false, ""), StatusOK, true},
-		{mk(100, 1, false, ""), StatusOK, true},  // 1 % = --max-failed: still ok
+		{mk(100, 1, false, ""), StatusOK, true}, // 1 % = --max-failed: still ok
 		{mk(100, 2, false, ""), StatusFailed, false},
 		{mk(100, 0, true, ""), StatusPartial, false},
 		{mk(100, 0, false, "bad record at line 501"), StatusError, false},
