@@ -955,6 +955,22 @@ func ttftPartsFiguresOf(runs []*Run, prefix, suffix string) ([]*Figure, error) {
 	if len(with) == 0 {
 		return nil, nil
 	}
+	// Each part's completed values, sorted once for both percentiles.
+	sorted := make([][][]float64, len(with))
+	for i, r := range with {
+		sorted[i] = make([][]float64, len(TTFTParts))
+		for j, c := range TTFTParts {
+			if !r.Requests.Has(c) {
+				continue
+			}
+			v, err := completedColumn(r.Requests, c)
+			if err != nil {
+				return nil, fmt.Errorf("%s: per_request.csv: %w", r.Dir, err)
+			}
+			sort.Float64s(v)
+			sorted[i][j] = v
+		}
+	}
 	var figs []*Figure
 	for _, q := range []struct {
 		q    float64
@@ -966,16 +982,8 @@ func ttftPartsFiguresOf(runs []*Run, prefix, suffix string) ([]*Figure, error) {
 		for i, r := range with {
 			names[i] = legendName(r)
 			vals[i] = make([]float64, len(TTFTParts))
-			for j, c := range TTFTParts {
-				if !r.Requests.Has(c) {
-					continue
-				}
-				v, err := completedColumn(r.Requests, c)
-				if err != nil {
-					return nil, fmt.Errorf("%s: per_request.csv: %w", r.Dir, err)
-				}
-				sort.Float64s(v)
-				vals[i][j] = percentile(v, q.q)
+			for j := range TTFTParts {
+				vals[i][j] = percentile(sorted[i][j], q.q)
 				totals[i] += vals[i][j]
 			}
 		}

@@ -32,7 +32,7 @@ type fixture struct {
 }
 
 // writeFixture writes f under root/runs/<name> and returns the directory.
-func writeFixture(t *testing.T, root string, f fixture) string {
+func writeFixture(t testing.TB, root string, f fixture) string {
 	t.Helper()
 	dir := filepath.Join(root, "runs", f.name)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
@@ -122,7 +122,7 @@ func studyFixtures() []fixture {
 	}
 }
 
-func loadStudy(t *testing.T, fs []fixture) (string, []*Run) {
+func loadStudy(t testing.TB, fs []fixture) (string, []*Run) {
 	root := t.TempDir()
 	var dirs []string
 	for _, f := range fs {
