@@ -215,12 +215,3 @@ func resolveTraceName(v string) (string, error) {
 	}
 	return p, nil
 }
-
-// traceHint is the advice added to a missing-trace error: which
-// `pdemu trace fetch` gets it ("" when the path is no catalog trace).
-func traceHint(path string) string {
-	if h := tracefetch.Hint(path); h != "" {
-		return " (" + h + ")"
-	}
-	return ""
-}
