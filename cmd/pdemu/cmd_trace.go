@@ -90,7 +90,11 @@ its file:line (exit 2) unless --skip-bad.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := workload.Open(args[0], format, workload.LoadOptions{SkipBad: skipBad, InferSessions: infer})
+			path, err := resolveTraceName(args[0]) // or a `pdemu trace fetch` NAME
+			if err != nil {
+				return err
+			}
+			src, err := workload.Open(path, format, workload.LoadOptions{SkipBad: skipBad, InferSessions: infer})
 			if err != nil {
 				return badInput(err)
 			}
