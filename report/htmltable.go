@@ -104,7 +104,7 @@ func tableColumns(rows []Row) []tableColumn {
 		cols = append(cols,
 			tableColumn{Head: "faults", get: fault(func(f FaultCounts) int { return f.Events }), format: fmtCount, noDelta: true},
 			tableColumn{Head: "retried", get: fault(func(f FaultCounts) int { return f.Retried }), format: fmtCount, noDelta: true},
-			tableColumn{Head: "failed", Unit: "by faults", get: fault(func(f FaultCounts) int { return f.Failed }), format: fmtCount, noDelta: true})
+			tableColumn{Head: "failed_by_faults", get: fault(func(f FaultCounts) int { return f.Failed }), format: fmtCount, noDelta: true})
 	}
 	if gp {
 		cols = append(cols, tableColumn{Head: "goodput", get: opt(func(s *SLOFigures) *float64 { return s.GoodputRPS }),
