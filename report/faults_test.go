@@ -49,7 +49,7 @@ func TestFaultsReadByName(t *testing.T) {
 	require.NoError(t, err)
 	html := string(p.HTML)
 	assert.Contains(t, html, "<h4>Faults</h4>")
-	assert.Contains(t, html, `<th>failed<br><span class="small">by faults</span></th>`)
+	assert.Contains(t, html, "<th>failed_by_faults</th>")
 	for _, f := range p.Figures {
 		if strings.HasSuffix(f.ID, "__kv") || strings.HasSuffix(f.ID, "__queue") {
 			assert.Contains(t, f.Caption, "Red bands", f.ID)
@@ -92,7 +92,7 @@ func TestNoFaultsNoFaultColumns(t *testing.T) {
 			p, err := Build("t", "", []*Run{r})
 			require.NoError(t, err)
 			assert.NotContains(t, string(p.HTML), "Faults</h4>")
-			assert.NotContains(t, string(p.HTML), "by faults")
+			assert.NotContains(t, string(p.HTML), "failed_by_faults")
 			assert.NotContains(t, string(p.HTML), "fill-opacity")
 		})
 	}
