@@ -131,6 +131,7 @@ func (b *built) checkLinks(spec *topology.Spec) error {
 // one link per prefill NIC.
 func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	rtr := NewRouter(b.pol, nil, nil).(*routerNode)
+	rtr.kv.names = names(spec.Decode)
 	c.router = rtr
 	rtr.Observe(c.routerEv, spec.Router.RoutingLog, spec.Router.LogCandidates, spec.Router.Policy, names(spec.Prefill), names(spec.Decode))
 	rAddr := c.add(rtr, "router", KindRouter)

@@ -20,23 +20,9 @@ type decodeNode struct {
 	series    *metrics.Series
 	f         *decodeFaults // nil: no faults
 	sync      *dpSync       // D→P sync (dpsync.go); nil when off
-	// evicted[s] is this worker's Evicted for session s, sent by pointer
-	// (an Evicted boxed in an interface is an allocation per eviction).
-	evicted []Evicted
-}
-
-// evictedMsg returns the *Evicted telling the router that this worker
-// evicted session s. The value is immutable and shared by every send for
-// (this worker, s): receivers may keep or read it at any time. Growing
-// evicted copies it, but earlier pointers stay valid (and equal in value).
-func (n *decodeNode) evictedMsg(s int32) *Evicted {
-	if int(s) >= len(n.evicted) {
-		n.evicted = slices.Grow(n.evicted, int(s)+1-len(n.evicted))
-		for i := len(n.evicted); i <= int(s); i++ {
-			n.evicted = append(n.evicted, Evicted{D: n.idx, Session: int32(i)})
-		}
-	}
-	return &n.evicted[s]
+	// evictions are this worker's evictions.csv rows (kvcause.go); they
+	// outlive a crash, which replaces w.
+	evictions []metrics.EvictionRow
 }
 
 func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
@@ -82,7 +68,7 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 			n.send(n.router, Finished{n.idx}, 0)
 			n.send(n.collector, JobEnded{ev.Job}, 0)
 		case gpu.EvEvicted:
-			n.send(n.router, n.evictedMsg(ev.Session), 0)
+			n.recordEviction(ev)
 		}
 	}
 	n.series.Observe(now, n.w.Used(), n.w.Queued(), n.w.Running())
@@ -138,6 +124,7 @@ func (n *decodeNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 		st.lost = len(ids)
 		clear(f.held)
 		clear(f.resv)
+		n.recordCrash(now) // kvcause.go
 		n.w = f.mk()
 		n.series.Observe(now, 0, 0, 0)
 		return n.ready(0, false), true

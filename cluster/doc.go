@@ -56,7 +56,7 @@
 //	 Transfer     | prefill → link     | prefilled Job                                                                      | link
 //	 KVReady      | link → decode      | Job with its transfer timeline (or failure)                                        | decode worker
 //	 Finished     | decode → router    | decode index                                                                       | -
-//	 *Evicted     | decode → router    | decode index, session                                                              | -
+//	 *Evicted     | decode → router    | decode index, session, time, cause, request                                        | -
 //	 JobEnded     | decode → collector | ended Job                                                                          | collector
 //	 SyncReq      | decode → prefill   | D→P sync: session, blocks, KV tokens (dp_sync)                                     | -
 //	 SyncXfer     | prefill → link     | D→P sync to put on the wire                                                        | -

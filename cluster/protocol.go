@@ -42,12 +42,15 @@ type (
 	KVReady struct{ Job *gpu.Job }
 	// Finished tells the router that decode worker D finished a request.
 	Finished struct{ D int }
-	// Evicted tells the router that decode worker D evicted Session. It is
-	// sent as *Evicted, an immutable value the decode worker keeps per
-	// session and shares across sends (decodeNode.evictedMsg).
+	// Evicted tells the router that decode worker D dropped Session's KV
+	// at At, why, and for which request (gpu.Event's For). It is sent as
+	// an immutable *Evicted (cluster/kvcause.go).
 	Evicted struct {
 		D       int
 		Session int32
+		At      time.Duration
+		Cause   gpu.EvictCause
+		For     int64
 	}
 	// JobEnded hands a completed or failed Job to the collector.
 	JobEnded struct{ Job *gpu.Job }
@@ -132,7 +135,7 @@ var Protocol = []Hop{
 	{Transfer{}, KindPrefill, KindLink, "prefilled Job", "link"},
 	{KVReady{}, KindLink, KindDecode, "Job with its transfer timeline (or failure)", "decode worker"},
 	{Finished{}, KindDecode, KindRouter, "decode index", "-"},
-	{&Evicted{}, KindDecode, KindRouter, "decode index, session", "-"},
+	{&Evicted{}, KindDecode, KindRouter, "decode index, session, time, cause, request", "-"},
 	{JobEnded{}, KindDecode, KindCollector, "ended Job", "collector"},
 	{SyncReq{}, KindDecode, KindPrefill, "D→P sync: session, blocks, KV tokens (dp_sync)", "-"},
 	{SyncXfer{}, KindPrefill, KindLink, "D→P sync to put on the wire", "-"},

@@ -28,6 +28,8 @@ type routerNode struct {
 	admissions []*Admission
 	// dss allocates the Dispatches (never reused: a Job keeps its Reasons).
 	dss policy.Dispatches
+	// kv names the KV cause of Seeds, Reseeds and Fallbacks (kvcause.go).
+	kv kvCauses
 }
 
 // admission returns an Admission for job and ds, reused if one is free.
@@ -50,6 +52,7 @@ func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch,
 			return
 		}
 	}
+	n.kvStep(job, ds, st) // kvcause.go
 	switch st.Action {
 	case policy.ActAdmit:
 		n.send(n.decode[st.D], Admit{n.admission(job, ds)}, 0)
@@ -122,6 +125,7 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 			n.fb.Finished(m.D)
 		}
 	case *Evicted:
+		n.kv.lost(m.Session, m.D, m.At, m.Cause, m.For)
 		if n.fb != nil {
 			n.fb.Evicted(m.D, m.Session)
 		}

@@ -112,6 +112,7 @@ func (n *routerNode) learn(now time.Duration, m Health) {
 				}
 				f.reseed[s] = m.Fault
 			}
+			n.kv.crashed(m.Index, f.events[m.Fault].At) // kvcause.go
 			clear(f.believed[m.Index])
 		}
 	}

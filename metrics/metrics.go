@@ -37,6 +37,7 @@ type Record struct {
 	CachedTokens  int
 	TransferBytes int64
 	Tries         int
+	KVCause       string // why a Seed/Reseed/Fallback had no resident KV (gpu.Job.KVCause)
 
 	// Bucketed deployments ("" / false / 0 otherwise).
 	Bucket                string
@@ -165,7 +166,7 @@ func (c *Collector) record(j *gpu.Job) Record {
 		Mode: j.Mode.String(), P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
 		InputTokens: r.InputLen, OutputTokens: r.OutputLen,
 		AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
-		TransferBytes: j.TransferBytes, Tries: j.Tries,
+		TransferBytes: j.TransferBytes, Tries: j.Tries, KVCause: j.KVCause,
 		Bucket: j.Bucket, BucketPolicy: j.BucketPolicy, LengthBucketMatch: j.LengthBucketMatch,
 		BucketPredictedPrefix: j.BucketPredictedPrefix, RouteLog: j.RouteLog,
 	}

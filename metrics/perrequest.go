@@ -81,6 +81,7 @@ func perRequestColumns() []PerRequestColumn {
 	return append(cols,
 		PerRequestColumn{"tpot_ms", "ms", func(b []byte, r *Record) []byte { return appendMS(b, r.TPOT) }},
 		PerRequestColumn{"state", "–", func(b []byte, r *Record) []byte { return append(b, r.state()...) }},
+		PerRequestColumn{"kv_cause", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.KVCause) }},
 	)
 }
 

@@ -46,7 +46,7 @@ func referenceRow(r *Record) []string {
 			st = StateFailed
 		}
 	}
-	return append(row, fms(r.TPOT), st)
+	return append(row, fms(r.TPOT), st, r.KVCause)
 }
 
 // text draws strings that exercise CSV quoting: commas, quotes, CR/LF,

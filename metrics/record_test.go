@@ -25,6 +25,7 @@ func TestUnfinishedKeepsEveryJobField(t *testing.T) {
 	j.Bucket, j.BucketPolicy = "b1", "length_prefix"
 	j.LengthBucketMatch, j.BucketPredictedPrefix = true, 7
 	j.RouteLog = []byte(`{"id":5}`)
+	j.KVCause = "first-turn"
 	j.Tries, j.TransferBytes, j.CachedTokens, j.PrefillTokens = 2, 4096, 64, 32
 	j.Done = j.FirstToken + time.Second
 

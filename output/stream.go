@@ -43,6 +43,7 @@ type Stream struct {
 	row      []byte // the row being encoded (reorder copies what it keeps)
 	err      error  // the first write error: the run fails, Write reports it
 	written  bool
+	opts     WriteOptions
 }
 
 // StreamOptions adjust NewStream.
@@ -61,16 +62,25 @@ func NewStream(dir string, opts StreamOptions) (*Stream, error) {
 	if err := prepare(dir, opts.Force); err != nil {
 		return nil, err
 	}
-	s := &Stream{dir: dir}
+	s := &Stream{dir: dir, opts: opts.WriteOptions}
 	var err error
-	if s.per, err = os.CreateTemp(dir, tmpPrefix+"per_request.csv-*"); err != nil {
-		return nil, err
+	// A file --outputs leaves out is never written, not even to a
+	// temporary file: a long run keeps no disk for it.
+	var perW, logW io.Writer = io.Discard, io.Discard
+	if s.opts.keeps("per_request.csv") {
+		if s.per, err = os.CreateTemp(dir, tmpPrefix+"per_request.csv-*"); err != nil {
+			return nil, err
+		}
+		perW = s.per
 	}
-	if s.log, err = os.CreateTemp(dir, tmpPrefix+"routing_log.jsonl-*"); err != nil {
-		s.Close()
-		return nil, err
+	if s.opts.keeps("routing_log.jsonl") {
+		if s.log, err = os.CreateTemp(dir, tmpPrefix+"routing_log.jsonl-*"); err != nil {
+			s.Close()
+			return nil, err
+		}
+		logW = s.log
 	}
-	s.perW, s.logW = bufio.NewWriterSize(s.per, streamBlock), bufio.NewWriterSize(s.log, streamBlock)
+	s.perW, s.logW = bufio.NewWriterSize(perW, streamBlock), bufio.NewWriterSize(logW, streamBlock)
 	bound := opts.ReorderBytes
 	if bound <= 0 {
 		bound = DefaultReorderBytes
@@ -145,8 +155,23 @@ func (s *Stream) Write(res *actors.Result) error {
 	if err := errors.Join(s.ro.close(), s.perW.Flush(), s.logW.Flush()); err != nil {
 		return err
 	}
-	return writeRun(s.dir, res, runFiles{
+	return writeRun(s.dir, res, s.opts, runFiles{
 		perRequest: s.commit(&s.per), routingLog: s.commit(&s.log),
+		skip: func(name string) error {
+			f := &s.per
+			if name == "routing_log.jsonl" {
+				f = &s.log
+			} else if name != "per_request.csv" {
+				return nil
+			}
+			if *f == nil {
+				return nil
+			}
+			(*f).Close()
+			err := os.Remove((*f).Name())
+			*f = nil
+			return err
+		},
 		routerWindows: func(w io.Writer, window windowFn) error {
 			return metrics.WriteRouterWindowsOf(w, arr, res.RouterEvents, window())
 		},

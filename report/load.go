@@ -41,6 +41,13 @@ type Params struct {
 	// Varied lists the parameters that differ between the runs of the
 	// comparison ("scenario", "seed", or a --set path).
 	Varied []string `json:"varied,omitempty"`
+	// PlanIndex is the run's row in its plan (0-based), PlanSize the
+	// plan's number of rows and PlanDigest identifies the plan (package
+	// compare computes them): shards of one plan agree on all three, and
+	// merging their run directories checks them.
+	PlanIndex  *int   `json:"plan_index,omitempty"`
+	PlanSize   int    `json:"plan_size,omitempty"`
+	PlanDigest string `json:"plan_digest,omitempty"`
 }
 
 // ParamsFile is the name of the parameters file in a run directory.
