@@ -432,9 +432,10 @@ figcaption { font-size: 12px; color: #555; }
 <figure id="{{.ModeMix.ID}}">{{svg .ModeMix.SVG}}<figcaption>{{.ModeMix.Caption}}</figcaption></figure>
 {{range .Groups}}<h2 id="{{.ID}}">Workload: {{.Label}}</h2>
 <p class="small">{{.Runs}} run{{if ne .Runs 1}}s{{end}}; {{.BaselineNote}}.</p>
-<div class="grid">{{range .Figures}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
+{{if .Figures}}<div class="grid">{{range .Figures}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
 {{end}}</div>
-{{end}}<h2 id="runs">Runs</h2>
+{{else}}<p class="small">No CDF, Direct share or TTFT-parts plots: no run of this workload has its per_request.csv (the table's figures come from summary.json).</p>
+{{end}}{{end}}<h2 id="runs">Runs</h2>
 {{range .Sections}}<section class="run{{if not .OK}} notok{{end}}" id="{{.Anchor}}">
 <h3>{{.Name}}{{if not .OK}} — {{.Status}}{{end}}</h3>
 <div class="side">

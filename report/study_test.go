@@ -454,3 +454,21 @@ func TestTimeWeightedIsTheStepIntegral(t *testing.T) {
 	assert.InDelta(t, 0.5, got[5], 1e-9)
 	assert.InDelta(t, 1.0, got[29], 1e-9)
 }
+
+// A study kept with summary.json only (compare --outputs summary): rows
+// from the summaries, no per-request plots, and the page says so.
+func TestSummaryOnlyStudy(t *testing.T) {
+	fs := studyFixtures()[:2]
+	for i := range fs {
+		fs[i].summaryOnly = true
+	}
+	root, runs := loadStudy(t, fs)
+	page, err := BuildWith(Options{Title: "s", BaseDir: root}, runs)
+	require.NoError(t, err)
+	o := outline(t, page.HTML)
+	assert.Contains(t, o, "[note] Runs kept with fewer outputs: kvc__trace=cc (no per_request.csv, no instances.csv); vanilla__trace=cc")
+	assert.Contains(t, o, "note: No CDF, Direct share or TTFT-parts plots: no run of this workload has its per_request.csv")
+	assert.Contains(t, o, "row(): vanilla__trace=cc | ok | 40 | 0.0 % ±0 | 0.0 % -75.0 pp | 1.20 s 3.0×")
+	ids := figureIDs(page)
+	assert.Equal(t, []string{"mode_mix"}, ids, "only the mode mix, from the summaries")
+}
