@@ -121,3 +121,32 @@ func TestTraceFetchThenRunByName(t *testing.T) {
 	assert.Contains(t, stderr, "already in the cache, verified")
 	assert.Empty(t, ranges)
 }
+
+// pdemu report marks a partial run, warns about it and refuses it as the
+// baseline (exit 2); directories kept with summary.json only are enough.
+func TestReportRefusesPartialBaseline(t *testing.T) {
+	root := t.TempDir()
+	for name, partial := range map[string]bool{"good": false, "cut": true} {
+		dir := filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		sum := `{"scenario": "s", "policy": "kvc", "seed": 1, "partial": ` + strconv.FormatBool(partial) + `, "stopped_by": "SIGINT",
+  "requests": {"total": 10, "completed": 10, "failed": 0, "unfinished": 3}, "ttft_ms": {"p50": 5}, "e2e_ms": {"p50": 50}, "modes": {"Direct": 10}}`
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "summary.json"), []byte(sum), 0o644))
+	}
+	out := filepath.Join(root, "r", "report.html")
+	_, _, err := runCLI(t, "report", filepath.Join(root, "cut"), filepath.Join(root, "good"), "--baseline", "cut", "--out", out)
+	require.Error(t, err)
+	assert.Equal(t, exitBadInput, exitCode(err))
+	assert.Contains(t, err.Error(), `--baseline "cut" is a partial run (stopped by SIGINT with 3 requests unfinished)`)
+
+	_, stderr, err := runCLI(t, "report", filepath.Join(root, "cut"), filepath.Join(root, "good"), "--out", out)
+	require.NoError(t, err)
+	assert.Contains(t, stderr, "run cut is partial")
+	b, err := os.ReadFile(filepath.Join(root, "r", "compare.csv"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "\ncut,s,kvc,,1,,partial,10,")
+	assert.Contains(t, string(b), "\ngood,s,kvc,,1,,ok,10,")
+	page, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "baseline: good (the first run with status ok")
+}
