@@ -4,10 +4,18 @@
 // report with SVG plots rendered by gonum/plot.
 //
 // Contract: CSV files are read by column name, never by position, so
-// columns may be added to them; the optional files (params.json,
-// links.csv, router_windows.csv, sessions.csv, faults.csv) and the
-// optional TTFT-part columns of per_request.csv are used when present and
-// silently skipped when absent. faults.csv's rows, when there are any,
+// columns may be added to them. Only summary.json is required: the other
+// files (per_request.csv, instances.csv, params.json, links.csv,
+// router_windows.csv, faults.csv) and the optional TTFT-part columns of
+// per_request.csv are used when present; a run without per_request.csv
+// or instances.csv is left out of the plots they feed, and the page says
+// so. Each run has a status (StatusOf: ok, failed, partial, error,
+// empty); only ok runs are compared with, or can be, a baseline. Runs
+// are grouped by workload (trace digest or path), each group with its
+// own panels and baseline. summary.json's optional "slo" and "goodput"
+// objects give the SLO columns (sloOf: "attainment",
+// "session_attainment", "goodput_rps" or "requests_per_s", at the top
+// of either object or one level down; shares in 0..1 or per cent). faults.csv's rows, when there are any,
 // give the run's panel a fault table and bands on its time-series plots,
 // and compare.csv the FaultColumns; without faults every output is as
 // before. Given the same run directories, every function here
