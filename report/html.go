@@ -188,14 +188,12 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 			missing = append(missing, r.Name+" (no "+strings.Join(r.Missing, ", no ")+")")
 		}
 	}
-	heads := make([]tableColumn, len(cols))
-	copy(heads, cols)
 	var b bytes.Buffer
 	err = pageTmpl.Execute(&b, map[string]any{
 		"Title":    o.Title,
 		"Status":   statusCounts(rows),
 		"Missing":  missing,
-		"Columns":  heads,
+		"Columns":  cols,
 		"NCols":    len(cols) + 2,
 		"Groups":   views,
 		"ModeMix":  mix,
@@ -425,7 +423,7 @@ figcaption { font-size: 12px; color: #555; }
 <tr><th class="l">run</th><th class="l">status</th>{{range .Columns}}<th>{{.Head}}{{if .Unit}}<br><span class="small">{{.Unit}}</span>{{end}}</th>{{end}}</tr>
 {{range .Groups}}<tr class="group"><td colspan="{{$.NCols}}">{{.Label}} <span>· {{.Runs}} run{{if ne .Runs 1}}s{{end}} · {{.BaselineNote}}</span></td></tr>
 {{range .Rows}}<tr class="{{if not .OK}}notok{{else if .Baseline}}base{{end}}"><td class="run"><a href="#{{.Anchor}}">{{range .Name}}{{.}}<wbr>{{end}}</a></td><td class="l"><span class="st {{if .OK}}st-ok{{else}}st-bad{{end}}"{{if .Detail}} title="{{.Detail}}"{{end}}>{{.Status}}</span>{{if not .OK}}<span class="d">{{.Detail}}</span>{{end}}</td>
-{{range $i, $c := .Cells}}{{if eq $i 0}}{{end}}<td{{if $c.Title}} title="{{$c.Title}}"{{end}}><span class="v">{{$c.Value}}</span>{{if $c.Delta}}<span class="d {{$c.Class}}">{{$c.Delta}}</span>{{end}}</td>{{end}}</tr>
+{{range $c := .Cells}}<td{{if $c.Title}} title="{{$c.Title}}"{{end}}><span class="v">{{$c.Value}}</span>{{if $c.Delta}}<span class="d {{$c.Class}}">{{$c.Delta}}</span>{{end}}</td>{{end}}</tr>
 {{end}}{{end}}</table>
 <p class="small">Runs are grouped by workload; each group is compared with its baseline (green: better, red: worse; per cent, or percentage points (pp) for shares; ±0 below 0.5 %). Requests columns: failed share of all requests, Direct share of all requests; latencies over completed requests; prefilled tokens are the tokens actually prefilled (append_tokens); KV moved is the KV transferred between workers; imbalance is the busiest decode/fused worker's share of requests over the mean share (1× = even). Exact figures: compare.csv and compare.json.</p>
 <h2 id="mode-mix">Mode mix</h2>
