@@ -389,6 +389,7 @@ th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; vertical-a
 th { background: #eee; }
 td.l, th.l { text-align: left; }
 table.cmp { width: 100%; table-layout: auto; }
+table.cmp th { position: sticky; top: 0; }
 table.cmp td.run { text-align: left; max-width: 20em; word-break: break-word; }
 table.cmp tr.group td { background: #f4f4f8; text-align: left; font-weight: bold; }
 table.cmp tr.group span { font-weight: normal; color: #555; }
