@@ -399,6 +399,9 @@ func TestFormats(t *testing.T) {
 		{250, 100, false, true, "2.5×", "worse"},
 		{0.5, 0.6, true, false, "-10.0 pp", "worse"},
 		{5, 0, false, true, "new", ""},
+		{0.238, 588, false, true, "÷2471", "better"},
+		{5, 100, false, true, "÷20.0", "better"},
+		{0, 100, false, true, "-100 %", "better"},
 	} {
 		s, class := delta(c.v, c.b, c.points, c.lowerBetter)
 		assert.Equal(t, c.s, s, "%+v", c)
