@@ -160,8 +160,20 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 		}
 		for _, f := range []func() (*Figure, error){
 			func() (*Figure, error) {
+				if pool, cache := splitKinds(r.Instances); cache != nil {
+					return seriesFigure(r, pool, "instances.csv", "worker", "kv_tokens", id+"__kv", "KV pool use per decode worker: "+r.Name, "KV tokens",
+						"instances.csv kv_tokens of the decode and fused workers: their KV pool use (the prefill workers' prefix caches are the next plot: on one axis their larger range would flatten these lines).")
+				}
 				return seriesFigure(r, r.Instances, "instances.csv", "worker", "kv_tokens", id+"__kv", "KV occupancy per worker: "+r.Name, "KV tokens",
 					"instances.csv kv_tokens: a decode or fused worker's KV pool use, a prefill worker's prefix-cache use.")
+			},
+			func() (*Figure, error) {
+				_, cache := splitKinds(r.Instances)
+				if cache == nil {
+					return nil, nil
+				}
+				return seriesFigure(r, cache, "instances.csv", "worker", "kv_tokens", id+"__kv_prefill", "Prefix cache per prefill worker: "+r.Name, "cached tokens",
+					"instances.csv kv_tokens of the prefill workers: their prefix-cache use.")
 			},
 			func() (*Figure, error) {
 				return seriesFigure(r, r.Instances, "instances.csv", "worker", "queue", id+"__queue", "Queue length per worker: "+r.Name, "queued requests",
@@ -204,6 +216,28 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 		return nil, err
 	}
 	return &Page{HTML: b.Bytes(), Figures: all}, nil
+}
+
+// splitKinds splits instances.csv into the decode/fused workers' rows
+// (KV pools) and the prefill workers' (prefix caches) when it has both;
+// cache is nil otherwise.
+func splitKinds(t *Table) (pool, cache *Table) {
+	if t == nil || !t.Has("kind") {
+		return t, nil
+	}
+	pool = &Table{Header: t.Header, idx: t.idx}
+	cache = &Table{Header: t.Header, idx: t.idx}
+	for i, row := range t.Rows {
+		if t.Str(i, "kind") == "prefill" {
+			cache.Rows = append(cache.Rows, row)
+		} else {
+			pool.Rows = append(pool.Rows, row)
+		}
+	}
+	if len(cache.Rows) == 0 || len(pool.Rows) == 0 {
+		return t, nil
+	}
+	return pool, cache
 }
 
 // shortNames are copies of runs named without the "__"-separated parts

@@ -475,3 +475,30 @@ func TestSummaryOnlyStudy(t *testing.T) {
 	ids := figureIDs(page)
 	assert.Equal(t, []string{"mode_mix"}, ids, "only the mode mix, from the summaries")
 }
+
+// A P/D run's prefix caches and KV pools get a plot each: on one axis the
+// prefill worker's larger range would flatten the decode lines.
+func TestPrefixCachesApartFromKVPools(t *testing.T) {
+	root, runs := loadStudy(t, studyFixtures()[:1])
+	inst := "t_ms,worker,kind,bucket,kv_tokens,queue,running\n0,p0,prefill,,700000,0,0\n0,d0,decode,,80000,1,1\n1000,p0,prefill,,710000,0,0\n1000,d0,decode,,60000,0,1\n"
+	require.NoError(t, os.WriteFile(filepath.Join(runs[0].Dir, "instances.csv"), []byte(inst), 0o644))
+	r, err := Load(runs[0].Dir)
+	require.NoError(t, err)
+	page, err := BuildWith(Options{Title: "s", BaseDir: root}, []*Run{r})
+	require.NoError(t, err)
+	var kv, cache *Figure
+	for _, f := range page.Figures {
+		switch f.ID {
+		case "kvc__trace=cc__kv":
+			kv = f
+		case "kvc__trace=cc__kv_prefill":
+			cache = f
+		}
+	}
+	require.NotNil(t, kv)
+	require.NotNil(t, cache)
+	assert.Contains(t, string(kv.SVG), ">d0<")
+	assert.NotContains(t, string(kv.SVG), ">p0<")
+	assert.Contains(t, string(cache.SVG), ">p0<")
+	assert.NotContains(t, string(cache.SVG), ">d0<")
+}
