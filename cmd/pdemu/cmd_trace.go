@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pdemu/pdemu/tracefetch"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -96,6 +99,9 @@ its file:line (exit 2) unless --skip-bad.`,
 			}
 			src, err := workload.Open(path, format, workload.LoadOptions{SkipBad: skipBad, InferSessions: infer})
 			if err != nil {
+				if h := tracefetch.Hint(path); h != "" && errors.Is(err, iofs.ErrNotExist) {
+					err = fmt.Errorf("%w (%s)", err, h)
+				}
 				return badInput(err)
 			}
 			defer closeSource(src)
