@@ -26,3 +26,18 @@ func BenchmarkBuildStudy(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoadRun reads one run directory of 20,000 requests (only the
+// columns the report uses are kept).
+func BenchmarkLoadRun(b *testing.B) {
+	f := studyFixtures()[0]
+	f.requests, f.direct = 20000, 15000
+	dir := writeFixture(b, b.TempDir(), f)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Load(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
