@@ -307,6 +307,9 @@ func cdfFigureOf(runs []*Run, baseline *Run, col, id, title string) (*Figure, er
 		if err != nil {
 			return nil, fmt.Errorf("%s: per_request.csv: %w", r.Dir, err)
 		}
+		if len(xys) == 0 {
+			continue // no completed request: nothing to draw
+		}
 		p99 := 0.0
 		if len(xys) > 0 {
 			k := sort.Search(len(xys), func(j int) bool { return xys[j].Y >= 99 })
@@ -508,7 +511,7 @@ func directShareFigureOf(runs []*Run, id, suffix string) (*Figure, error) {
 	span := 0.0
 	var with []*Run
 	for _, r := range runs {
-		if r.Requests == nil {
+		if r.Requests == nil || len(r.Requests.Rows) == 0 {
 			continue
 		}
 		with = append(with, r)
@@ -557,7 +560,7 @@ func directShareFigureOf(runs []*Run, id, suffix string) (*Figure, error) {
 		caption += fmt.Sprintf(" %d of %d runs shown: the %d lowest and %d highest Direct shares (every run is in the table).", len(keep), len(with), n, n)
 	}
 	for i, r := range runs {
-		if r.Requests == nil || (len(keep) > 0 && !keep[r]) {
+		if r.Requests == nil || len(r.Requests.Rows) == 0 || (len(keep) > 0 && !keep[r]) {
 			continue
 		}
 		xys, err := directShare(r.Requests, w)
@@ -948,7 +951,7 @@ const partsSpread = 20
 func ttftPartsFiguresOf(runs []*Run, prefix, suffix string) ([]*Figure, error) {
 	var with []*Run
 	for _, r := range runs {
-		if r.Requests.Has(TTFTParts[0]) {
+		if r.Requests.Has(TTFTParts[0]) && r.Summary.Requests.Completed > 0 {
 			with = append(with, r)
 		}
 	}

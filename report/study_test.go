@@ -502,3 +502,21 @@ func TestPrefixCachesApartFromKVPools(t *testing.T) {
 	assert.Contains(t, string(cache.SVG), ">p0<")
 	assert.NotContains(t, string(cache.SVG), ">d0<")
 }
+
+// A run with no request (or none completed) draws no empty plot: every
+// figure of a study of such runs has data, or is absent.
+func TestRunsWithoutRequestsDrawNoEmptyAxes(t *testing.T) {
+	fs := studyFixtures()[:2]
+	fs[0].requests, fs[0].direct = 0, 0
+	fs[1].failed = fs[1].requests
+	root, runs := loadStudy(t, fs)
+	page, err := BuildWith(Options{Title: "s", BaseDir: root}, runs)
+	require.NoError(t, err)
+	for _, f := range page.Figures {
+		assert.NotContains(t, f.ID, "cdf", "no completed request anywhere: no CDF")
+		assert.NotContains(t, f.ID, "ttft_parts")
+	}
+	o := outline(t, page.HTML)
+	assert.Contains(t, o, "row(notok): kvc__trace=cc | empty no requests")
+	assert.Contains(t, o, "row(notok): vanilla__trace=cc | failed 40 of 40 requests failed (100.0 %)")
+}
