@@ -64,6 +64,9 @@ cache. The embedded default scenario needs no trace.`,
 				f.Progress = newFetchProgress(stderr)
 			}
 			for _, t := range traces {
+				if !quiet {
+					fmt.Fprintf(stderr, "pdemu: %s: %d file(s), %s, from %s at %s\n", t.Name, len(t.Files), humanBytes(t.Size()), t.Repo, t.Commit[:12])
+				}
 				res, err := f.Fetch(cmd.Context(), t)
 				if err != nil {
 					return err
