@@ -16,6 +16,7 @@ import (
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/tracefetch"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -179,11 +180,16 @@ func (o workloadOverrides) apply(spec *topology.Spec) error {
 func openSource(spec *topology.Spec, skipBad, traceOverridden bool) (workload.Source, error) {
 	src, err := sourceOf(spec, skipBad)
 	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) && strings.HasPrefix(spec.Source, "<embedded>/") && !traceOverridden {
-			err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
-		}
 		if errors.Is(err, iofs.ErrNotExist) {
-			err = fmt.Errorf("%w%s", err, traceHint(spec.Workload.Trace))
+			fetch := tracefetch.Hint(spec.Workload.Trace) // a trace `pdemu trace fetch` gets
+			switch {
+			case strings.HasPrefix(spec.Source, "<embedded>/") && !traceOverridden && fetch != "":
+				err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it; or %s)", err, fetch)
+			case strings.HasPrefix(spec.Source, "<embedded>/") && !traceOverridden:
+				err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
+			case fetch != "":
+				err = fmt.Errorf("%w (%s)", err, fetch)
+			}
 		}
 		return nil, badInput(err)
 	}
