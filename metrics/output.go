@@ -223,11 +223,12 @@ type Lateness struct {
 	Samples int     `json:"samples"`
 }
 
-// Counts are the request totals; Total == Completed + Failed.
+// Counts are the request totals; Total == Completed + Failed + Aborted.
 type Counts struct {
 	Total       int            `json:"total"`
 	Completed   int            `json:"completed"`
 	Failed      int            `json:"failed"`
+	Aborted     int            `json:"aborted,omitempty"` // served runs: left when their client went away (not failures)
 	FailReasons map[string]int `json:"fail_reasons"`
 	SkippedBad  int            `json:"skipped_bad_records"`
 	FailedShare float64        `json:"failed_share"` // failed / total (0 when total is 0)
@@ -266,6 +267,10 @@ func Summarize(recs []Record) Summary {
 			continue
 		}
 		s.Requests.Total++
+		if r.State == StateAborted {
+			s.Requests.Aborted++
+			continue
+		}
 		if r.Failed {
 			s.Requests.Failed++
 			s.Requests.FailReasons[r.Reason]++

@@ -51,6 +51,9 @@ type Bridge struct {
 	recent  [256]time.Duration
 	nrecent int
 	wg      sync.WaitGroup
+	// onAbort and onAbortDone (SetAbort) tell the run that a request's
+	// client went away, and that an aborted request ended.
+	onAbort, onAbortDone func(id int64)
 }
 
 // maxLagSamples bounds the lag samples kept for LagStats.
@@ -112,6 +115,28 @@ func (b *Bridge) signal() {
 	if f != nil {
 		f()
 	}
+}
+
+// SetAbort sets what the Bridge calls (with its lock held: they must not
+// block or call back) when a request's context is cancelled before it
+// ended (abort), and when a request it called abort for ended (done).
+// Unset (nil), a cancelled request runs to its end.
+func (b *Bridge) SetAbort(abort, done func(id int64)) {
+	b.mu.Lock()
+	b.onAbort, b.onAbortDone = abort, done
+	b.mu.Unlock()
+}
+
+// cancel aborts request id (its client went away), once.
+func (b *Bridge) cancel(id int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.streams[id]
+	if st == nil || st.abortSent || b.onAbort == nil {
+		return
+	}
+	st.abortSent = true
+	b.onAbort(id)
 }
 
 // Take returns the next submitted request if there is one (in submission
@@ -176,8 +201,10 @@ func (b *Bridge) Wait() { b.wg.Wait() }
 var ErrClosed = errors.New("the emulated cluster is shutting down")
 
 // Submit implements Cluster. It renumbers r.ID to the run's dense
-// sequence.
-func (b *Bridge) Submit(_ context.Context, r *workload.Request) (<-chan Event, error) {
+// sequence. Cancelling ctx before the request ended aborts it (SetAbort):
+// it leaves the cluster and its events end with EvFailed, Reason
+// gpu.ReasonAborted.
+func (b *Bridge) Submit(ctx context.Context, r *workload.Request) (<-chan Event, error) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -190,6 +217,10 @@ func (b *Bridge) Submit(_ context.Context, r *workload.Request) (<-chan Event, e
 	b.queue = append(b.queue, r)
 	b.wg.Add(1)
 	b.mu.Unlock()
+	if ctx != nil && ctx.Done() != nil {
+		id := r.ID
+		st.stopWatch = context.AfterFunc(ctx, func() { b.cancel(id) })
+	}
 	b.signal()
 	go st.run()
 	return st.out, nil
@@ -238,6 +269,12 @@ func (b *Bridge) Ended(e End) {
 	b.mu.Lock()
 	st := b.streams[e.ID]
 	delete(b.streams, e.ID)
+	if st != nil && st.abortSent && b.onAbortDone != nil {
+		b.onAbortDone(e.ID)
+	}
+	if st != nil && st.stopWatch != nil {
+		st.stopWatch()
+	}
 	b.sample(e.Now - e.Done)
 	if e.Failed == "" && st != nil && st.req.OutputLen > 1 && e.FirstToken > 0 && e.Done > e.FirstToken {
 		obs := (e.Done - e.FirstToken) / time.Duration(st.req.OutputLen-1)
@@ -337,6 +374,10 @@ type stream struct {
 	req    *workload.Request
 	out    chan Event
 	notify chan struct{}
+
+	// abortSent (under the Bridge's lock): the run was told to abort it.
+	abortSent bool
+	stopWatch func() bool // stops watching the request's context
 
 	mu       sync.Mutex
 	hasFirst bool

@@ -13,9 +13,10 @@ type Cluster interface {
 	// Blocks, BlockTokens and AppendLen the server has set; Arrival is the
 	// cluster's to set) and returns its events: zero or more Token events
 	// (the first is the first token), then exactly one Done or Failed, then
-	// the channel is closed. The cluster runs the request to its end even
-	// if ctx is cancelled (an emulated GPU does not stop mid-request); the
-	// caller must drain the channel. An error means the request was not
+	// the channel is closed. Cancelling ctx (the client went away) may
+	// abort the request, as vLLM does: it then ends with Failed, Reason
+	// "aborted" (gpu.ReasonAborted); a cluster that cannot abort runs it to
+	// its end. Either way the caller must drain the channel. An error means the request was not
 	// started (the cluster is stopping or full) and no event will come.
 	Submit(ctx context.Context, r *workload.Request) (<-chan Event, error)
 	// Snapshot is the cluster's state now, for the metrics scrape. It must

@@ -69,7 +69,7 @@ func NewMetrics(model string, snap func() Snapshot) *Metrics {
 		httpErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdemu_http_errors_total",
 			Help: "Requests answered with an error, by HTTP status and error code."}, []string{"status", "code"}),
 		disconnects: prometheus.NewCounter(prometheus.CounterOpts{Name: "pdemu_client_disconnects_total",
-			Help: "Requests whose client went away (or stopped reading) before the end; the cluster still ran them to the end."}),
+			Help: "Requests whose client went away (or stopped reading) before the end; the cluster aborted them (vllm:request_success_total{finished_reason=\"abort\"}) where it could."}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pdemu_http_requests_in_flight",
 			Help: "Requests admitted and not yet ended."}),
 	}
@@ -105,6 +105,12 @@ func (m *Metrics) Done(ev Event, promptTokens, outputTokens int, finish string) 
 	m.cacheHit.WithLabelValues(m.model, w).Add(float64(ev.CachedTokens))
 	m.success.WithLabelValues(m.model, w, finish).Inc()
 	m.modes.WithLabelValues(m.model, w, ev.Mode).Inc()
+}
+
+// Aborted records a request aborted because its client went away (vLLM:
+// finished_reason "abort").
+func (m *Metrics) Aborted(ev Event) {
+	m.success.WithLabelValues(m.model, ev.Worker, "abort").Inc()
 }
 
 // Failed records a request the cluster failed.

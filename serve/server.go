@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -549,6 +550,12 @@ func (rl *relay) run(events <-chan Event) {
 		rl.s.met.Done(end, rl.req.InputLen, rl.req.OutputLen, rl.finish)
 		rl.done(end)
 	case EvFailed:
+		if end.Reason == gpu.ReasonAborted {
+			// The client went away and the cluster aborted it.
+			rl.s.met.Aborted(end)
+			rl.gone = true
+			break
+		}
 		rl.s.met.Failed(end.Reason)
 		rl.failed(end)
 	default:
