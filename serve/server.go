@@ -466,7 +466,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 		return
 	}
 	salt := hashString("model:" + c.model)
-	req := s.sess.build(c.sessionKey, in, out, blockHashes(c.text, s.opts.BlockTokens, salt), s.opts.BlockTokens)
+	req := s.sess.build(c.sessionKey, c.text, in, out, blockHashes(c.text, s.opts.BlockTokens, salt), s.opts.BlockTokens)
 	events, err := s.cl.Submit(r.Context(), req)
 	if err != nil {
 		s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",

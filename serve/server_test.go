@@ -190,7 +190,9 @@ func TestMultiTurnSession(t *testing.T) {
 	u2, err := c3.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", User: openai.String("alice"),
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("b")}, MaxTokens: openai.Int(2)})
 	require.NoError(t, err)
-	assert.Equal(t, pdemuField(t, u1.JSON.ExtraFields["pdemu"].Raw()).Session, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Session)
+	// ... as a hint: "b" does not extend "a", so it is a new session.
+	assert.NotEqual(t, pdemuField(t, u1.JSON.ExtraFields["pdemu"].Raw()).Session, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Session)
+	assert.Zero(t, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Turn)
 	assert.Zero(t, fake.dupIDs.Load())
 }
 
