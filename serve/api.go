@@ -26,6 +26,14 @@ func strp(s string) *string {
 	return &s
 }
 
+// contextTooLong is vLLM's error for a prompt + output over the model's
+// length (vllm/entrypoints/openai/serving_engine.py, with OpenAI's code).
+func contextTooLong(maxLen, in, out int) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "BadRequestError", Param: strp("messages"), Code: strp("context_length_exceeded"),
+		Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			maxLen, in+out, in, out)}
+}
+
 func badRequest(param, code, format string, a ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: fmt.Sprintf(format, a...), Param: strp(param), Code: strp(code)}
 }

@@ -33,7 +33,9 @@ type Options struct {
 	// MaxBodyBytes bounds a request body [8 MiB]; larger bodies get 413.
 	MaxBodyBytes int64
 	// MaxModelLen bounds prompt + output tokens [131072]; beyond it a
-	// request gets 400 context_length_exceeded.
+	// request gets 400 context_length_exceeded (vLLM's message). /v1/models
+	// reports it as max_model_len: set it to what the cluster admits
+	// (package served sets the largest request a decode pool holds).
 	MaxModelLen int
 	// DefaultOutputTokens is the mean of the output length drawn when a
 	// request has no max_tokens [150].
@@ -460,9 +462,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 		out = min(defaultOutputLen(s.opts.DefaultOutputTokens, hashString(c.text)), max(1, s.opts.MaxModelLen-in))
 	}
 	if in+out > s.opts.MaxModelLen {
-		s.fail(w, badRequest("messages", "context_length_exceeded",
-			"this model's maximum context length is %d tokens; the request has %d prompt tokens (≈ %d bytes / %d) and asks for %d output tokens",
-			s.opts.MaxModelLen, in, len(c.text), BytesPerToken, out))
+		s.fail(w, contextTooLong(s.opts.MaxModelLen, in, out))
 		return
 	}
 	salt := hashString("model:" + c.model)
@@ -694,8 +694,8 @@ func (rl *relay) failed(end Event) {
 		Message: "the emulated cluster failed the request: " + end.Reason, Code: strp("request_failed")}
 	switch {
 	case end.Reason == "exceeds-kv-pool":
-		e.Status, e.Type, e.Code = http.StatusBadRequest, "invalid_request_error", strp("context_length_exceeded")
-		e.Message = "the request does not fit in a decode worker's KV pool (exceeds-kv-pool)"
+		e = contextTooLong(rl.s.opts.MaxModelLen, rl.req.InputLen, rl.req.OutputLen)
+		e.Message += " (the request does not fit in a decode worker's KV pool: exceeds-kv-pool)"
 	case end.Fault:
 		// A crash or a cut link lost it and the retries did not save it:
 		// what a client of a real fleet sees when its replica dies.

@@ -115,6 +115,14 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		WallTimeout: -1, // a server runs until it is stopped
 		FreshSystem: o.FreshSystem,
 		Wrap: func(cl *cluster.Cluster, now func() time.Duration) error {
+			// One context limit: what the cluster admits (the largest
+			// request a decode or fused pool holds), below the model's.
+			if fit := MaxRequestTokens(cl); fit > 0 && (o.HTTP.MaxModelLen <= 0 || fit < o.HTTP.MaxModelLen) {
+				if o.HTTP.MaxModelLen <= 0 && fit > defaultModelLen {
+					fit = defaultModelLen
+				}
+				o.HTTP.MaxModelLen = fit
+			}
 			br.Attach(now)
 			serve.Watch(&s, cl, br, nil)
 			feeder = serve.Feed(cl, br)
@@ -187,6 +195,23 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		return out, errors.Join(srvErr, runErr)
 	}
 	return out, runErr
+}
+
+// defaultModelLen is serve.Options' default MaxModelLen (the model's).
+const defaultModelLen = 131072
+
+// MaxRequestTokens is the largest request (prompt + output tokens) a
+// worker of cl can hold: the largest ρ·K_d of its decode (or fused)
+// workers. A larger one fails with exceeds-kv-pool, so the server refuses
+// it up front with the context-length error and /v1/models reports it.
+func MaxRequestTokens(cl *cluster.Cluster) int {
+	fit := 0
+	for _, w := range cl.Workers() {
+		if w.Kind != "prefill" {
+			fit = max(fit, w.CapKV)
+		}
+	}
+	return fit
 }
 
 func wrap(res *actors.Result, br *serve.Bridge, partial bool) *Result {

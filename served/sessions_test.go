@@ -2,6 +2,7 @@ package served
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -106,4 +107,41 @@ func fixedBody(t *testing.T, scenario string) {
 	// stay on the worker that holds the prefix until its pool fills and
 	// admission rejects (its own rule, docs/SERVE.md).
 	t.Logf("%d identical requests: %d sessions, decode workers %v, %d cached prompt tokens; modes %v", n, len(sessions), workersUsed, cached, out.Summary.Modes)
+}
+
+// Issue 21 row 5: one context limit. /v1/models advertises what the
+// cluster admits (the largest request a decode pool holds, below the
+// model's 131,072), and a prompt over it gets vLLM's context-length error
+// up front instead of failing inside the cluster.
+func TestServeContextLimitIsTheClusters(t *testing.T) {
+	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 10})
+	res, err := http.Get(base + "/v1/models")
+	require.NoError(t, err)
+	var models struct {
+		Data []struct {
+			MaxModelLen int `json:"max_model_len"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&models))
+	res.Body.Close()
+	require.Len(t, models.Data, 1)
+	limit := models.Data[0].MaxModelLen
+	spec := loadScenario(t, scenarios.Default)
+	want := int(math.Floor(spec.Router.Rho * float64(spec.Decode[0].KVBudgetTokens)))
+	assert.Equal(t, want, limit, "ρ·K_d of the default scenario's decode workers")
+	assert.Less(t, limit, 131072)
+
+	// Just over: refused with vLLM's message; nothing reaches the cluster.
+	over := strings.Repeat("w", 4*(limit-8)) // limit−8 prompt tokens (+ template) and 16 output
+	code, body := post(t, base, "big", over, 16)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "This model's maximum context length is")
+	assert.Contains(t, body, `"code":"context_length_exceeded"`)
+	// Under it: served.
+	code, body = post(t, base, "fits", strings.Repeat("w", 4*(limit/2)), 16)
+	assert.Equal(t, http.StatusOK, code, body)
+	out, err := stop()
+	require.NoError(t, err)
+	assert.Equal(t, 1, out.Summary.Requests.Total)
+	assert.Zero(t, out.Summary.Requests.Failed)
 }

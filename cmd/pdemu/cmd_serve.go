@@ -30,6 +30,7 @@ type serveFlags struct {
 	out         string
 	force       bool
 	logLevel    string
+	maxFailed   float64
 }
 
 func newServeCmd() *cobra.Command {
@@ -85,6 +86,7 @@ partial if the drain was cut).
 	fl.StringVar(&f.out, "out", "pdemu-serve-out", "where the run's outputs are written when the server stops")
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of an earlier run in --out")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
+	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when more than this share of the requests served failed (negative: no limit; aborted requests are not failures)")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE (repeatable)")
 	return c
 }
@@ -127,5 +129,10 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 		// The drain was cut: outputs written, partial; the code says why.
 		return &exitError{output.StopCode(partial.StoppedBy), runErr}
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	// As run: too many failed requests is exit 3 (a server that served
+	// nothing is not an error).
+	return output.Check(res.Result, output.CheckOptions{MaxFailed: f.maxFailed, AllowEmpty: true})
 }
