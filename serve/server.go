@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,9 +49,12 @@ type Options struct {
 	RetryAfter time.Duration
 	// MaxSessions bounds the session table [1<<20].
 	MaxSessions int
-	// Timeouts: ReadHeaderTimeout [10s] and ReadTimeout [60s] bound reading a
-	// request; WriteTimeout [30s] bounds each write (every SSE chunk gets a
-	// fresh deadline, so a stream may last any time but a client that stops
+	// Timeouts: ReadHeaderTimeout [10s] bounds reading a request's
+	// headers and ReadTimeout [10s] its body (a client that stalls
+	// mid-body gets 408 once it passes; the body is read before admission,
+	// so a stalled body never holds one of MaxInFlight's slots);
+	// WriteTimeout [30s] bounds each write (every SSE chunk gets a fresh
+	// deadline, so a stream may last any time but a client that stops
 	// reading is dropped after it); IdleTimeout [120s] closes idle
 	// keep-alive connections.
 	ReadHeaderTimeout time.Duration
@@ -91,7 +96,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxSessions, 1<<20)
 	defd(&o.RetryAfter, time.Second)
 	defd(&o.ReadHeaderTimeout, 10*time.Second)
-	defd(&o.ReadTimeout, 60*time.Second)
+	defd(&o.ReadTimeout, 10*time.Second)
 	defd(&o.WriteTimeout, 30*time.Second)
 	defd(&o.IdleTimeout, 120*time.Second)
 	defd(&o.DrainTimeout, 5*time.Minute)
@@ -151,6 +156,7 @@ func New(opts Options, cl Cluster) (*Server, error) {
 	s.mux.HandleFunc("/v1/completions", s.post(s.completion))
 	s.mux.HandleFunc("/v1/models", s.get(s.models))
 	s.mux.HandleFunc("/health", s.get(s.health))
+	s.mux.HandleFunc("/health/ready", s.get(s.health))
 	s.mux.Handle("/metrics", s.get(s.met.Handler().ServeHTTP))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
@@ -173,8 +179,9 @@ func (s *Server) httpServer() *http.Server {
 		s.srv = &http.Server{
 			Handler:           s.mux,
 			ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
-			ReadTimeout:       s.opts.ReadTimeout,
-			IdleTimeout:       s.opts.IdleTimeout,
+			// The body's deadline is set per request (post), so that a
+			// stream is not cut when a connection-wide deadline expires.
+			IdleTimeout: s.opts.IdleTimeout,
 			MaxHeaderBytes:    64 << 10,
 			ErrorLog:          s.opts.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		}
@@ -185,29 +192,35 @@ func (s *Server) httpServer() *http.Server {
 // Serve serves on l until Shutdown (it then returns http.ErrServerClosed).
 func (s *Server) Serve(l net.Listener) error { return s.httpServer().Serve(l) }
 
-// Shutdown drains: new requests get 503, the listener closes, and it
-// returns when every in-flight request has ended (or ctx expires). Once
-// none is in flight, connections still open (idle keep-alives, and ones a
-// client opened but never used, which http.Server.Shutdown would wait 5 s
-// for) are closed.
+// Shutdown drains like a real server: while requests are in flight the
+// listener stays open and every new request, /health and /health/ready
+// included, gets 503 with Retry-After (a load balancer takes the replica
+// out; a client retries elsewhere) and Connection: close; once none is
+// in flight (or ctx expires) the server closes, connections still open
+// included (idle keep-alives, and ones a client opened but never used,
+// which http.Server.Shutdown would wait 5 s for).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	srv := s.httpServer()
-	done := make(chan error, 1)
-	go func() { done <- srv.Shutdown(ctx) }()
+	srv.SetKeepAlivesEnabled(false)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for s.InFlight() > 0 {
 		select {
-		case err := <-done:
-			return err
+		case <-ctx.Done():
+			_ = srv.Close()
+			return ctx.Err()
 		case <-tick.C:
-			if s.InFlight() == 0 {
-				_ = srv.Close()
-				return <-done
-			}
 		}
 	}
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && ctx.Err() == nil {
+		// Only requests that take no admission slot (a scrape, a health
+		// check) can still be running: they are cut.
+		_ = srv.Close()
+	}
+	return ctx.Err()
 }
 
 // InFlight is the number of requests admitted and not yet ended.
@@ -287,9 +300,36 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 			return
 		}
 		if s.draining.Load() {
-			w.Header().Set("Connection", "close")
-			s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",
-				Message: "the server is shutting down", Code: strp("shutting_down")})
+			s.unavailable(w)
+			return
+		}
+		// Read the body before admission, within ReadTimeout: a client
+		// that stalls mid-body holds no admission slot, and is cut.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+		if err != nil {
+			var mb *http.MaxBytesError
+			var ne net.Error
+			switch {
+			case errors.As(err, &mb):
+				s.fail(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+					Message: fmt.Sprintf("request body exceeds %d bytes", mb.Limit), Code: strp("request_too_large")})
+			case errors.As(err, &ne) && ne.Timeout():
+				w.Header().Set("Connection", "close")
+				s.fail(w, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error",
+					Message: fmt.Sprintf("the request body was not received within %v", s.opts.ReadTimeout), Code: strp("request_timeout")})
+			default:
+				s.fail(w, badRequest("", "", "reading the request body: %v", err))
+			}
+			return
+		}
+		// The body is read: lift the read deadline, or a long stream would
+		// see its context cancelled when it expires.
+		_ = rc.SetReadDeadline(time.Time{})
+		if ct := r.Header.Get("Content-Type"); !jsonContentType(ct) {
+			s.fail(w, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error",
+				Message: fmt.Sprintf("Content-Type must be application/json, got %q", ct), Code: strp("unsupported_media_type")})
 			return
 		}
 		if n := s.inflight.Add(1); n > int64(s.opts.MaxInFlight) {
@@ -304,22 +344,27 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 			s.inflight.Add(-1)
 			s.met.inflight.Dec()
 		}()
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-		if err != nil {
-			var mb *http.MaxBytesError
-			if errors.As(err, &mb) {
-				s.fail(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-					Message: fmt.Sprintf("request body exceeds %d bytes", mb.Limit), Code: strp("request_too_large")})
-				return
-			}
-			s.fail(w, badRequest("", "", "reading the request body: %v", err))
-			return
-		}
-		// The body is read: lift the read deadline, or a long stream would
-		// see its context cancelled when ReadTimeout expires.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		h(w, r, body)
 	}
+}
+
+// unavailable answers a request that arrives while the server drains.
+func (s *Server) unavailable(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",
+		Message: "the server is shutting down; retry on another replica", Code: strp("shutting_down")})
+}
+
+// jsonContentType accepts no Content-Type, application/json and
+// application/*+json (with parameters), as vLLM's FastAPI front end
+// parses a body as JSON; anything else (curl -d's default
+// application/x-www-form-urlencoded included) is refused with 415.
+func jsonContentType(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -328,6 +373,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	state := "ok"
 	if s.draining.Load() {
 		status, state = http.StatusServiceUnavailable, "draining"
+		w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
+		w.Header().Set("Connection", "close")
 	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": state, "in_flight": s.InFlight()})

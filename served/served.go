@@ -46,6 +46,11 @@ type Options struct {
 	FreshSystem bool
 	// Wrap, when set, wraps more nodes after serve's (see actors.Options.Wrap).
 	Wrap func(cl *cluster.Cluster, now func() time.Duration) error
+	// Cut, when set and done during the drain (a second SIGINT), stops
+	// waiting: the streams still open end with an error, the run stops
+	// partial with stopped_by the Cut's cause (an actors.StopCause), and
+	// Serve returns its result (the outputs can still be written).
+	Cut context.Context
 }
 
 // Result is a served run's outcome.
@@ -168,6 +173,19 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		case <-srvCtx.Done():
 		}
 	}()
+	var cut <-chan struct{}
+	if o.Cut != nil {
+		cut = o.Cut.Done()
+		go func() {
+			select {
+			case <-cut:
+				// End the streams (so the HTTP drain ends), then the run.
+				br.Abort("the server was stopped before this request ended")
+				cancelRun(cutCause(o.Cut))
+			case <-runDone:
+			}
+		}()
+	}
 	srvErr := serve.Run(srvCtx, o.HTTP, br)
 	br.Close()
 	drain := o.HTTP.DrainTimeout
@@ -178,6 +196,8 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 	defer t.Stop()
 	select {
 	case <-runDone:
+	case <-cut:
+		<-runDone
 	case <-t.C:
 		br.Abort("the drain timed out")
 		cancelRun(actors.StopCause(StoppedByDrainTimeout))
@@ -195,6 +215,16 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		return out, errors.Join(srvErr, runErr)
 	}
 	return out, runErr
+}
+
+// cutCause is the stop cause of a cut drain: the Cut's cause if it is an
+// actors.StopCause, else "cut".
+func cutCause(cut context.Context) error {
+	var sc actors.StopCause
+	if errors.As(context.Cause(cut), &sc) {
+		return sc
+	}
+	return actors.StopCause("cut")
 }
 
 // defaultModelLen is serve.Options' default MaxModelLen (the model's).

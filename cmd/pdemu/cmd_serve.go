@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +20,10 @@ import (
 // stopIsNormal is set by serve: a SIGINT/SIGTERM is how a server is
 // stopped, so after a complete drain main exits 0 instead of 130/143.
 var stopIsNormal atomic.Bool
+
+// onSecondSignal, set by serve, is what main calls on a second signal
+// (with its stop_by name): stop waiting for the drain.
+var onSecondSignal atomic.Value
 
 type serveFlags struct {
 	scenarioFlags
@@ -104,7 +109,11 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 		return err
 	}
 	stopIsNormal.Store(true)
+	cut, cutNow := context.WithCancelCause(context.Background())
+	defer cutNow(nil)
+	onSecondSignal.Store(func(name string) { cutNow(actors.StopCause(name)) })
 	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
+		Cut: cut,
 		HTTP: serve.Options{
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log,
 			Ready: func(a net.Addr) {
