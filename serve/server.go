@@ -181,9 +181,9 @@ func (s *Server) httpServer() *http.Server {
 			ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 			// The body's deadline is set per request (post), so that a
 			// stream is not cut when a connection-wide deadline expires.
-			IdleTimeout: s.opts.IdleTimeout,
-			MaxHeaderBytes:    64 << 10,
-			ErrorLog:          s.opts.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+			IdleTimeout:    s.opts.IdleTimeout,
+			MaxHeaderBytes: 64 << 10,
+			ErrorLog:       s.opts.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		}
 	}
 	return s.srv
