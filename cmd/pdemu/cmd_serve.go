@@ -36,6 +36,7 @@ type serveFlags struct {
 	force       bool
 	logLevel    string
 	maxFailed   float64
+	bodyTimeout time.Duration
 }
 
 func newServeCmd() *cobra.Command {
@@ -91,6 +92,7 @@ partial if the drain was cut).
 	fl.StringVar(&f.out, "out", "pdemu-serve-out", "where the run's outputs are written when the server stops")
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of an earlier run in --out")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
+	fl.DurationVar(&f.bodyTimeout, "body-timeout", 10*time.Second, "a request body must arrive within this (else 408); bodies are read before admission, so slow ones hold no --max-in-flight slot")
 	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when more than this share of the requests served failed (negative: no limit; aborted requests are not failures)")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE (repeatable)")
 	return c
@@ -100,6 +102,9 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	stderr := cmd.ErrOrStderr()
 	if f.timeScale < 0 {
 		return usageErr("--time-scale must be > 0, got %g", f.timeScale)
+	}
+	if f.bodyTimeout <= 0 {
+		return usageErr("--body-timeout must be > 0, got %v", f.bodyTimeout)
 	}
 	if f.maxInFlight <= 0 {
 		return usageErr("--max-in-flight must be > 0, got %d", f.maxInFlight)
@@ -116,6 +121,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 		Cut: cut,
 		HTTP: serve.Options{
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log,
+			ReadTimeout: f.bodyTimeout,
 			Ready: func(a net.Addr) {
 				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
 			},
