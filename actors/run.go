@@ -77,6 +77,8 @@ type Result struct {
 	Wall           time.Duration // real time the run took
 	// Sessions has one row per session for KVC-Router runs (sessions.csv).
 	Sessions []metrics.SessionRow
+	// Evictions are the decode workers' residency losses (evictions.csv).
+	Evictions []metrics.EvictionRow
 	// Unfinished are the requests still in the cluster when a partial run
 	// stopped (State "unfinished"; written to per_request.csv).
 	Unfinished []metrics.Record

@@ -48,7 +48,7 @@ func Build(spec *topology.Spec, src workload.Source) (*Cluster, error) {
 		}
 		c.collector.col = metrics.NewCollector(nil, names(spec.Fused))
 		c.addPool(spec, pb)
-		return c, nil
+		return c, c.enforceLimits(spec)
 	}
 	b, err := buildPD(spec)
 	if err != nil {
@@ -59,7 +59,7 @@ func Build(spec *topology.Spec, src workload.Source) (*Cluster, error) {
 	}
 	c.collector.col = metrics.NewCollector(names(spec.Prefill), names(spec.Decode))
 	c.addPD(spec, b)
-	return c, nil
+	return c, c.enforceLimits(spec)
 }
 
 // add appends a node and returns its address.
@@ -131,6 +131,7 @@ func (b *built) checkLinks(spec *topology.Spec) error {
 // one link per prefill NIC.
 func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	rtr := NewRouter(b.pol, nil, nil).(*routerNode)
+	rtr.kv.names = names(spec.Decode)
 	c.router = rtr
 	rtr.Observe(c.routerEv, spec.Router.RoutingLog, spec.Router.LogCandidates, spec.Router.Policy, names(spec.Prefill), names(spec.Decode))
 	rAddr := c.add(rtr, "router", KindRouter)

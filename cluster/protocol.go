@@ -49,12 +49,15 @@ type (
 	KVReady struct{ Job *gpu.Job }
 	// Finished tells the router that decode worker D finished a request.
 	Finished struct{ D int }
-	// Evicted tells the router that decode worker D evicted Session. It is
-	// sent as *Evicted, an immutable value the decode worker keeps per
-	// session and shares across sends (decodeNode.evictedMsg).
+	// Evicted tells the router that decode worker D dropped Session's KV
+	// at At, why, and for which request (gpu.Event's For). It is sent as
+	// an immutable *Evicted (cluster/kvcause.go).
 	Evicted struct {
 		D       int
 		Session int32
+		At      time.Duration
+		Cause   gpu.EvictCause
+		For     int64
 	}
 	// JobEnded hands a completed or failed Job to the collector.
 	JobEnded struct{ Job *gpu.Job }
@@ -141,7 +144,7 @@ var Protocol = []Hop{
 	{Transfer{}, KindPrefill, KindLink, "prefilled Job", "link"},
 	{KVReady{}, KindLink, KindDecode, "Job with its transfer timeline (or failure)", "decode worker"},
 	{Finished{}, KindDecode, KindRouter, "decode index", "-"},
-	{&Evicted{}, KindDecode, KindRouter, "decode index, session", "-"},
+	{&Evicted{}, KindDecode, KindRouter, "decode index, session, time, cause, request", "-"},
 	{JobEnded{}, KindDecode, KindCollector, "ended Job", "collector"},
 	{SyncReq{}, KindDecode, KindPrefill, "D→P sync: session, blocks, KV tokens (dp_sync)", "-"},
 	{SyncXfer{}, KindPrefill, KindLink, "D→P sync to put on the wire", "-"},
@@ -150,7 +153,7 @@ var Protocol = []Hop{
 	{ViewReq{}, KindGlobal, KindBucket, "Job (read only: the global router keeps it)", "global router"},
 	{ViewResp{}, KindBucket, KindGlobal, "request id, BucketView", "-"},
 	{Assign{}, KindGlobal, KindBucket, "Job, global decision", "bucket"},
-	{JobEnded{}, KindGlobal, KindCollector, "Job failed: no bucket", "collector"},
+	{JobEnded{}, KindGlobal, KindCollector, "Job failed: no bucket, or longer than the context", "collector"},
 	{Submit{}, KindBucket, KindBucket, "Job, instance (timer: probe latency)", "bucket"},
 	{JobEnded{}, KindBucket, KindCollector, "ended Job", "collector"},
 
@@ -174,7 +177,7 @@ var Protocol = []Hop{
 	{Retry{}, KindRouter, KindRouter, "Job that found no healthy decode worker (timer: detection delay)", "router"},
 	{KVReady{}, KindPrefill, KindDecode, "Job its prefill worker cannot serve (Failed set): the reservation is released", "decode worker"},
 	{KVReady{}, KindRouter, KindDecode, "admitted Job no prefill worker can reach (Failed set): the reservation is released", "decode worker"},
-	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent, or larger than every decode pool", "collector"},
+	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent, longer than the context, or larger than any pool", "collector"},
 	{Crash{}, KindDriver, KindBucket, "fault id: an instance or the whole bucket (timer)", "-"},
 	{Restart{}, KindDriver, KindBucket, "fault id (timer)", "-"},
 	{Slowdown{}, KindDriver, KindBucket, "fault id, factor (timer)", "-"},

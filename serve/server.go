@@ -740,9 +740,9 @@ func (rl *relay) failed(end Event) {
 	e := &apiError{Status: http.StatusInternalServerError, Type: "server_error",
 		Message: "the emulated cluster failed the request: " + end.Reason, Code: strp("request_failed")}
 	switch {
-	case end.Reason == "exceeds-kv-pool":
+	case end.Reason == gpu.ReasonExceedsPool || end.Reason == gpu.ReasonExceedsContext:
 		e = contextTooLong(rl.s.opts.MaxModelLen, rl.req.InputLen, rl.req.OutputLen)
-		e.Message += " (the request does not fit in a decode worker's KV pool: exceeds-kv-pool)"
+		e.Message += " (" + end.Reason + ")"
 	case end.Fault:
 		// A crash or a cut link lost it and the retries did not save it:
 		// what a client of a real fleet sees when its replica dies.

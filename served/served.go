@@ -120,12 +120,12 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		WallTimeout: -1, // a server runs until it is stopped
 		FreshSystem: o.FreshSystem,
 		Wrap: func(cl *cluster.Cluster, now func() time.Duration) error {
-			// One context limit: what the cluster admits (the largest
-			// request a decode or fused pool holds), below the model's.
-			if fit := MaxRequestTokens(cl); fit > 0 && (o.HTTP.MaxModelLen <= 0 || fit < o.HTTP.MaxModelLen) {
-				if o.HTTP.MaxModelLen <= 0 && fit > defaultModelLen {
-					fit = defaultModelLen
-				}
+			// One context limit: what the cluster admits.
+			fit, err := MaxRequestTokens(&s)
+			if err != nil {
+				return err
+			}
+			if fit > 0 && (o.HTTP.MaxModelLen <= 0 || fit < o.HTTP.MaxModelLen) {
 				o.HTTP.MaxModelLen = fit
 			}
 			br.Attach(now)
@@ -227,21 +227,24 @@ func cutCause(cut context.Context) error {
 	return actors.StopCause("cut")
 }
 
-// defaultModelLen is serve.Options' default MaxModelLen (the model's).
-const defaultModelLen = 131072
-
-// MaxRequestTokens is the largest request (prompt + output tokens) a
-// worker of cl can hold: the largest ρ·K_d of its decode (or fused)
-// workers. A larger one fails with exceeds-kv-pool, so the server refuses
+// MaxRequestTokens is the largest request (prompt + output tokens) the
+// cluster of spec serves (cluster.LimitsOf): the smaller of its workers'
+// context length (max_model_len) and the largest ρ·K_d of its decode (or
+// fused) pools; 0 when neither is known. A larger one would fail inside
+// the cluster (exceeds-context, exceeds-kv-pool), so the server refuses
 // it up front with the context-length error and /v1/models reports it.
-func MaxRequestTokens(cl *cluster.Cluster) int {
-	fit := 0
-	for _, w := range cl.Workers() {
-		if w.Kind != "prefill" {
-			fit = max(fit, w.CapKV)
-		}
+func MaxRequestTokens(spec *topology.Spec) (int, error) {
+	l, err := cluster.LimitsOf(spec)
+	if err != nil {
+		return 0, err
 	}
-	return fit
+	switch {
+	case l.Context > 0 && l.Pool > 0:
+		return min(l.Context, l.Pool), nil
+	case l.Context > 0:
+		return l.Context, nil
+	}
+	return l.Pool, nil
 }
 
 func wrap(res *actors.Result, br *serve.Bridge, partial bool) *Result {

@@ -6,13 +6,12 @@
 package clustertest
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -25,8 +24,7 @@ type Net struct {
 
 	hosts    []*cluster.Host
 	seq      []uint64
-	next     []item // sent for the current time: the next step
-	later    []item // sent for later times, in no order
+	q        *minheap.Heap[item] // every message sent and not delivered, by (at, from, seq)
 	now      time.Duration
 	err      error
 	done     bool
@@ -41,7 +39,7 @@ func New(spec *topology.Spec, src workload.Source) (*Net, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Net{Cluster: cl, seq: make([]uint64, len(cl.Nodes))}
+	n := &Net{Cluster: cl, seq: make([]uint64, len(cl.Nodes)), q: minheap.New(lessItem)}
 	for i, node := range cl.Nodes {
 		n.hosts = append(n.hosts, cluster.NewHost(node, cluster.Addr(i)))
 	}
@@ -59,27 +57,16 @@ func (n *Net) Run() error {
 		n.push(-1, e)
 	}
 	var batch []item
-	for n.err == nil {
-		// The next step: the messages sent for now in the last step, else
-		// the earliest of the later ones (nothing later is due now).
-		batch, n.next = n.next, batch[:0]
-		if len(batch) == 0 {
-			if len(n.later) == 0 {
-				break
-			}
-			at := slices.MinFunc(n.later, func(a, b item) int { return cmp.Compare(a.at, b.at) }).at
-			rest := n.later[:0]
-			for _, it := range n.later {
-				if it.at == at {
-					batch = append(batch, it)
-				} else {
-					rest = append(rest, it)
-				}
-			}
-			clear(n.later[len(rest):])
-			n.later, n.now = rest, at
+	for n.err == nil && n.q.Len() > 0 {
+		// The next step: every message due at the earliest time, popped in
+		// (sender, sender sequence) order; what they send, even for now,
+		// waits for a later step.
+		at := n.q.Min().at
+		batch = batch[:0]
+		for n.q.Len() > 0 && n.q.Min().at == at {
+			batch = append(batch, n.q.Pop())
 		}
-		slices.SortFunc(batch, func(a, b item) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.seq, b.seq)) })
+		n.now = at
 		for _, it := range batch {
 			n.messages++
 			for _, e := range n.hosts[it.to].Deliver(n.now, it.msg) {
@@ -133,12 +120,7 @@ func (n *Net) push(from cluster.Addr, e cluster.Envelope) {
 		n.ext++
 		seq = n.ext
 	}
-	it := item{at: n.now + max(e.Delay, 0), from: id, seq: seq, to: e.To, msg: e.Msg}
-	if it.at == n.now {
-		n.next = append(n.next, it)
-	} else {
-		n.later = append(n.later, it)
-	}
+	n.q.Push(item{at: n.now + max(e.Delay, 0), from: id, seq: seq, to: e.To, msg: e.Msg})
 }
 
 type item struct {
@@ -147,4 +129,16 @@ type item struct {
 	seq  uint64
 	to   cluster.Addr
 	msg  any
+}
+
+// lessItem is the virtual clock's delivery order: (at, from, seq), a
+// total order since (from, seq) is unique per send.
+func lessItem(a, b *item) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.from != b.from {
+		return a.from < b.from
+	}
+	return a.seq < b.seq
 }
