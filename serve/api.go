@@ -48,17 +48,22 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// chatRequest is the part of a chat completion request pdemu reads; other
-// fields (temperature, tools, ...) are accepted and ignored.
+// chatRequest is the part of a chat completion request pdemu reads; the
+// other parameters are checked by checkParams (params.go): validated
+// no-ops or refused, never ignored.
 type chatRequest struct {
 	Model               string            `json:"model"`
 	Messages            []json.RawMessage `json:"messages"`
 	MaxTokens           *int              `json:"max_tokens"`
 	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	MinTokens           *int              `json:"min_tokens"`
 	Stream              *bool             `json:"stream"`
 	StreamOptions       *streamOptions    `json:"stream_options"`
 	User                *string           `json:"user"`
 	N                   *int              `json:"n"`
+	Stop                json.RawMessage   `json:"stop"`
+	Logprobs            *bool             `json:"logprobs"`
+	TopLogprobs         *int              `json:"top_logprobs"`
 }
 
 type rawMessage struct {
@@ -76,10 +81,13 @@ type completionRequest struct {
 	Model         string          `json:"model"`
 	Prompt        json.RawMessage `json:"prompt"`
 	MaxTokens     *int            `json:"max_tokens"`
+	MinTokens     *int            `json:"min_tokens"`
 	Stream        *bool           `json:"stream"`
 	StreamOptions *streamOptions  `json:"stream_options"`
 	User          *string         `json:"user"`
 	N             *int            `json:"n"`
+	Stop          json.RawMessage `json:"stop"`
+	Logprobs      *int            `json:"logprobs"`
 }
 
 // decodeJSON unmarshals body into v, turning JSON errors into 400s that
@@ -142,6 +150,13 @@ func (r *chatRequest) messages() ([]chatMessage, *apiError) {
 		}
 		if m.Role == "" {
 			return nil, badRequest(p+".role", "", "%s.role is missing", p)
+		}
+		if !chatRoles[m.Role] {
+			why := "roles are system, developer, user and assistant"
+			if m.Role == "tool" || m.Role == "function" {
+				why = "tool and function messages need tool calling, which pdemu does not emulate"
+			}
+			return nil, badRequest(p+".role", "invalid_value", "%s.role %q is not supported: %s", p, m.Role, why)
 		}
 		text, err := contentText(m.Content)
 		if err != "" {
@@ -232,12 +247,12 @@ type pdemuInfo struct {
 }
 
 type chatChoice struct {
-	Index        int       `json:"index"`
-	Message      *chatOut  `json:"message,omitempty"`
-	Delta        *chatOut  `json:"delta,omitempty"`
-	Text         *string   `json:"text,omitempty"`
-	FinishReason *string   `json:"finish_reason"`
-	Logprobs     *struct{} `json:"logprobs"`
+	Index        int      `json:"index"`
+	Message      *chatOut `json:"message,omitempty"`
+	Delta        *chatOut `json:"delta,omitempty"`
+	Text         *string  `json:"text,omitempty"`
+	FinishReason *string  `json:"finish_reason"`
+	Logprobs     any      `json:"logprobs"`
 }
 
 type chatOut struct {

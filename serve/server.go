@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"mime"
 	"net"
 	"net/http"
@@ -16,9 +17,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/pdemu/pdemu/gpu"
-	"github.com/pdemu/pdemu/workload"
 )
 
 // Options configure a Server; zero fields take the defaults in brackets.
@@ -135,6 +133,10 @@ type Server struct {
 	inflight atomic.Int64
 	draining atomic.Bool
 	created  int64
+	// launch salts this process's request ids and text seeds (random at
+	// New), seq counts its requests: ids are unique across launches.
+	launch uint64
+	seq    atomic.Uint64
 
 	mu  sync.Mutex
 	srv *http.Server
@@ -149,12 +151,15 @@ func New(opts Options, cl Cluster) (*Server, error) {
 	if err := CheckListen(opts.Listen, opts.AllowRemote); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, cl: cl, sess: newSessions(opts.MaxSessions), created: time.Now().Unix()}
+	s := &Server{opts: opts, cl: cl, sess: newSessions(opts.MaxSessions), created: time.Now().Unix(), launch: rand.Uint64()}
 	s.met = NewMetrics(opts.Model, cl.Snapshot)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/chat/completions", s.post(s.chat))
 	s.mux.HandleFunc("/v1/completions", s.post(s.completion))
 	s.mux.HandleFunc("/v1/models", s.get(s.models))
+	s.mux.HandleFunc("/v1/models/{id...}", s.get(s.model))
+	s.mux.HandleFunc("/tokenize", s.post(s.tokenize))
+	s.mux.HandleFunc("/detokenize", s.post(s.detokenize))
 	s.mux.HandleFunc("/health", s.get(s.health))
 	s.mux.HandleFunc("/health/ready", s.get(s.health))
 	s.mux.Handle("/metrics", s.get(s.met.Handler().ServeHTTP))
@@ -380,386 +385,30 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": state, "in_flight": s.InFlight()})
 }
 
+func (s *Server) modelCard() map[string]any {
+	return map[string]any{"id": s.opts.Model, "object": "model", "created": s.created, "owned_by": "pdemu",
+		"root": s.opts.Model, "parent": nil, "max_model_len": s.opts.MaxModelLen}
+}
+
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": s.opts.Model, "object": "model", "created": s.created, "owned_by": "pdemu",
-			"max_model_len": s.opts.MaxModelLen,
-		}},
-	})
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{s.modelCard()}})
 }
 
-// ---------------------------------------------------------------- requests
-
-// call is one parsed request, ready for the cluster.
-type call struct {
-	chat         bool
-	model        string
-	text         string // the serialised prompt
-	sessionKey   string
-	maxTokens    *int
-	stream       bool
-	includeUsage bool
-}
-
-func (s *Server) checkCommon(model string, n *int) *apiError {
-	if model == "" {
-		return badRequest("model", "", "model is missing (this server serves %q)", s.opts.Model)
-	}
-	if model != s.opts.Model {
-		return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: fmt.Sprintf("the model %q does not exist (this server serves %q)", model, s.opts.Model),
-			Param:   strp("model"), Code: strp("model_not_found")}
-	}
-	if n != nil && *n != 1 {
-		return badRequest("n", "", "n must be 1 (got %d)", *n)
-	}
-	return nil
-}
-
-func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte) {
-	var req chatRequest
-	if e := decodeJSON(body, &req); e != nil {
-		s.fail(w, e)
+// model is GET /v1/models/{id}: the model's card, or 404.
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	if id := r.PathValue("id"); id != s.opts.Model {
+		s.fail(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: fmt.Sprintf("the model %q does not exist (this server serves %q)", id, s.opts.Model),
+			Param:   strp("model"), Code: strp("model_not_found")})
 		return
 	}
-	if e := s.checkCommon(req.Model, req.N); e != nil {
-		s.fail(w, e)
-		return
-	}
-	msgs, e := req.messages()
-	if e != nil {
-		s.fail(w, e)
-		return
-	}
-	c := call{chat: true, model: req.Model, text: chatTemplate(msgs), maxTokens: req.MaxTokens}
-	if req.MaxCompletionTokens != nil {
-		c.maxTokens = req.MaxCompletionTokens
-	}
-	c.stream = req.Stream != nil && *req.Stream
-	c.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	c.sessionKey = sessionKey(r, req.User, func() string {
-		// The conversation's opening: every message up to and including
-		// the first user message.
-		for i, m := range msgs {
-			if m.Role == "user" {
-				return chatTemplate(msgs[:i+1])
-			}
-		}
-		return chatTemplate(msgs[:1])
-	})
-	s.serve(w, r, c)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.modelCard())
 }
 
-func (s *Server) completion(w http.ResponseWriter, r *http.Request, body []byte) {
-	var req completionRequest
-	if e := decodeJSON(body, &req); e != nil {
-		s.fail(w, e)
-		return
-	}
-	if e := s.checkCommon(req.Model, req.N); e != nil {
-		s.fail(w, e)
-		return
-	}
-	text, e := promptText(req.Prompt)
-	if e != nil {
-		s.fail(w, e)
-		return
-	}
-	c := call{model: req.Model, text: text, maxTokens: req.MaxTokens}
-	c.stream = req.Stream != nil && *req.Stream
-	c.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	c.sessionKey = sessionKey(r, req.User, func() string {
-		// A bare prompt's opening: its first 16 blocks' worth of bytes.
-		return text[:min(len(text), 16*24*BytesPerToken)]
-	})
-	s.serve(w, r, c)
-}
-
-// sessionKey is X-Session-Id, else the user field, else the conversation's
-// opening (hashed).
-func sessionKey(r *http.Request, user *string, opening func() string) string {
-	if h := r.Header.Get("X-Session-Id"); h != "" {
-		return "h:" + h
-	}
-	if user != nil && *user != "" {
-		return "u:" + *user
-	}
-	return fmt.Sprintf("p:%016x", hashString(opening()))
-}
-
-// serve builds the request, submits it and relays its events.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
-	in := TokenCount(len(c.text))
-	if in == 0 {
-		s.fail(w, badRequest("prompt", "", "the prompt is empty"))
-		return
-	}
-	finish := "stop"
-	var out int
-	if c.maxTokens != nil {
-		if *c.maxTokens < 1 {
-			s.fail(w, badRequest("max_tokens", "", "max_tokens must be at least 1 (got %d)", *c.maxTokens))
-			return
-		}
-		out, finish = *c.maxTokens, "length"
-	} else {
-		out = min(defaultOutputLen(s.opts.DefaultOutputTokens, hashString(c.text)), max(1, s.opts.MaxModelLen-in))
-	}
-	if in+out > s.opts.MaxModelLen {
-		s.fail(w, contextTooLong(s.opts.MaxModelLen, in, out))
-		return
-	}
-	salt := hashString("model:" + c.model)
-	req := s.sess.build(c.sessionKey, c.text, in, out, blockHashes(c.text, s.opts.BlockTokens, salt), s.opts.BlockTokens)
-	events, err := s.cl.Submit(r.Context(), req)
-	if err != nil {
-		s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",
-			Message: "the cluster did not accept the request: " + err.Error(), Code: strp("cluster_unavailable")})
-		return
-	}
-	rl := &relay{s: s, w: w, r: r, c: c, req: req, finish: finish, seed: hashString(c.text) ^ uint64(req.ID)}
-	rl.run(events)
-}
-
-// relay writes one request's events to its client and records them.
-type relay struct {
-	s      *Server
-	w      http.ResponseWriter
-	r      *http.Request
-	c      call
-	req    *workload.Request
-	finish string
-	seed   uint64
-
-	rc       *http.ResponseController
-	started  bool // response headers written
-	gone     bool // the client went away or stopped reading
-	prev     time.Duration
-	first    Event
-	produced int
-}
-
-func (rl *relay) id() string {
-	if rl.c.chat {
-		return fmt.Sprintf("chatcmpl-pdemu-%d", rl.req.ID)
-	}
-	return fmt.Sprintf("cmpl-pdemu-%d", rl.req.ID)
-}
-
-func (rl *relay) object() string {
-	switch {
-	case rl.c.chat && rl.c.stream:
-		return "chat.completion.chunk"
-	case rl.c.chat:
-		return "chat.completion"
-	}
-	return "text_completion"
-}
-
-func (rl *relay) base() response {
-	return response{ID: rl.id(), Object: rl.object(), Created: rl.s.created, Model: rl.c.model, SystemFingerprint: "pdemu"}
-}
-
-// run consumes every event to the end, whatever happens to the client.
-func (rl *relay) run(events <-chan Event) {
-	rl.rc = http.NewResponseController(rl.w)
-	var end Event
-	for ev := range events {
-		switch ev.Kind {
-		case EvToken:
-			rl.s.met.Token(ev, rl.prev)
-			rl.prev = ev.Since
-			if ev.Index == 0 {
-				rl.first = ev
-			}
-			rl.produced++
-			if rl.c.stream {
-				// Flush when nothing else is pending: a burst of due
-				// tokens goes out in one write.
-				rl.chunk(fillerToken(rl.seed, ev.Index), ev.Index == 0, len(events) == 0)
-			}
-		case EvDone, EvFailed:
-			end = ev
-		}
-	}
-	if !rl.gone {
-		select {
-		case <-rl.r.Context().Done():
-			rl.gone = true
-		default:
-		}
-	}
-	switch end.Kind {
-	case EvDone:
-		rl.s.met.Done(end, rl.req.InputLen, rl.req.OutputLen, rl.finish)
-		rl.done(end)
-	case EvFailed:
-		if end.Reason == gpu.ReasonAborted {
-			// The client went away and the cluster aborted it.
-			rl.s.met.Aborted(end)
-			rl.gone = true
-			break
-		}
-		rl.s.met.Failed(end.Reason)
-		rl.failed(end)
-	default:
-		// The cluster closed the channel without an end: its contract is
-		// broken; report it rather than hang or pretend.
-		rl.s.met.Failed("no-end-event")
-		rl.failed(Event{Kind: EvFailed, Reason: "the cluster ended the request without a result"})
-	}
-	if rl.gone {
-		rl.s.met.disconnects.Inc()
-	}
-}
-
-func (rl *relay) deadline() {
-	_ = rl.rc.SetWriteDeadline(time.Now().Add(rl.s.opts.WriteTimeout))
-}
-
-func (rl *relay) startStream() {
-	if rl.started {
-		return
-	}
-	rl.started = true
-	h := rl.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	rl.deadline()
-	rl.w.WriteHeader(http.StatusOK)
-}
-
-// sse writes one data: line and flushes it.
-func (rl *relay) sse(v any) { rl.write(v, true) }
-
-// write writes one data: line, flushing it if flush is set.
-func (rl *relay) write(v any, flush bool) {
-	if rl.gone {
-		return
-	}
-	select {
-	case <-rl.r.Context().Done():
-		rl.gone = true
-		return
-	default:
-	}
-	rl.startStream()
-	var b []byte
-	if s, ok := v.(string); ok {
-		b = []byte(s)
-	} else {
-		b, _ = json.Marshal(v)
-	}
-	rl.deadline()
-	if _, err := fmt.Fprintf(rl.w, "data: %s\n\n", b); err != nil {
-		rl.gone = true
-		return
-	}
-	if !flush {
-		return
-	}
-	if err := rl.rc.Flush(); err != nil {
-		rl.gone = true
-	}
-}
-
-func (rl *relay) chunk(text string, first, flush bool) {
-	resp := rl.base()
-	ch := chatChoice{Index: 0}
-	if rl.c.chat {
-		ch.Delta = &chatOut{Content: &text}
-		if first {
-			ch.Delta.Role = "assistant"
-		}
-	} else {
-		ch.Text = &text
-	}
-	resp.Choices = []chatChoice{ch}
-	rl.write(resp, flush)
-}
-
-func (rl *relay) info(end Event) *pdemuInfo {
-	return &pdemuInfo{Session: rl.req.SessionName, Turn: rl.req.Turn, Mode: end.Mode, Worker: end.Worker,
-		Prefill: end.Prefill, TTFT: rl.first.Since.Seconds(), E2E: end.Since.Seconds(), AppendLen: rl.req.AppendLen}
-}
-
-func (rl *relay) usage(end Event) *usage {
-	return &usage{PromptTokens: rl.req.InputLen, CompletionTokens: rl.produced,
-		TotalTokens: rl.req.InputLen + rl.produced, PromptTokensDetails: promptDetail{CachedTokens: end.CachedTokens}}
-}
-
-func (rl *relay) done(end Event) {
-	finish := rl.finish
-	if rl.c.stream {
-		resp := rl.base()
-		ch := chatChoice{Index: 0, FinishReason: &finish}
-		empty := ""
-		if rl.c.chat {
-			ch.Delta = &chatOut{}
-		} else {
-			ch.Text = &empty
-		}
-		resp.Choices = []chatChoice{ch}
-		resp.Pdemu = rl.info(end)
-		rl.sse(resp)
-		if rl.c.includeUsage {
-			u := rl.base()
-			u.Choices = []chatChoice{}
-			u.Usage = rl.usage(end)
-			rl.sse(u)
-		}
-		rl.sse("[DONE]")
-		return
-	}
-	if rl.gone {
-		return
-	}
-	text := fillerText(rl.seed, rl.produced)
-	resp := rl.base()
-	ch := chatChoice{Index: 0, FinishReason: &finish}
-	if rl.c.chat {
-		ch.Message = &chatOut{Role: "assistant", Content: &text}
-	} else {
-		ch.Text = &text
-	}
-	resp.Choices = []chatChoice{ch}
-	resp.Usage = rl.usage(end)
-	resp.Pdemu = rl.info(end)
-	rl.w.Header().Set("Content-Type", "application/json")
-	rl.deadline()
-	if err := json.NewEncoder(rl.w).Encode(resp); err != nil {
-		rl.gone = true
-	}
-}
-
-func (rl *relay) failed(end Event) {
-	e := &apiError{Status: http.StatusInternalServerError, Type: "server_error",
-		Message: "the emulated cluster failed the request: " + end.Reason, Code: strp("request_failed")}
-	switch {
-	case end.Reason == gpu.ReasonExceedsPool || end.Reason == gpu.ReasonExceedsContext:
-		e = contextTooLong(rl.s.opts.MaxModelLen, rl.req.InputLen, rl.req.OutputLen)
-		e.Message += " (" + end.Reason + ")"
-	case end.Fault:
-		// A crash or a cut link lost it and the retries did not save it:
-		// what a client of a real fleet sees when its replica dies.
-		e.Status, e.Code = http.StatusServiceUnavailable, strp("service_unavailable")
-		e.Message = "the emulated cluster lost the request to a fault; retry: " + end.Reason
-	}
-	if rl.started {
-		// Mid-stream: the status is sent; report the error as an event.
-		rl.sse(struct {
-			Error *apiError `json:"error"`
-		}{e})
-		rl.sse("[DONE]")
-		return
-	}
-	if rl.gone {
-		return
-	}
-	rl.deadline()
-	rl.s.fail(rl.w, e)
+// newID is a request id unique across launches: the launch's salt and
+// the request's sequence number.
+func (s *Server) newID() string {
+	return fmt.Sprintf("pdemu-%016x-%d", s.launch, s.seq.Add(1))
 }

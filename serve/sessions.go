@@ -104,6 +104,20 @@ func (t *sessions) build(key, text string, inputLen, outputLen int, blocks []uin
 	return r
 }
 
+// extra makes a request of its own, turn 0 of a session of its own (not
+// remembered under any key), for the second and later sequences of a
+// request with n > 1: they share its prompt, so its KV is a prefix-cache
+// hit, but they do not continue its session.
+func (t *sessions) extra(inputLen, outputLen int, blocks []uint64, blockTokens int) *workload.Request {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := &workload.Request{ID: t.nextID, Session: t.next, SessionName: fmt.Sprintf("http-%d", t.next),
+		InputLen: inputLen, OutputLen: outputLen, Blocks: blocks, BlockTokens: blockTokens, AppendLen: inputLen}
+	t.next++
+	t.nextID++
+	return r
+}
+
 // count is the number of sessions remembered.
 func (t *sessions) count() int {
 	t.mu.Lock()
