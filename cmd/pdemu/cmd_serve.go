@@ -103,6 +103,10 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if f.timeScale < 0 {
 		return usageErr("--time-scale must be > 0, got %g", f.timeScale)
 	}
+	if err := serve.CheckListen(f.listen, f.allowRemote); err != nil {
+		// As run's --metrics-listen: bad input (2), naming the flag.
+		return usageErr("--listen %s: not a loopback address; pass --allow-remote to serve beyond this machine (anyone who can reach it can use it)", f.listen)
+	}
 	if f.bodyTimeout <= 0 {
 		return usageErr("--body-timeout must be > 0, got %v", f.bodyTimeout)
 	}
