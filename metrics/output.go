@@ -80,14 +80,16 @@ type Summary struct {
 	Partial   bool   `json:"partial"`
 	StoppedBy string `json:"stopped_by"`
 
-	Scenario string         `json:"scenario"`
-	Policy   string         `json:"policy"`
-	Seed     uint64         `json:"seed"`
-	Clock    Clock          `json:"clock"`
-	Requests Counts         `json:"requests"`
-	TTFT     Quantiles      `json:"ttft_ms"`
-	E2E      Quantiles      `json:"e2e_ms"`
-	Modes    map[string]int `json:"modes"`
+	Scenario string `json:"scenario"`
+	Policy   string `json:"policy"`
+	Seed     uint64 `json:"seed"`
+	Clock    Clock  `json:"clock"`
+	// Served: pdemu serve only, how late clients got their responses.
+	Served   *ServedLateness `json:"served,omitempty"`
+	Requests Counts          `json:"requests"`
+	TTFT     Quantiles       `json:"ttft_ms"`
+	E2E      Quantiles       `json:"e2e_ms"`
+	Modes    map[string]int  `json:"modes"`
 	// PrefillShare is the fraction of completed requests that used a
 	// prefill worker (the KVC paper's "P used on ≈ 8 %").
 	PrefillShare    float64         `json:"prefill_share"`
@@ -315,4 +317,16 @@ func WriteSessions(w io.Writer, rows []SessionRow) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// ServedLateness is how late, in wall milliseconds, the clients of a
+// served run got each request's first token and its end compared with
+// the emulated times they happened (scaled to wall time): what a client
+// sees of the emulator falling behind. Bound and Late are the verdict:
+// Late when the first tokens' p99 passed Bound.
+type ServedLateness struct {
+	FirstToken Lateness `json:"first_token_late_ms"`
+	End        Lateness `json:"end_late_ms"`
+	BoundMS    float64  `json:"bound_ms"`
+	Late       bool     `json:"late"`
 }

@@ -244,6 +244,9 @@ type pdemuInfo struct {
 	TTFT      float64 `json:"ttft_s"`
 	E2E       float64 `json:"e2e_s"`
 	AppendLen int     `json:"append_tokens"`
+	// ServedLateMS: how late (wall ms) this stream's first token reached
+	// the client compared with its emulated time (streams only).
+	ServedLateMS float64 `json:"served_late_ms,omitempty"`
 }
 
 type chatChoice struct {

@@ -3,10 +3,12 @@ package serve
 import (
 	"context"
 	"errors"
+	"math"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -48,9 +50,12 @@ type Bridge struct {
 	links   map[string]LinkState
 	lnames  []string
 	lag     []time.Duration // every lag sample (bounded)
-	recent  [256]time.Duration
-	nrecent int
-	wg      sync.WaitGroup
+	// lateFirst, lateEnd: how late clients got first tokens and ends
+	// (wall time; bounded like lag).
+	lateFirst, lateEnd []time.Duration
+	recent             [256]time.Duration
+	nrecent            int
+	wg                 sync.WaitGroup
 	// onAbort and onAbortDone (SetAbort) tell the run that a request's
 	// client went away, and that an aborted request ended.
 	onAbort, onAbortDone func(id int64)
@@ -260,7 +265,10 @@ type End struct {
 	// Fault: a fault (crash, cut link) hit the request; a failure then
 	// is the cluster's, worth retrying (503 with Retry-After).
 	Fault bool
-	Now   time.Duration
+	// Queue and PrefillTime split the TTFT as vLLM's request metrics do:
+	// waiting until its prefill started, then until its first token.
+	Queue, PrefillTime time.Duration
+	Now                time.Duration
 }
 
 // Ended reports that a request ended (now − Done is a lag sample). It
@@ -353,6 +361,44 @@ func (b *Bridge) Snapshot() Snapshot {
 type LagStats struct {
 	Samples       int
 	P50, P99, Max time.Duration
+}
+
+// Late is how late, in wall time, an event of emulated time at is
+// reported now: (emulated now − at) / time scale, at least 0.
+func (b *Bridge) Late(at time.Duration) time.Duration {
+	return max(0, time.Duration(float64(b.emulated()-at)/b.scale))
+}
+
+// Served records that a client got request events late by first (its
+// first token) and end (wall time); ServedLateness summarises them.
+func (b *Bridge) Served(first, end time.Duration) {
+	b.mu.Lock()
+	if len(b.lateFirst) < maxLagSamples {
+		b.lateFirst = append(b.lateFirst, first)
+		b.lateEnd = append(b.lateEnd, end)
+	}
+	b.mu.Unlock()
+}
+
+// ServedLateness summarises the lateness clients saw (nil when no
+// request completed); bound is the verdict's threshold.
+func (b *Bridge) ServedLateness(bound time.Duration) *metrics.ServedLateness {
+	b.mu.Lock()
+	first := append([]time.Duration(nil), b.lateFirst...)
+	end := append([]time.Duration(nil), b.lateEnd...)
+	b.mu.Unlock()
+	if len(first) == 0 {
+		return nil
+	}
+	q := func(s []time.Duration) metrics.Lateness {
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		ms := func(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+		at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+		return metrics.Lateness{P50: ms(at(0.5)), P99: ms(at(0.99)), Max: ms(s[len(s)-1]), Samples: len(s)}
+	}
+	out := &metrics.ServedLateness{FirstToken: q(first), End: q(end), BoundMS: float64(bound.Microseconds()) / 1e3}
+	out.Late = out.FirstToken.P99 > out.BoundMS
+	return out
 }
 
 // Lag returns the lag statistics.
@@ -475,5 +521,6 @@ func (st *stream) run() {
 	if next < n {
 		emit(e.Done)
 	}
-	st.out <- Event{Kind: EvDone, Since: e.Done - e.Arrival, Emulated: e.Done, Wall: time.Now(), Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, CachedTokens: e.CachedTokens}
+	st.out <- Event{Kind: EvDone, Since: e.Done - e.Arrival, Emulated: e.Done, Wall: time.Now(), Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, CachedTokens: e.CachedTokens,
+		Queue: e.Queue, PrefillTime: e.PrefillTime, DecodeTime: e.Done - e.FirstToken}
 }

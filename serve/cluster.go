@@ -66,6 +66,10 @@ type Event struct {
 	// Fused) and the prompt tokens served from a cache.
 	Mode         string
 	CachedTokens int
+	// EvDone: the request's time waiting for its prefill, in prefill
+	// (until its first token) and decoding (first to last token), emulated
+	// (vllm:request_queue_time_seconds, _prefill_time_, _decode_time_).
+	Queue, PrefillTime, DecodeTime time.Duration
 	// EvFailed: why, and whether a fault of the cluster (a crash, a cut
 	// link) caused it: the client gets 503 with Retry-After, as from a
 	// real fleet that lost the replica serving it.

@@ -195,6 +195,7 @@ func Watch(spec *topology.Spec, cl *cluster.Cluster, br *Bridge, onEnd func(*gpu
 				e := End{ID: j.Req.ID, Worker: workerName(j.D), Mode: j.Mode.String(), CachedTokens: j.CachedTokens,
 					Arrival: j.Arrival, FirstToken: j.FirstToken, Done: j.Done, Failed: j.Failed, Now: now,
 					Fault: j.FaultHit > 0 || len(j.RetryReasons) > 0}
+				e.Queue, e.PrefillTime = queueAndPrefill(j)
 				if j.Mode.UsesPrefill() && j.P >= 0 && j.P < len(spec.Prefill) {
 					e.Prefill = spec.Prefill[j.P].Name
 				}
@@ -227,6 +228,25 @@ func Watch(spec *topology.Spec, cl *cluster.Cluster, br *Bridge, onEnd func(*gpu
 			cl.Nodes[i] = &watchedNode{Node: n, after: lw.after}
 		}
 	}
+}
+
+// queueAndPrefill splits a job's TTFT as vLLM's request metrics do: the
+// time until its prefill started (on the prefill worker, or its
+// append-prefill on the decode or fused worker) and from then to its
+// first token. A request with no prefill start (its first token came
+// with its KV) is all queue.
+func queueAndPrefill(j *gpu.Job) (queue, prefill time.Duration) {
+	if j.FirstToken <= 0 {
+		return 0, 0
+	}
+	start := j.PrefillStart
+	if start <= 0 || j.DPrefillStart > 0 && !j.Mode.UsesPrefill() {
+		start = j.DPrefillStart
+	}
+	if start <= 0 || start < j.Arrival || start > j.FirstToken {
+		return j.FirstToken - j.Arrival, 0
+	}
+	return start - j.Arrival, j.FirstToken - start
 }
 
 // firstTokens follows the jobs a decode or bucket node owns and reports

@@ -174,6 +174,16 @@ type choice struct {
 	ended    bool
 	prev     time.Duration
 	lps      []tokenLogprob // logprobs so far (non-streaming)
+	// late: how late (wall) the client got the first token, once sent.
+	late    time.Duration
+	lateSet bool
+}
+
+// lateReporter is what a Cluster that runs on a wall clock tells of the
+// lateness clients see (Bridge implements it).
+type lateReporter interface {
+	Late(at time.Duration) time.Duration
+	Served(first, end time.Duration)
 }
 
 // visible returns the text of output token i as the client sees it
@@ -357,7 +367,10 @@ func (rl *relay) run(events <-chan indexed) {
 			if rl.c.stream {
 				// Flush when nothing else is pending: a burst of due
 				// tokens goes out in one write.
-				rl.chunk(ie.i, ev.Index, len(events) == 0)
+				rl.chunk(ie.i, ev.Index, len(events) == 0 || ev.Index == 0)
+				if ev.Index == 0 {
+					rl.markLate(ch, ev.Emulated)
+				}
 			} else if rl.c.logprobs {
 				ch.lps = append(ch.lps, rl.logprob(ch, ev.Index))
 			}
@@ -402,6 +415,17 @@ func (rl *relay) run(events <-chan indexed) {
 		rl.failed(failed.end)
 	default:
 		rl.done()
+		if lr, ok := rl.s.cl.(lateReporter); ok && !rl.gone {
+			for _, ch := range rl.choices {
+				end := lr.Late(ch.end.Emulated)
+				if !ch.lateSet { // not streamed: the first token came with the end
+					ch.late = end
+				}
+				lr.Served(ch.late, end)
+				rl.s.met.Late("first_token", ch.late)
+				rl.s.met.Late("end", end)
+			}
+		}
 	}
 	if rl.gone {
 		rl.s.met.disconnects.Inc()
@@ -484,9 +508,21 @@ func (rl *relay) chunk(c, i int, flush bool) {
 	rl.write(resp, flush)
 }
 
+// markLate records how late the client got choice ch's first token (of
+// emulated time at), as it is sent.
+func (rl *relay) markLate(ch *choice, at time.Duration) {
+	if lr, ok := rl.s.cl.(lateReporter); ok && !ch.lateSet {
+		ch.late, ch.lateSet = lr.Late(at), true
+	}
+}
+
 func (rl *relay) info(ch *choice) *pdemuInfo {
-	return &pdemuInfo{Session: ch.req.SessionName, Turn: ch.req.Turn, Mode: ch.end.Mode, Worker: ch.end.Worker,
+	p := &pdemuInfo{Session: ch.req.SessionName, Turn: ch.req.Turn, Mode: ch.end.Mode, Worker: ch.end.Worker,
 		Prefill: ch.end.Prefill, TTFT: ch.first.Since.Seconds(), E2E: ch.end.Since.Seconds(), AppendLen: ch.req.AppendLen}
+	if ch.lateSet {
+		p.ServedLateMS = float64(ch.late.Microseconds()) / 1e3
+	}
+	return p
 }
 
 func (rl *relay) usage() *usage {

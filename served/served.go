@@ -30,6 +30,7 @@ import (
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/serve"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
@@ -204,6 +205,9 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		<-runDone
 	}
 	br.Wait()
+	if res != nil {
+		judgeServed(&res.Summary, br, s.Workload.TimeScale)
+	}
 	out := wrap(res, br, runErr != nil)
 	if runErr == nil && res != nil {
 		sum := res.Summary.Requests
@@ -215,6 +219,38 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		return out, errors.Join(srvErr, runErr)
 	}
 	return out, runErr
+}
+
+// ServedBoundMin is the least lateness bound of a served run: a client
+// that gets its first token up to this late (wall time) sees no
+// distortion, however short the emulated TTFT.
+const ServedBoundMin = 50 * time.Millisecond
+
+// judgeServed puts the lateness the clients saw into the summary and
+// lets it, not the wall clock's timer lateness, decide the distortion
+// verdict and warning: a served run is distorted when the first tokens'
+// p99 lateness passed max(ServedBoundMin, 5 % of the TTFT p50 in wall
+// time). An idle server (few or no requests, all on time) never warns.
+func judgeServed(sum *metrics.Summary, br *serve.Bridge, scale float64) {
+	bound := max(ServedBoundMin, time.Duration(0.05*sum.TTFT.P50/scale*float64(time.Millisecond)))
+	sl := br.ServedLateness(bound)
+	sum.Served = sl
+	wall := metrics.WallWarning(sum.Clock)
+	kept := sum.Warnings[:0]
+	for _, w := range sum.Warnings {
+		if w != wall || wall == "" {
+			kept = append(kept, w)
+		}
+	}
+	sum.Warnings = kept
+	sum.Clock.FidelityBound = fmt.Sprintf("served: first-token lateness p99 <= %v (max(%v, 5%% of TTFT p50 / time scale))", bound, ServedBoundMin)
+	sum.Clock.Fidelity = metrics.FidelityOK
+	if sl != nil && sl.Late {
+		sum.Clock.Fidelity = metrics.FidelityDistorted
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("clients got their first tokens late: p50 %.1f / p99 %.1f / max %.1f wall ms behind the emulated times over %d requests (ends: p99 %.1f ms); bound %.1f ms. "+
+			"The emulator could not keep up with this load at time-scale %g: client-side latencies are inflated; lower --time-scale or the load",
+			sl.FirstToken.P50, sl.FirstToken.P99, sl.FirstToken.Max, sl.FirstToken.Samples, sl.End.P99, sl.BoundMS, scale))
+	}
 }
 
 // cutCause is the stop cause of a cut drain: the Cut's cause if it is an
