@@ -165,7 +165,11 @@ func (w *DecodeWorker) advance(now time.Duration) {
 			w.retire(t)
 			j.chunkDone += w.curChunk
 			w.curChunk = 0
-			if j.chunkDone >= j.PrefillTokens {
+			switch {
+			case j.aborting: // aborted during its pass (Abort)
+				w.cur = nil
+				w.abortEnd(t, j, true)
+			case j.chunkDone >= j.PrefillTokens:
 				w.cur, j.DPrefillEnd = nil, t
 				w.ready = append(w.ready, j)
 			}
