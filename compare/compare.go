@@ -188,6 +188,7 @@ func (p Plan) Runs() ([]report.Params, error) {
 			}
 		}
 	}
+	setPlan(runs)
 	return runs, nil
 }
 
@@ -237,11 +238,19 @@ type Options struct {
 	RunDone func(done, total int, name string, err error)
 	// Progress, when set, is passed to each run's actors.Options.
 	Progress func(name string, p actors.Progress)
+	// Shard, when set with Count > 1, runs only its rows of the plan
+	// (every row is still loaded and checked first) and writes no
+	// compare.csv, compare.json nor report: Merge and WriteResults do
+	// that once every shard has run.
+	Shard *Shard
+	// Outputs, when not nil, are the only files each run writes
+	// (output.ParseOutputs).
+	Outputs []string
 }
 
 // Result is a finished comparison.
 type Result struct {
-	Runs []report.Params
+	Runs []report.Params // the runs executed (the shard's, when sharded)
 	Rows []report.Row
 	// Failed maps a run name to why it failed (its outputs are written
 	// when the emulation produced any).
@@ -274,6 +283,22 @@ func Execute(ctx context.Context, runs []report.Params, opts Options) (*Result, 
 	}
 	if err := os.MkdirAll(filepath.Join(opts.Out, "runs"), 0o755); err != nil {
 		return nil, err
+	}
+	if len(runs) > 0 && runs[0].PlanDigest != "" {
+		if err := WritePlan(opts.Out, runs); err != nil {
+			return nil, err
+		}
+	}
+	sharded := opts.Shard != nil && opts.Shard.Count > 1
+	if opts.Shard != nil {
+		var sel []report.Params
+		var selSpecs []*topology.Spec
+		for i := range runs {
+			if opts.Shard.Has(i) {
+				sel, selSpecs = append(sel, runs[i]), append(selSpecs, specs[i])
+			}
+		}
+		runs, specs = sel, selSpecs
 	}
 	jobs := max(opts.Jobs, 1)
 	errs := make([]error, len(runs))
@@ -311,7 +336,7 @@ func Execute(ctx context.Context, runs []report.Params, opts Options) (*Result, 
 		}
 	}
 	runErr := joinRunErrors(runs, errs)
-	if len(dirs) == 0 {
+	if len(dirs) == 0 || sharded {
 		return res, runErr
 	}
 	rows, err := WriteResults(opts.Out, dirs, "pdemu compare")
@@ -365,7 +390,7 @@ func runOne(ctx context.Context, p report.Params, spec *topology.Spec, open func
 		return runErr
 	}
 	dir := RunDir(opts.Out, p.Name)
-	if err := output.Write(dir, res, output.WriteOptions{Force: opts.Force}); err != nil {
+	if err := output.Write(dir, res, output.WriteOptions{Force: opts.Force, Outputs: opts.Outputs}); err != nil {
 		return errors.Join(runErr, err)
 	}
 	return errors.Join(runErr, report.WriteParams(dir, p))

@@ -123,6 +123,9 @@ type OutputInfo struct {
 	LinksRows           int     `json:"links_rows"`
 	LinksDropped        int     `json:"links_rows_dropped"`
 	RouterWindowMS      float64 `json:"router_window_ms"`
+	// Written lists the files written when --outputs chose a subset
+	// (absent: every file was written).
+	Written []string `json:"written,omitempty"`
 }
 
 // explain fills the per-part, tail and throughput fields of s from recs.

@@ -35,7 +35,7 @@ import (
 // (summary.json, the marker, last).
 var Files = []string{
 	"per_request.csv", "instances.csv", "links.csv", "router_windows.csv",
-	"sessions.csv", "routing_log.jsonl", "faults.csv", "summary.json",
+	"sessions.csv", "routing_log.jsonl", "faults.csv", "evictions.csv", "summary.json",
 }
 
 // Marker is the file that makes a directory a run directory.
@@ -49,6 +49,11 @@ type WriteOptions struct {
 	// Force clears the pdemu files of a previous run from the directory
 	// first (files pdemu did not write are left alone).
 	Force bool
+	// Outputs, when not nil, are the only files written (ParseOutputs:
+	// names from Files; summary.json is always written). summary.json
+	// then lists them under outputs.written, so a reader knows the other
+	// files were not asked for rather than lost.
+	Outputs []string
 }
 
 // ErrRunDir is wrapped by Write's error when dir holds another run.
@@ -67,7 +72,7 @@ func Write(dir string, res *actors.Result, opts WriteOptions) error {
 		return err
 	}
 	recs := MergeUnfinished(res.Records, res.Unfinished)
-	return writeRun(dir, res, runFiles{
+	return writeRun(dir, res, opts, runFiles{
 		perRequest: atomic(dir, func(w io.Writer) error { return metrics.WritePerRequest(w, recs) }),
 		routingLog: atomic(dir, func(w io.Writer) error { return metrics.WriteRoutingLog(w, recs) }),
 		routerWindows: func(w io.Writer, window windowFn) error {
@@ -86,6 +91,9 @@ type windowFn func() time.Duration
 type runFiles struct {
 	perRequest, routingLog func(name string) error
 	routerWindows          func(w io.Writer, window windowFn) error
+	// skip, when set, drops a file that is not written (a stream's
+	// temporary per_request.csv or routing_log.jsonl).
+	skip func(name string) error
 }
 
 // atomic returns the writing of a file named by its argument through
@@ -95,7 +103,7 @@ func atomic(dir string, f func(w io.Writer) error) func(name string) error {
 }
 
 // writeRun writes the files of res into the prepared dir, in Files order.
-func writeRun(dir string, res *actors.Result, rf runFiles) error {
+func writeRun(dir string, res *actors.Result, opts WriteOptions, rf runFiles) error {
 	sum := res.Summary
 	if sum.PdemuVersion == "" {
 		sum.PdemuVersion = metrics.Version()
@@ -118,6 +126,7 @@ func writeRun(dir string, res *actors.Result, rf runFiles) error {
 	sum.Outputs = metrics.OutputInfo{
 		InstancesIntervalMS: float64(interval.Microseconds()) / 1000, InstancesRows: rows, InstancesWidened: widened,
 		LinksRows: res.Links.Rows(), LinksDropped: res.Links.Dropped(), RouterWindowMS: float64(window.Microseconds()) / 1000,
+		Written: opts.Outputs,
 	}
 	caps := map[string]int{}
 	for _, w := range sum.Workers {
@@ -129,9 +138,18 @@ func writeRun(dir string, res *actors.Result, rf runFiles) error {
 		"router_windows.csv": func(w io.Writer) error { return rf.routerWindows(w, func() time.Duration { return window }) },
 		"sessions.csv":       func(w io.Writer) error { return metrics.WriteSessions(w, res.Sessions) },
 		"faults.csv":         func(w io.Writer) error { return metrics.WriteFaults(w, res.Faults) },
+		"evictions.csv":      func(w io.Writer) error { return metrics.WriteEvictions(w, res.Evictions) },
 		"summary.json":       func(w io.Writer) error { return metrics.WriteSummary(w, sum) },
 	}
 	for _, name := range Files {
+		if !opts.keeps(name) {
+			if rf.skip != nil {
+				if err := rf.skip(name); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		var err error
 		switch name {
 		case "per_request.csv":

@@ -35,6 +35,8 @@ type compareFlags struct {
 	json        bool
 	force       bool
 	maxFailed   float64
+	outputs     string    // --outputs (cmd_outputs.go)
+	dist        distFlags // --shard, --emit (cmd_distrib.go)
 }
 
 func newCompareCmd() *cobra.Command {
@@ -91,6 +93,8 @@ others (exit 1 at the end).
 	fl.BoolVar(&f.json, "json", false, "print compare.json's rows on stdout instead of the table")
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of earlier runs under --out/runs")
 	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when a run failed more than this share of its requests (negative: no limit)")
+	f.dist.register(c)
+	registerOutputs(c, &f.outputs)
 	f.scenarioFlags.register(c, "override an HCL attribute in every run, sweeping comma-separated values: --set PATH=V[,V...] (repeatable)")
 	c.Flags().Lookup("router").Usage = "swap the routing policy (with its defaults); a comma list P1,P2 compares the policies"
 	return c
@@ -128,14 +132,42 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 	if err != nil {
 		return badInput(err)
 	}
+	shard, err := f.dist.parseShard()
+	if err != nil {
+		return err
+	}
+	outputs, err := output.ParseOutputs(f.outputs)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if f.dist.emit != "" {
+		return emitPlan(cmd, f, scens, runs)
+	}
 	traceSet := cmd.Flags().Changed("trace")
 	var format *string
 	if cmd.Flags().Changed("format") {
 		format = &f.format
 	}
 	warnedWall := false // Execute loads the runs one after the other
+	// A shard loads and checks the whole plan but writes only its own
+	// runs' directories: only those must be usable (the others may hold
+	// the outputs of the shards that ran before it).
+	mine := map[string]bool{}
+	for _, r := range runs {
+		mine[r.Name] = true
+	}
+	if shard != nil {
+		clear(mine)
+		for _, r := range shard.Select(runs) {
+			mine[r.Name] = true
+		}
+	}
 	load := func(p report.Params) (*topology.Spec, error) {
-		spec, err := loadSpec(p.Scenario, p.Vars, p.Set, p.Router)
+		trace := ""
+		if traceSet {
+			trace = p.Trace
+		}
+		spec, err := loadSpecTrace(p.Scenario, p.Vars, p.Set, p.Router, trace)
 		if err != nil {
 			return nil, err
 		}
@@ -149,20 +181,27 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		if err := o.apply(spec); err != nil {
 			return nil, err
 		}
+		if err := checkBeforeRun(spec, p, f, traceSet, mine[p.Name], stderr); err != nil {
+			return nil, err
+		}
 		if spec.Workload.Clock == topology.ClockWall && f.jobs > 1 && !warnedWall {
 			warnedWall = true
 			fmt.Fprintf(stderr, "pdemu: warning: %s runs on the wall clock: runs in parallel (--jobs %d) compete for the CPU and fire their timers later; --jobs 1 measures each alone\n", p.Name, f.jobs)
 		}
 		return spec, nil
 	}
-	prog := newProgress(stderr, f.quiet, len(runs), "runs")
+	nrun := len(runs)
+	if shard != nil {
+		nrun = len(shard.Select(runs))
+	}
+	prog := newProgress(stderr, f.quiet, nrun, "runs")
 	opts := compare.Options{
-		Out: f.out, Jobs: f.jobs, Load: load, Logger: log, Force: f.force,
+		Out: f.out, Jobs: f.jobs, Load: load, Logger: log, Force: f.force, Shard: shard, Outputs: outputs,
 		Source: func(s *topology.Spec) (workload.Source, error) { return openSource(s, f.skipBad, traceSet) },
 	}
 	if prog != nil {
 		opts.RunDone, opts.Progress = prog.onRunDone, prog.onRunRequest
-		fmt.Fprintf(stderr, "pdemu: compare: %d runs, %d at a time, into %s\n", len(runs), f.jobs, f.out)
+		fmt.Fprintf(stderr, "pdemu: compare: %d runs, %d at a time, into %s%s\n", nrun, f.jobs, f.out, shardNote(shard, len(runs)))
 	}
 	start := time.Now()
 	res, err := compare.Execute(cmd.Context(), runs, opts)
@@ -173,6 +212,9 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 	}
 	if res == nil {
 		return err
+	}
+	if shard != nil && shard.Count > 1 {
+		return shardDone(stdout, f, shard, runs, res, err)
 	}
 	if f.json {
 		if werr := report.WriteJSON(stdout, res.Rows); werr != nil {
@@ -248,7 +290,11 @@ func newReportCmd() *cobra.Command {
 HTML file with the comparison table and plots, opening offline, plus each
 plot as an SVG file in --plots, and compare.csv and compare.json beside
 FILE. A directory written by 'pdemu compare' may be given whole: its
-runs/* are used, in name order.`,
+runs/* are used. Runs of a 'pdemu compare' plan (params.json records
+its digest and their rows) come in plan order, so the shards of a plan
+run with --shard merge into the report of the whole plan; runs of
+different plans, or a plan row missing or given twice, are refused
+(exit 2) naming the rows. Runs without a plan follow in the order given.`,
 		Example: `  pdemu report out/kvc out/vanilla --out kvc-vs-vanilla.html
   pdemu report cmp                      # a compare directory: cmp/runs/*`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -264,6 +310,11 @@ runs/* are used, in name order.`,
 			dirs, err := expandRunDirs(args)
 			if err != nil {
 				return err
+			}
+			// Shards of one plan merge in plan order; a mix of plans, or
+			// a row missing or given twice, is refused (exit 2).
+			if dirs, err = compare.Merge(dirs); err != nil {
+				return badInput(err)
 			}
 			runs, err := report.LoadAll(dirs)
 			if err != nil {
