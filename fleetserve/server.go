@@ -83,9 +83,9 @@ type Listing struct {
 
 // Result is a served run's outcome.
 type Result struct {
-	Jobs    []*gpu.Job // every ended request, in end order
-	Prefill []string   // worker names by role index (the jobs' P)
-	Decode  []string   // (the jobs' D)
+	Jobs    []*gpu.Job            // every ended request, in end order
+	Prefill []string              // worker names by role index (the jobs' P)
+	Decode  []string              // (the jobs' D)
 	Links   *metrics.LinkRecorder // links.csv: the KV transfers' load on every NIC
 	End     time.Duration
 	Wall    time.Duration
