@@ -37,6 +37,7 @@ type serveFlags struct {
 	logLevel    string
 	maxFailed   float64
 	bodyTimeout time.Duration
+	fleet       fleetFlags // --endpoints workers (cmd_serve_fleet.go)
 }
 
 func newServeCmd() *cobra.Command {
@@ -67,7 +68,8 @@ partial if the drain was cut).
 		Example: `  pdemu serve
   pdemu serve vanilla-pd-1p3d --listen 127.0.0.1:9000
   pdemu serve --time-scale 10 --set router.tau_append=4096 --out served
-  pdemu serve --listen 127.0.0.1:8001 --out served --force   # then: OPENAI_BASE_URL=http://127.0.0.1:8001/v1 my-agent`,
+  pdemu serve --listen 127.0.0.1:8001 --out served --force   # then: OPENAI_BASE_URL=http://127.0.0.1:8001/v1 my-agent
+  pdemu serve 1p3d-mlx5 --endpoints workers --endpoints-file fleet.json   # one vLLM-like endpoint per worker`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErr("serve takes at most one SCENARIO, got %d", len(args))
@@ -95,6 +97,7 @@ partial if the drain was cut).
 	fl.DurationVar(&f.bodyTimeout, "body-timeout", 10*time.Second, "a request body must arrive within this (else 408); bodies are read before admission, so slow ones hold no --max-in-flight slot")
 	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when more than this share of the requests served failed (negative: no limit; aborted requests are not failures)")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE (repeatable)")
+	f.fleet.register(c)
 	return c
 }
 
@@ -113,9 +116,15 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if f.maxInFlight <= 0 {
 		return usageErr("--max-in-flight must be > 0, got %d", f.maxInFlight)
 	}
+	if err := f.fleet.check(); err != nil {
+		return err
+	}
 	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
 	if err != nil {
 		return err
+	}
+	if f.fleet.workers() {
+		return cmdServeFleet(cmd, f, log, spec)
 	}
 	stopIsNormal.Store(true)
 	cut, cutNow := context.WithCancelCause(context.Background())
