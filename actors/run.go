@@ -153,7 +153,13 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	if opts.Metrics != nil && spec.Workload.Clock != topology.ClockWall {
 		return nil, fmt.Errorf("live metrics need the wall clock (this run's clock is virtual)")
 	}
-	cl, err := cluster.Build(spec, src)
+	// A wall run's --wall-timeout covers building the cluster too (a
+	// 256P768D full mesh builds 196,608 links before its clock starts).
+	var deadline time.Time
+	if spec.Workload.Clock == topology.ClockWall {
+		deadline = time.Now().Add(wallTimeout(opts.WallTimeout))
+	}
+	cl, err := buildBy(spec, src, deadline, wallTimeout(opts.WallTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +178,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	pids, shells := spawnShells(ps.sys, cl, clk, rs, isVirtual(clk))
 
 	start := time.Now()
-	runErr := drive(ctx, clk, pids[cl.Driver], rs, opts)
+	runErr := drive(ctx, clk, pids[cl.Driver], rs, opts, deadline)
 	end := clk.Now()
 	if opts.Metrics != nil {
 		opts.Metrics.finish(end)
@@ -233,24 +239,57 @@ func newClock(sys *actor.ActorSystem, wl topology.Workload, rs *runState) Clock 
 
 func isVirtual(clk Clock) bool { _, ok := clk.(*VirtualClock); return ok }
 
-// drive starts the driver and runs the clock until the run ends.
-func drive(ctx context.Context, clk Clock, driver *actor.PID, rs *runState, opts Options) error {
+// wallTimeout is Options.WallTimeout or its default.
+func wallTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 30 * time.Minute
+	}
+	return d
+}
+
+// buildBy builds the cluster, giving up at deadline (zero: never) with
+// the --wall-timeout error; the abandoned build ends on its own.
+func buildBy(spec *topology.Spec, src workload.Source, deadline time.Time, timeout time.Duration) (*cluster.Cluster, error) {
+	if deadline.IsZero() {
+		return cluster.Build(spec, src)
+	}
+	type built struct {
+		cl  *cluster.Cluster
+		err error
+	}
+	ch := make(chan built, 1)
+	go func() {
+		cl, err := cluster.Build(spec, src)
+		ch <- built{cl, err}
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case b := <-ch:
+		return b.cl, b.err
+	case <-t.C:
+		return nil, &errWallTimeout{fmt.Errorf("the cluster did not build within %v (--wall-timeout covers the build)", timeout)}
+	}
+}
+
+// drive starts the driver and runs the clock until the run ends (a wall
+// run until deadline at the latest).
+func drive(ctx context.Context, clk Clock, driver *actor.PID, rs *runState, opts Options, deadline time.Time) error {
 	clk.Send(0, 0, driver, cluster.Start{}, 0)
 	if v, ok := clk.(*VirtualClock); ok {
 		return v.Run(ctx, opts.Horizon)
 	}
 	w := clk.(*WallClock)
 	defer w.Stop()
-	timeout := opts.WallTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Minute
-	}
+	timeout := wallTimeout(opts.WallTimeout)
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
 	select {
 	case <-rs.done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(timeout):
+	case <-t.C:
 		return &errWallTimeout{fmt.Errorf("wall-clock run did not finish within %v (--wall-timeout)", timeout)}
 	}
 }
