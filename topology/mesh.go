@@ -191,5 +191,3 @@ func traversalTail(tr hcl.Traversal) string {
 	}
 	return s
 }
-
-
