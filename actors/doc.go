@@ -31,6 +31,13 @@
 // synchronized dispatcher), so delivering a step hands no message to
 // another goroutine.
 //
+// A server runs through the same Run (package served): Options.Wrap
+// replaces nodes by wrappers before the actors are spawned,
+// Options.Started hands out the run's Injector (the clock-safe way for
+// other goroutines to send a node a message on the wall clock), and a
+// negative Options.WallTimeout lets it run until its context is done.
+// actors imports no serving code.
+//
 // Nothing is lost: every request that the driver releases ends exactly once
 // at the collector, completed or failed with a reason; Run checks it. A run
 // stopped early (its context cancelled, with a StopCause naming the signal,

@@ -59,6 +59,7 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 		res.Arrivals = tally.Arrivals()
 	}
 	res.Links, res.RouterEvents = cl.Links(), cl.RouterEvents()
+	res.Evictions = cl.Evictions()
 	sum := tally.Summary()
 	sum.Scenario = spec.Name
 	sum.Policy = spec.Router.Policy

@@ -23,7 +23,8 @@ type Options struct {
 	Logger hclog.Logger // default: hclog at Warn to stderr
 	// Source replaces the scenario's workload (tests, benchmarks, --trace).
 	Source workload.Source
-	// WallTimeout bounds a wall-clock run in real time (default 30 min).
+	// WallTimeout bounds a wall-clock run in real time (default 30 min;
+	// negative: no bound, for a server that runs until ctx is done).
 	WallTimeout time.Duration
 	// Horizon bounds a virtual run in emulated time (default 0 = none).
 	Horizon time.Duration
@@ -33,9 +34,18 @@ type Options struct {
 	// FreshSystem runs on a new actor system instead of a pooled one
 	// (metamorphic tests compare the two).
 	FreshSystem bool
-	// Metrics, when set, are fed live during the run (wall clock only:
-	// Run refuses them on the virtual clock). See RunMetrics.
-	Metrics *RunMetrics
+	// Wrap, when set, is called once the cluster is built and its series
+	// bounded, before any actor is spawned, with the run's emulated clock:
+	// it may replace nodes of cl.Nodes by nodes that wrap them (a server's
+	// feeders and watchers, live metrics) and read cl; an error fails the
+	// run before it starts. Wrapped nodes run on their actor's goroutine,
+	// like the nodes they wrap.
+	Wrap func(cl *cluster.Cluster, now func() time.Duration) error
+	// Started, when set, is called once the actors are spawned and the
+	// driver is started, with the run's Injector: the clock-safe way for
+	// other goroutines to send the nodes messages (wall clock only: Run
+	// refuses it on the virtual clock, whose steps would not wait for them).
+	Started func(*Injector)
 	// Records, when set, receives each request's record as the request
 	// ends (in end order, from the collector's goroutine) and the run
 	// keeps none: Result.Records is then nil, the summary is tallied as
@@ -67,6 +77,8 @@ type Result struct {
 	Wall           time.Duration // real time the run took
 	// Sessions has one row per session for KVC-Router runs (sessions.csv).
 	Sessions []metrics.SessionRow
+	// Evictions are the decode workers' residency losses (evictions.csv).
+	Evictions []metrics.EvictionRow
 	// Unfinished are the requests still in the cluster when a partial run
 	// stopped (State "unfinished"; written to per_request.csv).
 	Unfinished []metrics.Record
@@ -150,14 +162,14 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 			defer c.Close()
 		}
 	}
-	if opts.Metrics != nil && spec.Workload.Clock != topology.ClockWall {
-		return nil, fmt.Errorf("live metrics need the wall clock (this run's clock is virtual)")
+	if opts.Started != nil && spec.Workload.Clock != topology.ClockWall {
+		return nil, fmt.Errorf("injecting messages from outside needs the wall clock (this run's clock is virtual)")
 	}
 	// A wall run's --wall-timeout covers building the cluster too (a
 	// 256P768D full mesh builds 196,608 links before its clock starts).
-	var deadline time.Time
-	if spec.Workload.Clock == topology.ClockWall {
-		deadline = time.Now().Add(wallTimeout(opts.WallTimeout))
+	var deadline time.Time // zero: none
+	if d := wallTimeout(opts.WallTimeout); spec.Workload.Clock == topology.ClockWall && d > 0 {
+		deadline = time.Now().Add(d)
 	}
 	cl, err := buildBy(spec, src, deadline, wallTimeout(opts.WallTimeout))
 	if err != nil {
@@ -170,19 +182,19 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	ps := borrowSystem(log, opts.FreshSystem)
 	rs := &runState{done: make(chan struct{}), progress: opts.Progress}
 	clk := newClock(ps.sys, spec.Workload, rs)
-	if opts.Metrics != nil {
-		opts.Metrics.attach(spec, cl, clk.Now)
+	if opts.Wrap != nil {
+		if err := opts.Wrap(cl, clk.Now); err != nil {
+			ps.release()
+			return nil, err
+		}
 	}
 	var deadLetters atomic.Int64
 	sub := watchDeadLetters(ps.sys, clk, log, &deadLetters)
 	pids, shells := spawnShells(ps.sys, cl, clk, rs, isVirtual(clk))
 
 	start := time.Now()
-	runErr := drive(ctx, clk, pids[cl.Driver], rs, opts, deadline)
+	runErr := drive(ctx, clk, pids, cl.Driver, rs, opts, deadline)
 	end := clk.Now()
-	if opts.Metrics != nil {
-		opts.Metrics.finish(end)
-	}
 	// The sample interval, widened now that the horizon is known so that
 	// instances.csv stays within topology.MaxSampleRows (output.Write
 	// bounds it further, to metrics.MaxInstanceRows).
@@ -239,9 +251,10 @@ func newClock(sys *actor.ActorSystem, wl topology.Workload, rs *runState) Clock 
 
 func isVirtual(clk Clock) bool { _, ok := clk.(*VirtualClock); return ok }
 
-// wallTimeout is Options.WallTimeout or its default.
+// wallTimeout is Options.WallTimeout, or its default for 0 (negative:
+// none).
 func wallTimeout(d time.Duration) time.Duration {
-	if d <= 0 {
+	if d == 0 {
 		return 30 * time.Minute
 	}
 	return d
@@ -273,25 +286,67 @@ func buildBy(spec *topology.Spec, src workload.Source, deadline time.Time, timeo
 }
 
 // drive starts the driver and runs the clock until the run ends (a wall
-// run until deadline at the latest).
-func drive(ctx context.Context, clk Clock, driver *actor.PID, rs *runState, opts Options, deadline time.Time) error {
-	clk.Send(0, 0, driver, cluster.Start{}, 0)
+// run until deadline at the latest; zero: no deadline).
+func drive(ctx context.Context, clk Clock, pids []*actor.PID, driver cluster.Addr, rs *runState, opts Options, deadline time.Time) error {
+	clk.Send(0, 0, pids[driver], cluster.Start{}, 0)
 	if v, ok := clk.(*VirtualClock); ok {
 		return v.Run(ctx, opts.Horizon)
 	}
 	w := clk.(*WallClock)
 	defer w.Stop()
-	timeout := wallTimeout(opts.WallTimeout)
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
+	if opts.Started != nil {
+		in := &Injector{clk: w, pids: pids}
+		defer in.stop()
+		opts.Started(in)
+	}
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
 	select {
 	case <-rs.done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
-		return &errWallTimeout{fmt.Errorf("wall-clock run did not finish within %v (--wall-timeout)", timeout)}
+	case <-timeout:
+		return &errWallTimeout{fmt.Errorf("wall-clock run did not finish within %v (--wall-timeout)", wallTimeout(opts.WallTimeout))}
 	}
+}
+
+// Injector sends nodes of a running wall-clock run messages from outside
+// the run (Options.Started): a server's goroutines hand it requests this
+// way. Each message is delivered through the run's clock, at the emulated
+// time it is handled, like a message between nodes (so it is counted in
+// the clock's bookkeeping and ordered with the nodes' own). It is safe
+// for concurrent use; once the run stopped, Inject drops the message and
+// returns false.
+type Injector struct {
+	clk     *WallClock
+	pids    []*actor.PID
+	mu      sync.RWMutex
+	stopped bool
+}
+
+// Inject sends msg to the node at address to, now.
+func (in *Injector) Inject(to cluster.Addr, msg any) bool {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	if in.stopped || to < 0 || int(to) >= len(in.pids) {
+		return false
+	}
+	in.clk.Send(0, 0, in.pids[to], msg, 0)
+	return true
+}
+
+// Now is the run's emulated time.
+func (in *Injector) Now() time.Duration { return in.clk.Now() }
+
+func (in *Injector) stop() {
+	in.mu.Lock()
+	in.stopped = true
+	in.mu.Unlock()
 }
 
 // watchDeadLetters counts dead letters and logs them. A clock-delivered

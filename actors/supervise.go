@@ -9,7 +9,7 @@ import (
 
 // Supervision of injected crashes (issue 13). A crash from the fault
 // schedule is an actor failure: the cluster tier has already dropped the
-// node's state (cluster/faults.go: a fresh worker, its requests handed
+// node's state (cluster/decode.go, prefill.go: a fresh worker, its requests handed
 // back to the router), then the shell panics with injectedCrash and the
 // guardian's strategy restarts the actor. The node stays down (it answers
 // nothing but bounces) until its Restart message at restart_after: the

@@ -48,7 +48,7 @@ func Build(spec *topology.Spec, src workload.Source) (*Cluster, error) {
 		}
 		c.collector.col = metrics.NewCollector(nil, names(spec.Fused))
 		c.addPool(spec, pb)
-		return c, nil
+		return c, c.enforceLimits(spec)
 	}
 	b, err := buildPD(spec)
 	if err != nil {
@@ -59,7 +59,7 @@ func Build(spec *topology.Spec, src workload.Source) (*Cluster, error) {
 	}
 	c.collector.col = metrics.NewCollector(names(spec.Prefill), names(spec.Decode))
 	c.addPD(spec, b)
-	return c, nil
+	return c, c.enforceLimits(spec)
 }
 
 // add appends a node and returns its address.
@@ -73,8 +73,22 @@ func (c *Cluster) add(n Node, name string, k Kind) Addr {
 // Collector is the run's records (read it after the run).
 func (c *Cluster) Collector() *metrics.Collector { return c.collector.col }
 
-// Read is the number of requests the driver read from the source.
-func (c *Cluster) Read() int { return c.driver.drv.Read() }
+// Read is the number of requests the driver read from the source (for an
+// open-ended run: the requests it released).
+func (c *Cluster) Read() int {
+	if c.driver.external {
+		return c.driver.released
+	}
+	return c.driver.drv.Read()
+}
+
+// OpenEnded makes the run's input open-ended (a server's): besides its
+// workload source, the driver takes Release messages from outside the
+// cluster (the runtime's injection), each released at the emulated time
+// it is handled; the workload is not done, and the fault schedule keeps
+// running, until the driver handles EndOfInput. Read then counts the
+// requests released. Call it before the run starts.
+func (c *Cluster) OpenEnded() { c.driver.external, c.driver.open = true, true }
 
 // Workers summarises every worker after the run (Requests not counted).
 func (c *Cluster) Workers() []metrics.WorkerSummary { return c.workers() }
@@ -116,6 +130,7 @@ func (b *built) checkLinks(spec *topology.Spec) error {
 // one link per prefill NIC.
 func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	rtr := NewRouter(b.pol, nil, nil).(*routerNode)
+	rtr.kv.names = names(spec.Decode)
 	c.router = rtr
 	rtr.Observe(c.routerEv, spec.Router.RoutingLog, spec.Router.LogCandidates, spec.Router.Policy, names(spec.Prefill), names(spec.Decode))
 	rAddr := c.add(rtr, "router", KindRouter)

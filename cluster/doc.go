@@ -43,6 +43,8 @@
 //	--------------+--------------------+------------------------------------------------------------------------------------+-------------------------------------------------
 //	 Start        | run → driver       | —                                                                                  | -
 //	 Release      | driver → driver    | request (timer at its release time)                                                | -
+//	 Release      | run → driver       | request from outside, released now (open-ended runs)                               | -
+//	 EndOfInput   | run → driver       | — (open-ended runs: no more requests from outside)                                 | -
 //	 NewJob       | driver → router    | new Job (P = D = -1, Arrival set)                                                  | router
 //	 NewJob       | driver → global    | new Job                                                                            | global router
 //	 DriverDone   | driver → collector | requests released in total                                                         | -
@@ -54,7 +56,7 @@
 //	 Transfer     | prefill → link     | prefilled Job                                                                      | link
 //	 KVReady      | link → decode      | Job with its transfer timeline (or failure)                                        | decode worker
 //	 Finished     | decode → router    | decode index                                                                       | -
-//	 *Evicted     | decode → router    | decode index, session                                                              | -
+//	 *Evicted     | decode → router    | decode index, session, time, cause, request                                        | -
 //	 JobEnded     | decode → collector | ended Job                                                                          | collector
 //	 SyncReq      | decode → prefill   | D→P sync: session, blocks, KV tokens (dp_sync)                                     | -
 //	 SyncXfer     | prefill → link     | D→P sync to put on the wire                                                        | -
@@ -62,7 +64,7 @@
 //	 ViewReq      | global → bucket    | Job (read only: the global router keeps it)                                        | global router
 //	 ViewResp     | bucket → global    | request id, BucketView                                                             | -
 //	 Assign       | global → bucket    | Job, global decision                                                               | bucket
-//	 JobEnded     | global → collector | Job failed: no bucket                                                              | collector
+//	 JobEnded     | global → collector | Job failed: no bucket, or longer than the context                                  | collector
 //	 Submit       | bucket → bucket    | Job, instance (timer: probe latency)                                               | bucket
 //	 JobEnded     | bucket → collector | ended Job                                                                          | collector
 //	 RequestEnded | collector → driver | request                                                                            | -
@@ -83,7 +85,7 @@
 //	 Retry        | router → router    | Job that found no healthy decode worker (timer: detection delay)                   | router
 //	 KVReady      | prefill → decode   | Job its prefill worker cannot serve (Failed set): the reservation is released      | decode worker
 //	 KVReady      | router → decode    | admitted Job no prefill worker can reach (Failed set): the reservation is released | decode worker
-//	 JobEnded     | router → collector | Job failed: retry budget spent, or larger than every decode pool                   | collector
+//	 JobEnded     | router → collector | Job failed: retry budget spent, longer than the context, or larger than any pool   | collector
 //	 Crash        | driver → bucket    | fault id: an instance or the whole bucket (timer)                                  | -
 //	 Restart      | driver → bucket    | fault id (timer)                                                                   | -
 //	 Slowdown     | driver → bucket    | fault id, factor (timer)                                                           | -
@@ -101,4 +103,14 @@
 // Registry is the one table of routing policy constructors (P/D router,
 // bucket local router, global router); TestRegistryMatchesHCL checks it
 // against the names topology accepts.
+//
+// # Files
+//
+// One node per file, its fault half beside it: driver.go (the driver and
+// the fault injector), router.go and router_faults.go (the P/D router),
+// decode.go, prefill.go, link.go, collector.go, global.go (the fused
+// global router), bucket.go and bucket_faults.go. faults.go keeps what
+// the nodes share (the fault messages, the schedule, the slowed cost
+// model), health.go the routers' view of what is down, faults_records.go
+// the faults.csv records and the wiring of fault state at Build.
 package cluster

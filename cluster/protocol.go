@@ -18,6 +18,9 @@ type (
 	Release struct{ Req *workload.Request }
 	// RequestEnded tells the driver that Req ended (closed loop).
 	RequestEnded struct{ Req *workload.Request }
+	// EndOfInput tells the driver of an open-ended run (Cluster.OpenEnded)
+	// that no more requests will come from outside.
+	EndOfInput struct{}
 	// DriverDone tells the collector how many requests were released.
 	DriverDone struct{ Total int }
 	// NewJob hands a released request to the router.
@@ -39,12 +42,15 @@ type (
 	KVReady struct{ Job *gpu.Job }
 	// Finished tells the router that decode worker D finished a request.
 	Finished struct{ D int }
-	// Evicted tells the router that decode worker D evicted Session. It is
-	// sent as *Evicted, an immutable value the decode worker keeps per
-	// session and shares across sends (decodeNode.evictedMsg).
+	// Evicted tells the router that decode worker D dropped Session's KV
+	// at At, why, and for which request (gpu.Event's For). It is sent as
+	// an immutable *Evicted (cluster/kvcause.go).
 	Evicted struct {
 		D       int
 		Session int32
+		At      time.Duration
+		Cause   gpu.EvictCause
+		For     int64
 	}
 	// JobEnded hands a completed or failed Job to the collector.
 	JobEnded struct{ Job *gpu.Job }
@@ -115,6 +121,8 @@ type Hop struct {
 var Protocol = []Hop{
 	{Start{}, KindRun, KindDriver, "—", "-"},
 	{Release{}, KindDriver, KindDriver, "request (timer at its release time)", "-"},
+	{Release{}, KindRun, KindDriver, "request from outside, released now (open-ended runs)", "-"},
+	{EndOfInput{}, KindRun, KindDriver, "— (open-ended runs: no more requests from outside)", "-"},
 	{NewJob{}, KindDriver, KindRouter, "new Job (P = D = -1, Arrival set)", "router"},
 	{NewJob{}, KindDriver, KindGlobal, "new Job", "global router"},
 	{DriverDone{}, KindDriver, KindCollector, "requests released in total", "-"},
@@ -127,7 +135,7 @@ var Protocol = []Hop{
 	{Transfer{}, KindPrefill, KindLink, "prefilled Job", "link"},
 	{KVReady{}, KindLink, KindDecode, "Job with its transfer timeline (or failure)", "decode worker"},
 	{Finished{}, KindDecode, KindRouter, "decode index", "-"},
-	{&Evicted{}, KindDecode, KindRouter, "decode index, session", "-"},
+	{&Evicted{}, KindDecode, KindRouter, "decode index, session, time, cause, request", "-"},
 	{JobEnded{}, KindDecode, KindCollector, "ended Job", "collector"},
 	{SyncReq{}, KindDecode, KindPrefill, "D→P sync: session, blocks, KV tokens (dp_sync)", "-"},
 	{SyncXfer{}, KindPrefill, KindLink, "D→P sync to put on the wire", "-"},
@@ -136,7 +144,7 @@ var Protocol = []Hop{
 	{ViewReq{}, KindGlobal, KindBucket, "Job (read only: the global router keeps it)", "global router"},
 	{ViewResp{}, KindBucket, KindGlobal, "request id, BucketView", "-"},
 	{Assign{}, KindGlobal, KindBucket, "Job, global decision", "bucket"},
-	{JobEnded{}, KindGlobal, KindCollector, "Job failed: no bucket", "collector"},
+	{JobEnded{}, KindGlobal, KindCollector, "Job failed: no bucket, or longer than the context", "collector"},
 	{Submit{}, KindBucket, KindBucket, "Job, instance (timer: probe latency)", "bucket"},
 	{JobEnded{}, KindBucket, KindCollector, "ended Job", "collector"},
 
@@ -160,7 +168,7 @@ var Protocol = []Hop{
 	{Retry{}, KindRouter, KindRouter, "Job that found no healthy decode worker (timer: detection delay)", "router"},
 	{KVReady{}, KindPrefill, KindDecode, "Job its prefill worker cannot serve (Failed set): the reservation is released", "decode worker"},
 	{KVReady{}, KindRouter, KindDecode, "admitted Job no prefill worker can reach (Failed set): the reservation is released", "decode worker"},
-	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent, or larger than every decode pool", "collector"},
+	{JobEnded{}, KindRouter, KindCollector, "Job failed: retry budget spent, longer than the context, or larger than any pool", "collector"},
 	{Crash{}, KindDriver, KindBucket, "fault id: an instance or the whole bucket (timer)", "-"},
 	{Restart{}, KindDriver, KindBucket, "fault id (timer)", "-"},
 	{Slowdown{}, KindDriver, KindBucket, "fault id, factor (timer)", "-"},

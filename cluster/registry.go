@@ -64,7 +64,8 @@ type PolicyKey struct {
 // checks that the two agree).
 var Registry = map[PolicyKey]Constructor{
 	{TierPD, "kvc"}: {PD: func(r topology.Router, np, nd int) (RouterPolicy, error) {
-		return policy.NewKVC(policy.KVCConfig{Alpha: r.Alpha, TauReject: r.TauReject, Epsilon: r.Epsilon, V1: r.V1, Prefill: np, Decode: nd,
+		return policy.NewKVC(policy.KVCConfig{Alpha: r.Alpha, TauReject: r.TauReject, Epsilon: r.Epsilon, V1: r.V1,
+			DegenerateFallback: r.AllBlacklisted == topology.AllBlacklistedDegenerate, Prefill: np, Decode: nd,
 			OwnOverlap: r.OwnOverlap, LoadFloor: r.LoadFloor})
 	}},
 	{TierPD, "sticky_only"}: {PD: func(_ topology.Router, np, nd int) (RouterPolicy, error) { return policy.NewStickyOnly(np, nd) }},

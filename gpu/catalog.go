@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/pdemu/pdemu/internal/suggest"
 )
 
 // GPU describes one accelerator.
@@ -74,6 +76,7 @@ var modelCatalog = []Model{
 		KVLoraRank: 512, QKRopeDim: 64, QLoraRank: 1536,
 		Params: 671_026_404_352, ActiveParams: 37_552_282_624,
 		BytesPerParam: 1, KVBytesPerElem: 2,
+		MaxModelLen: 163_840,
 	},
 	{
 		// meta-llama/Llama-3.1-70B(-Instruct) config.json.
@@ -83,6 +86,7 @@ var modelCatalog = []Model{
 		Intermediate: 28672, Vocab: 128256,
 		Params: 70_553_706_496, ActiveParams: 70_553_706_496,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 131_072,
 	},
 	{
 		// meta-llama/Llama-3.1-8B(-Instruct) config.json.
@@ -92,6 +96,7 @@ var modelCatalog = []Model{
 		Intermediate: 14336, Vocab: 128256,
 		Params: 8_030_261_248, ActiveParams: 8_030_261_248,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 131_072,
 	},
 	{
 		// mistralai/Mixtral-8x7B-v0.1 config.json: 32 layers, 8 experts
@@ -104,6 +109,7 @@ var modelCatalog = []Model{
 		Experts: 8, TopK: 2, MoEIntermediate: 14336,
 		Params: 46_702_792_704, ActiveParams: 12_879_925_248,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 32_768,
 	},
 	{
 		// Qwen/Qwen3-32B config.json (untied embeddings, q/k RMSNorm).
@@ -113,6 +119,7 @@ var modelCatalog = []Model{
 		Intermediate: 25600, Vocab: 151936,
 		Params: 32_762_123_264, ActiveParams: 32_762_123_264,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 40_960,
 	},
 	{
 		// Qwen/Qwen3-8B config.json (untied embeddings, q/k RMSNorm).
@@ -122,6 +129,7 @@ var modelCatalog = []Model{
 		Intermediate: 12288, Vocab: 151936,
 		Params: 8_190_735_360, ActiveParams: 8_190_735_360,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 40_960,
 	},
 	{
 		// Qwen/Qwen3-Coder-30B-A3B-Instruct config.json: 48 layers, hidden
@@ -134,6 +142,7 @@ var modelCatalog = []Model{
 		Experts: 128, TopK: 8, MoEIntermediate: 768,
 		Params: 30_532_122_624, ActiveParams: 3_353_032_704,
 		BytesPerParam: 2, KVBytesPerElem: 2,
+		MaxModelLen: 262_144,
 	},
 }
 
@@ -267,40 +276,14 @@ func GPUNames() []string {
 	return out
 }
 
-// unknownError builds the "unknown X" error with a did-you-mean hint.
+// unknownError builds the "unknown X" error with a did-you-mean hint:
+// only for plausible typos, at most a third of the name changed
+// (suggest.Third).
 func unknownError(kind, name, key string, known []string) error {
-	best, bestD := "", math.MaxInt
-	for _, k := range known {
-		if d := levenshtein(key, strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
 	hint := ""
-	// Suggest only plausible typos: at most a third of the name changed.
-	if best != "" && bestD <= max(2, len(best)/3) {
+	if best := suggest.Nearest(key, known, suggest.Third); best != "" {
 		hint = fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return fmt.Errorf("gpu: unknown %s %q%s; known: %s: %w",
 		kind, name, hint, strings.Join(known, ", "), ErrUnknown)
-}
-
-// levenshtein is the edit distance between a and b (bytes).
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -126,9 +126,18 @@ func TestGPUValidate(t *testing.T) {
 	assert.ErrorContains(t, GPU{}.Validate(), "(unnamed)")
 }
 
-func TestLevenshtein(t *testing.T) {
-	assert.Equal(t, 0, levenshtein("", ""))
-	assert.Equal(t, 3, levenshtein("", "abc"))
-	assert.Equal(t, 3, levenshtein("kitten", "sitting"))
-	assert.Equal(t, 1, levenshtein("qwen3-8", "qwen3-8b"))
+// Every preset states the context vLLM serves by default
+// (max_position_embeddings); a few are pinned to their config.json.
+func TestModelMaxModelLen(t *testing.T) {
+	for _, m := range Models() {
+		assert.Positive(t, m.MaxModelLen, m.Name)
+	}
+	for name, want := range map[string]int{"qwen3-coder-30b-a3b": 262_144, "llama-3.1-8b": 131_072, "qwen3-8b": 40_960} {
+		m, err := LookupModel(name)
+		require.NoError(t, err)
+		assert.Equal(t, want, m.MaxModelLen, name)
+	}
+	bad := Models()[0]
+	bad.MaxModelLen = -1
+	assert.ErrorContains(t, bad.Validate(), "max_model_len")
 }

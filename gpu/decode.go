@@ -57,15 +57,26 @@ type Event struct {
 	Session int32
 	Blocks  []uint64
 	At      time.Duration
+	// EvEvicted only (gpu/evict.go): the KV tokens dropped, why, the
+	// request whose room it made (EvictCapacity) or whose transfer failed
+	// (EvictTransferFailed), -1 otherwise, and the session's name.
+	Tokens int
+	Cause  EvictCause
+	For    int64
+	Name   string
 }
 
 // Failure reasons raised by the decode worker.
 const (
 	ReasonExceedsPool = "exceeds-kv-pool" // the request alone does not fit in ρ·K_d
+	// ReasonExceedsContext: prompt + output tokens exceed the model's
+	// max_model_len (vLLM refuses such a request before scheduling it).
+	ReasonExceedsContext = "exceeds-context"
 )
 
 type residency struct {
 	tokens  int      // KV tokens held (reserved) for the session
+	name    string   // the session's name (Request.SessionName)
 	blocks  []uint64 // prompt blocks of the session's last admitted request
 	active  int      // requests of the session admitted and not ended
 	lastUse time.Duration
@@ -275,7 +286,7 @@ func (w *DecodeWorker) Admit(now time.Duration, j *Job) (policy.Mode, string) {
 	}
 	if !(s != nil && specApp > w.cfg.TauAppend) {
 		// Make room by evicting idle sessions, unless the answer is already no.
-		w.evictFor(now, r.Session, r.InputLen+reserve, w.cfg.IdleEvictAfter)
+		w.evictFor(now, r.Session, r.InputLen+reserve, w.cfg.IdleEvictAfter, r.ID)
 	}
 	in.Used = w.used
 	if s != nil && w.cfg.NetCapacity {
@@ -291,6 +302,7 @@ func (w *DecodeWorker) Admit(now time.Duration, j *Job) (policy.Mode, string) {
 	footprint := r.InputLen + reserve
 	if s == nil {
 		s = w.newResidency(r.Session)
+		s.name = r.SessionName
 	}
 	if footprint > s.tokens {
 		w.setUsed(w.used + footprint - s.tokens)
@@ -312,7 +324,9 @@ func (w *DecodeWorker) Admit(now time.Duration, j *Job) (policy.Mode, string) {
 // evictFor evicts sessions idle for at least minIdle, other than keep, LRU
 // first (ties by session index), until used+need ≤ cap or no such session
 // is left. The idle list is in that order, so each eviction is O(1).
-func (w *DecodeWorker) evictFor(now time.Duration, keep int32, need int, minIdle time.Duration) {
+//
+// Each eviction is an EvEvicted with cause EvictCapacity for request forReq.
+func (w *DecodeWorker) evictFor(now time.Duration, keep int32, need int, minIdle time.Duration, forReq int64) {
 	for w.used+need > w.cap {
 		vs := w.idle.next
 		if vs != &w.idle && vs.id == keep {
@@ -321,8 +335,8 @@ func (w *DecodeWorker) evictFor(now time.Duration, keep int32, need int, minIdle
 		if vs == &w.idle || now-vs.lastUse < minIdle {
 			return
 		}
+		w.evicted(now, vs, EvictCapacity, forReq)
 		w.dropResidency(vs.id, vs)
-		w.out = append(w.out, Event{Kind: EvEvicted, Session: vs.id, At: now})
 	}
 }
 
@@ -343,8 +357,8 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 			if s := w.sess[j.Req.Session]; s != nil {
 				s.active--
 				if s.active <= 0 {
+					w.evicted(now, s, EvictTransferFailed, j.Req.ID)
 					w.dropResidency(j.Req.Session, s)
-					w.out = append(w.out, Event{Kind: EvEvicted, Session: j.Req.Session, At: now})
 				}
 			}
 		}
@@ -404,7 +418,7 @@ func (w *DecodeWorker) admitRoom(now time.Duration) {
 			continue
 		}
 		if w.used+need > w.cap {
-			w.evictFor(now, r.Session, need, 0)
+			w.evictFor(now, r.Session, need, 0, r.ID)
 			if w.used+need > w.cap {
 				return
 			}
@@ -418,6 +432,7 @@ func (w *DecodeWorker) admitRoom(now time.Duration) {
 		}
 		if s == nil {
 			s = w.newResidency(r.Session)
+			s.name = r.SessionName
 		}
 		w.setUsed(w.used + need)
 		s.tokens += need

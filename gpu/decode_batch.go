@@ -56,7 +56,7 @@ func (w *DecodeWorker) drainReady(now time.Duration) {
 				kept = append(kept, j)
 				continue
 			}
-			w.evictFor(now, -1, j.footprint, 0)
+			w.evictFor(now, -1, j.footprint, 0, j.Req.ID)
 			if w.used+j.footprint > w.cap {
 				blocked = true
 				kept = append(kept, j)
@@ -113,8 +113,8 @@ func (w *DecodeWorker) finish(now time.Duration, j *Job) {
 		if j.Req.Last && s.active == 0 {
 			// The session's final turn: the client closes the session and
 			// its KV is freed at once (reported like an eviction).
+			w.evicted(now, s, EvictSessionEnd, -1)
 			w.dropResidency(j.Req.Session, s)
-			w.out = append(w.out, Event{Kind: EvEvicted, Session: j.Req.Session, At: now})
 		} else if s.active == 0 {
 			w.linkIdle(s)
 		}

@@ -47,10 +47,12 @@ func TestIdleListIsLRU(t *testing.T) {
 				w.cap = w.used + need - 10*rapid.IntRange(0, 4).Draw(t, "evictions")
 				want := bruteVictims(w, now, keep, need, minIdle)
 				w.out = w.out[:0]
-				w.evictFor(now, keep, need, minIdle)
+				w.evictFor(now, keep, need, minIdle, 77)
 				var got []int32
 				for _, e := range w.out {
 					got = append(got, e.Session)
+					require.Equal(t, EvictCapacity, e.Cause)
+					require.Equal(t, int64(77), e.For, "names the request it made room for")
 				}
 				require.Equal(t, want, got)
 				w.cap = 1 << 20

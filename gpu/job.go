@@ -45,7 +45,10 @@ type Job struct {
 	TransferBytes int64 // KV bytes moved over a link
 	Tries         int   // admission attempts
 	Reasons       []string
-	Failed        string // non-empty: the request failed for this reason
+	// KVCause says why a Seed, Reseed or Fallback request had no resident
+	// KV to serve it (cluster/kvcause.go; per_request.csv's kv_cause).
+	KVCause string
+	Failed  string // non-empty: the request failed for this reason
 	// Bucketed (fused) deployments: the routing decision.
 	Bucket                string // bucket name ("" outside bucketed runs)
 	BucketPolicy          string // global router policy

@@ -66,6 +66,14 @@ type Model struct {
 	BytesPerParam float64
 	// KVBytesPerElem is the KV-cache element size: 2 for bf16, 1 for fp8.
 	KVBytesPerElem float64
+
+	// MaxModelLen is the context length vLLM serves by default:
+	// config.json's max_position_embeddings (vLLM's max_model_len when the
+	// flag is not given). A request whose prompt plus output tokens exceed
+	// it is refused before scheduling (ReasonExceedsContext). 0 = not
+	// checked. A deployment that extends the context (YaRN rope scaling)
+	// states it per worker (topology: max_model_len).
+	MaxModelLen int
 }
 
 // IsMLA reports whether the model uses multi-head latent attention.
@@ -119,6 +127,9 @@ func (m Model) Validate() error {
 		if !(v > 0) || math.IsInf(v, 0) {
 			errs = append(errs, fmt.Errorf("%s must be a positive number, got %g", name, v))
 		}
+	}
+	if m.MaxModelLen < 0 {
+		errs = append(errs, fmt.Errorf("max_model_len must be >= 0 (0 = not checked), got %d", m.MaxModelLen))
 	}
 	posF("params", m.Params)
 	posF("active_params", m.ActiveParams)

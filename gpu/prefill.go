@@ -24,6 +24,10 @@ type PrefillConfig struct {
 	// FallbackRefresh (with D→P sync): a Fallback's prefill, which computes
 	// the session's whole prompt on this worker, becomes its backup too.
 	FallbackRefresh bool
+	// TrackCache records every change of the prefix cache made by a
+	// finished prefill (TakeCacheChanges): the blocks it inserted and the
+	// blocks evicted to make room, in order (fleet's KV-cache events).
+	TrackCache bool
 }
 
 // PrefillWorker is a prefill worker's pure state machine: a FIFO queue
@@ -40,6 +44,7 @@ type PrefillWorker struct {
 	cache    *BlockLRU
 	done     []*Job
 	snap     map[int32]int // SnapshotBackup: session → blocks of its backup
+	changes  []CacheChange // TrackCache: changes since TakeCacheChanges
 }
 
 // NewPrefillWorker validates cfg.
@@ -50,7 +55,9 @@ func NewPrefillWorker(cfg PrefillConfig, cost Cost) (*PrefillWorker, error) {
 	if cfg.MaxBatchTokens <= 0 {
 		cfg.MaxBatchTokens = 16384
 	}
-	return &PrefillWorker{cfg: cfg, cost: cost, cache: NewBlockLRU(cfg.CacheTokens)}, nil
+	w := &PrefillWorker{cfg: cfg, cost: cost, cache: NewBlockLRU(cfg.CacheTokens)}
+	w.cache.trackEvictions = cfg.TrackCache
+	return w, nil
 }
 
 // Queued is the number of jobs waiting; Running the number in the batch.
@@ -106,6 +113,9 @@ func (w *PrefillWorker) advance(now time.Duration) {
 		for _, j := range w.batch {
 			j.PrefillEnd = t
 			w.cache.Insert(j.Req.Blocks, j.Req.BlockTokens)
+			if w.cfg.TrackCache {
+				w.changes = append(w.changes, CacheChange{At: t, Stored: j.Req.Blocks, Removed: w.cache.takeEvicted()})
+			}
 			if w.cfg.SnapshotBackup {
 				w.backup(j)
 			}

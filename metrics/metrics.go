@@ -37,6 +37,7 @@ type Record struct {
 	CachedTokens  int
 	TransferBytes int64
 	Tries         int
+	KVCause       string // why a Seed/Reseed/Fallback had no resident KV (gpu.Job.KVCause)
 
 	// Bucketed deployments ("" / false / 0 otherwise).
 	Bucket                string
@@ -107,20 +108,8 @@ func (c *Collector) Add(j *gpu.Job) error {
 	}
 	c.seen.add(r.ID)
 	c.ended++
-	rec := Record{
-		TPOT: -1, State: StateCompleted,
-		ID: r.ID, Session: r.SessionName, SessionIdx: r.Session, Turn: r.Turn, Arrival: j.Arrival,
-		TTFT: -1, E2E: -1, Mode: j.Mode.String(), Failed: j.Failed != "",
-		P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
-		InputTokens: r.InputLen, OutputTokens: r.OutputLen,
-		AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
-		TransferBytes: j.TransferBytes, Tries: j.Tries,
-		Bucket: j.Bucket, BucketPolicy: j.BucketPolicy, LengthBucketMatch: j.LengthBucketMatch,
-		BucketPredictedPrefix: j.BucketPredictedPrefix, RouteLog: j.RouteLog,
-	}
-	if !j.Mode.UsesPrefill() {
-		rec.P = ""
-	}
+	rec := c.record(j)
+	rec.State, rec.Failed = StateCompleted, j.Failed != ""
 	if rec.Failed {
 		c.failed++
 		rec.State = StateFailed
@@ -157,21 +146,32 @@ func (c *Collector) Add(j *gpu.Job) error {
 // stopped (Result.Unfinished): State "unfinished", no e2e, the TTFT (and
 // its parts) only if its first token came. It is not recorded as ended.
 func (c *Collector) Unfinished(j *gpu.Job) Record {
-	r := j.Req
-	rec := Record{
-		TPOT: -1, State: StateUnfinished, TTFT: -1, E2E: -1,
-		ID: r.ID, Session: r.SessionName, SessionIdx: r.Session, Turn: r.Turn, Arrival: j.Arrival,
-		Mode: j.Mode.String(), P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
-		InputTokens: r.InputLen, OutputTokens: r.OutputLen, AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
-		TransferBytes: j.TransferBytes, Tries: j.Tries, Bucket: j.Bucket, BucketPolicy: j.BucketPolicy,
-		Reason: unfinishedReason(j),
-	}
-	if !j.Mode.UsesPrefill() {
-		rec.P = ""
-	}
+	rec := c.record(j)
+	rec.State, rec.Reason = StateUnfinished, unfinishedReason(j)
 	if j.FirstToken > 0 {
 		rec.TTFT = j.FirstToken - j.Arrival
 		rec.Parts, rec.HasParts = SplitTTFT(j), true
+	}
+	return rec
+}
+
+// record is the one Job → Record mapping of Add and Unfinished: every
+// field the job carries, whatever its end (State, Failed, Reason, TTFT,
+// E2E and TPOT are the caller's).
+func (c *Collector) record(j *gpu.Job) Record {
+	r := j.Req
+	rec := Record{
+		TPOT: -1, TTFT: -1, E2E: -1,
+		ID: r.ID, Session: r.SessionName, SessionIdx: r.Session, Turn: r.Turn, Arrival: j.Arrival,
+		Mode: j.Mode.String(), P: name(c.prefillNames, j.P), D: name(c.decodeNames, j.D),
+		InputTokens: r.InputLen, OutputTokens: r.OutputLen,
+		AppendTokens: j.PrefillTokens, CachedTokens: j.CachedTokens,
+		TransferBytes: j.TransferBytes, Tries: j.Tries, KVCause: j.KVCause,
+		Bucket: j.Bucket, BucketPolicy: j.BucketPolicy, LengthBucketMatch: j.LengthBucketMatch,
+		BucketPredictedPrefix: j.BucketPredictedPrefix, RouteLog: j.RouteLog,
+	}
+	if !j.Mode.UsesPrefill() {
+		rec.P = ""
 	}
 	return rec
 }

@@ -94,7 +94,7 @@ func TestWritePerRequestAndInstances(t *testing.T) {
 	require.Len(t, lines, 2)
 	assert.Equal(t, strings.Join(PerRequestHeader, ","), lines[0])
 	assert.Equal(t, "0,s1,0,1000.000,100.000,1000.000,Direct,no-d-capacity,,,100,10,0,0,0,0,false,,,,"+
-		",0.000,0.000,0.000,0.000,0.000,0.000,100.000,100.000,completed", lines[1])
+		",0.000,0.000,0.000,0.000,0.000,0.000,100.000,100.000,completed,", lines[1])
 
 	s := NewSeries("d0", "decode")
 	s.Observe(500*time.Millisecond, 7, 1, 2)

@@ -10,84 +10,11 @@ import (
 	"time"
 )
 
-// PerRequestHeader is the header of per_request.csv.
-var PerRequestHeader = []string{
-	"id", "session", "turn", "arrival_ms", "ttft_ms", "e2e_ms", "mode", "reason",
-	"p_worker", "d_worker", "input_tokens", "output_tokens", "append_tokens",
-	"cached_tokens", "transfer_bytes", "tries", "failed",
-	"bucket", "bucket_policy", "length_bucket_match", "bucket_predicted_prefix",
-	"ttft_route_ms", "ttft_p_queue_ms", "ttft_prefill_ms", "ttft_transfer_ms",
-	"ttft_kv_wait_ms", "ttft_d_prefill_ms", "ttft_first_token_ms", "tpot_ms", "state",
-}
-
-// fmsSigned formats a duration in ms, negative values included.
-func fmsSigned(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
-}
-
 func fms(d time.Duration) string {
 	if d < 0 {
 		return ""
 	}
 	return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
-}
-
-// WritePerRequest writes per_request.csv rows sorted by request id (recs
-// must be sorted; see MergeUnfinished for partial runs).
-func WritePerRequest(w io.Writer, recs []Record) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(PerRequestHeader); err != nil {
-		return err
-	}
-	for i := range recs {
-		if err := cw.Write(PerRequestRow(&recs[i])); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-// PerRequestRow is r's row of per_request.csv (PerRequestHeader's columns).
-func PerRequestRow(r *Record) []string {
-	row := []string{
-		strconv.FormatInt(r.ID, 10), r.Session, strconv.Itoa(r.Turn), fms(r.Arrival),
-		fms(r.TTFT), fms(r.E2E), r.Mode, r.Reason, r.P, r.D,
-		strconv.Itoa(r.InputTokens), strconv.Itoa(r.OutputTokens), strconv.Itoa(r.AppendTokens),
-		strconv.Itoa(r.CachedTokens), strconv.FormatInt(r.TransferBytes, 10), strconv.Itoa(r.Tries),
-		strconv.FormatBool(r.Failed),
-		r.Bucket, r.BucketPolicy, boolIf(r.Bucket != "", r.LengthBucketMatch), intIf(r.Bucket != "", r.BucketPredictedPrefix),
-	}
-	for _, d := range r.Parts.Slice() {
-		if r.HasParts {
-			row = append(row, fmsSigned(d))
-		} else {
-			row = append(row, "")
-		}
-	}
-	st := r.State
-	if st == "" {
-		st = StateCompleted
-		if r.Failed {
-			st = StateFailed
-		}
-	}
-	row = append(row, fms(r.TPOT), st)
-	return row
-}
-
-func boolIf(ok, v bool) string {
-	if !ok {
-		return ""
-	}
-	return strconv.FormatBool(v)
-}
-
-func intIf(ok bool, v int) string {
-	if !ok {
-		return ""
-	}
-	return strconv.Itoa(v)
 }
 
 // WriteRoutingLog writes routing_log.jsonl: the routing decision of every

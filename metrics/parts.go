@@ -80,3 +80,24 @@ func SplitTTFT(j *gpu.Job) TTFTParts {
 	p.FirstToken = next(j.FirstToken, true)
 	return p
 }
+
+// At is the i-th part in TTFTPartNames order (0 out of range).
+func (p *TTFTParts) At(i int) time.Duration {
+	switch i {
+	case 0:
+		return p.Route
+	case 1:
+		return p.PQueue
+	case 2:
+		return p.Prefill
+	case 3:
+		return p.Transfer
+	case 4:
+		return p.KVWait
+	case 5:
+		return p.DPrefill
+	case 6:
+		return p.FirstToken
+	}
+	return 0
+}

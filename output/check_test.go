@@ -148,7 +148,7 @@ func TestWritePartialRunListsUnfinished(t *testing.T) {
 	require.Len(t, lines, 5)
 	for i, want := range []string{"completed", "unfinished", "completed", "unfinished"} {
 		assert.True(t, strings.HasPrefix(lines[i+1], []string{"0,", "1,", "2,", "3,"}[i]), lines[i+1])
-		assert.True(t, strings.HasSuffix(lines[i+1], ","+want), lines[i+1])
+		assert.True(t, strings.HasSuffix(lines[i+1], ","+want+","), lines[i+1]) // then kv_cause
 	}
 	s, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	require.NoError(t, err)

@@ -35,7 +35,7 @@ import (
 // (summary.json, the marker, last).
 var Files = []string{
 	"per_request.csv", "instances.csv", "links.csv", "router_windows.csv",
-	"sessions.csv", "routing_log.jsonl", "faults.csv", "summary.json",
+	"sessions.csv", "routing_log.jsonl", "faults.csv", "evictions.csv", "summary.json",
 }
 
 // Marker is the file that makes a directory a run directory.
@@ -138,6 +138,7 @@ func writeRun(dir string, res *actors.Result, opts WriteOptions, rf runFiles) er
 		"router_windows.csv": func(w io.Writer) error { return rf.routerWindows(w, func() time.Duration { return window }) },
 		"sessions.csv":       func(w io.Writer) error { return metrics.WriteSessions(w, res.Sessions) },
 		"faults.csv":         func(w io.Writer) error { return metrics.WriteFaults(w, res.Faults) },
+		"evictions.csv":      func(w io.Writer) error { return metrics.WriteEvictions(w, res.Evictions) },
 		"summary.json":       func(w io.Writer) error { return metrics.WriteSummary(w, sum) },
 	}
 	for _, name := range Files {

@@ -2,13 +2,15 @@ package output
 
 import (
 	"bufio"
-	"container/heap"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+
+	"github.com/pdemu/pdemu/internal/minheap"
 )
 
 // reorder turns entries added in any order (each request's per_request.csv
@@ -34,8 +36,8 @@ type reorder struct {
 
 	spill    *os.File
 	spillOff int64
-	runs     runHeap
-	spilled  int // runs written (tests check that spilling happened)
+	runs     minheap.Heap[*run] // by head id
+	spilled  int                // runs written (tests check that spilling happened)
 }
 
 type entry struct{ row, log []byte }
@@ -44,10 +46,11 @@ type entry struct{ row, log []byte }
 const runBuf = 16 << 10
 
 func newReorder(first int64, bound int, emit func(int64, []byte, []byte) error, newSpill func() (*os.File, error)) *reorder {
-	return &reorder{next: first, bound: bound, emit: emit, newSpill: newSpill, mem: map[int64]entry{}}
+	return &reorder{next: first, bound: bound, emit: emit, newSpill: newSpill, mem: map[int64]entry{}, runs: minheap.Heap[*run]{Less: lessRun}}
 }
 
-// add adds id's entry (row and log are kept until emitted).
+// add adds id's entry: row is copied when kept (the caller may reuse
+// it), log is kept until emitted.
 func (r *reorder) add(id int64, row, log []byte) error {
 	if id < r.next {
 		return fmt.Errorf("output: request %d written twice or after a later one was final", id)
@@ -59,7 +62,7 @@ func (r *reorder) add(id int64, row, log []byte) error {
 		r.next++
 		return r.drain()
 	}
-	r.mem[id] = entry{row, log}
+	r.mem[id] = entry{bytes.Clone(row), log}
 	r.memBytes += len(row) + len(log) + 64 // the map's own share, roughly
 	if r.memBytes > r.bound {
 		return r.spillMem()
@@ -79,7 +82,7 @@ func (r *reorder) drain() error {
 			r.next++
 			continue
 		}
-		if len(r.runs) > 0 && r.runs[0].id == r.next {
+		if r.runs.Len() > 0 && (*r.runs.Min()).id == r.next {
 			if err := r.emitHead(); err != nil {
 				return err
 			}
@@ -91,7 +94,7 @@ func (r *reorder) drain() error {
 
 // emitHead emits the head of the first run and advances it.
 func (r *reorder) emitHead() error {
-	rn := r.runs[0]
+	rn := *r.runs.Min()
 	if err := r.emit(rn.id, rn.row, rn.log); err != nil {
 		return err
 	}
@@ -101,9 +104,9 @@ func (r *reorder) emitHead() error {
 		return err
 	}
 	if ok {
-		heap.Fix(&r.runs, 0)
+		r.runs.Fix(0)
 	} else {
-		heap.Pop(&r.runs)
+		r.runs.Pop()
 	}
 	return nil
 }
@@ -115,8 +118,8 @@ func (r *reorder) finish() error {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	for len(ids) > 0 || len(r.runs) > 0 {
-		if len(r.runs) > 0 && (len(ids) == 0 || r.runs[0].id < ids[0]) {
+	for len(ids) > 0 || r.runs.Len() > 0 {
+		if r.runs.Len() > 0 && (len(ids) == 0 || (*r.runs.Min()).id < ids[0]) {
 			if err := r.emitHead(); err != nil {
 				return err
 			}
@@ -175,7 +178,7 @@ func (r *reorder) spillMem() error {
 		return err
 	}
 	if ok {
-		heap.Push(&r.runs, rn)
+		r.runs.Push(rn)
 	}
 	return r.drain()
 }
@@ -224,16 +227,5 @@ func (rn *run) read() (bool, error) {
 	return true, nil
 }
 
-// runHeap orders runs by their head's id.
-type runHeap []*run
-
-func (h runHeap) Len() int           { return len(h) }
-func (h runHeap) Less(i, j int) bool { return h[i].id < h[j].id }
-func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)        { *h = append(*h, x.(*run)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
+// lessRun orders runs by their head's id.
+func lessRun(a, b **run) bool { return (*a).id < (*b).id }

@@ -2,8 +2,6 @@ package output
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,9 @@ import (
 // they wait for a lower request id to end; past it they spill to a
 // temporary file in the run directory.
 const DefaultReorderBytes = 32 << 20
+
+// streamBlock is the size of the blocks a Stream writes its files in.
+const streamBlock = 256 << 10
 
 // Stream writes a run's per_request.csv and routing_log.jsonl as its
 // requests end (it is the run's actors.Options.Records), then the other
@@ -39,9 +40,8 @@ type Stream struct {
 	perW     *bufio.Writer
 	logW     *bufio.Writer
 	ro       *reorder
-	row      bytes.Buffer
-	cw       *csv.Writer
-	err      error // the first write error: the run fails, Write reports it
+	row      []byte // the row being encoded (reorder copies what it keeps)
+	err      error  // the first write error: the run fails, Write reports it
 	written  bool
 	opts     WriteOptions
 }
@@ -63,7 +63,6 @@ func NewStream(dir string, opts StreamOptions) (*Stream, error) {
 		return nil, err
 	}
 	s := &Stream{dir: dir, opts: opts.WriteOptions}
-	s.cw = csv.NewWriter(&s.row)
 	var err error
 	// A file --outputs leaves out is never written, not even to a
 	// temporary file: a long run keeps no disk for it.
@@ -81,18 +80,13 @@ func NewStream(dir string, opts StreamOptions) (*Stream, error) {
 		}
 		logW = s.log
 	}
-	s.perW, s.logW = bufio.NewWriterSize(perW, 64<<10), bufio.NewWriterSize(logW, 64<<10)
+	s.perW, s.logW = bufio.NewWriterSize(perW, streamBlock), bufio.NewWriterSize(logW, streamBlock)
 	bound := opts.ReorderBytes
 	if bound <= 0 {
 		bound = DefaultReorderBytes
 	}
 	s.ro = newReorder(0, bound, s.emit, func() (*os.File, error) { return os.CreateTemp(dir, tmpPrefix+"spill-*") })
-	if err := s.cw.Write(metrics.PerRequestHeader); err != nil {
-		s.Close()
-		return nil, err
-	}
-	s.cw.Flush()
-	if _, err := s.perW.Write(s.row.Bytes()); err != nil {
+	if _, err := s.perW.Write(metrics.AppendPerRequestHeader(nil)); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -106,14 +100,8 @@ func (s *Stream) Record(r metrics.Record) error {
 	if s.err != nil {
 		return s.err
 	}
-	s.row.Reset()
-	if err := s.cw.Write(metrics.PerRequestRow(&r)); err != nil {
-		s.err = err
-		return err
-	}
-	s.cw.Flush()
-	row := bytes.Clone(s.row.Bytes())
-	if err := s.ro.add(r.ID, row, r.RouteLog); err != nil {
+	s.row = metrics.AppendPerRequestRow(s.row[:0], &r)
+	if err := s.ro.add(r.ID, s.row, r.RouteLog); err != nil {
 		s.err = err
 		return err
 	}

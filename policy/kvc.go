@@ -115,8 +115,18 @@ type KVCConfig struct {
 	TauReject int     // τ_reject
 	Epsilon   int     // ε, admission tries before Fallback
 	V1        bool    // omit reset-on-success (Algorithm 3 line 8)
-	Prefill   int     // number of prefill workers
-	Decode    int     // number of decode workers
+	// DegenerateFallback selects the reading of the fully-blacklisted case
+	// (every untried decode worker has rejects[s,d] ≥ τ_reject). false:
+	// Algorithm 1 lines 3–4, ask the least-rejected untried worker for
+	// admission. true: the spec's §3.4 account of v1's failure, a degraded
+	// round-robin Fallback in which every retry bumps rejects[s,d] of the
+	// round-robin worker and moves the session's pin there, so the session
+	// thrashes between decode workers and never regains a residency while
+	// its counters stay at or above τ_reject (forever without
+	// reset-on-success). topology makes it the default when V1 is set.
+	DegenerateFallback bool
+	Prefill            int // number of prefill workers
+	Decode             int // number of decode workers
 
 	// Opt-in remedies for the concentration of sessions on the decode
 	// workers that hold a shared first block (docs/MODEL.md, "Routing
@@ -406,6 +416,9 @@ func (k *KVC) next(ds *Dispatch) Step {
 		}
 		if degenerate {
 			st.stats.Degenerate++
+			if k.cfg.DegenerateFallback {
+				return k.degenerateFallback(st)
+			}
 		}
 		if d >= 0 {
 			return Step{Action: ActAdmit, D: d}
@@ -423,6 +436,19 @@ func (k *KVC) fallback(st *sessState) Step {
 	k.inflight[d]++
 	k.assigned[d]++
 	return Step{Action: ActPrefill, P: p, D: d, Mode: ModeFallback, Unadmitted: true}
+}
+
+// degenerateFallback is §3.4's degraded round-robin Fallback: the
+// round-robin decode worker's counter is bumped (the retry counts as a
+// rejection there) and the session's pin moves to it.
+func (k *KVC) degenerateFallback(st *sessState) Step {
+	step := k.fallback(st)
+	st.rejects[step.D]++
+	if st.pin >= 0 && int(st.pin) != step.D {
+		st.stats.Migrations++
+	}
+	st.pin = int32(step.D)
+	return step
 }
 
 // Admitted handles a positive admission reply from d (lines 7–19).
@@ -497,4 +523,11 @@ func setMember(list []int32, d int32, in bool) []int32 {
 		list = append(list, d)
 	}
 	return list
+}
+
+// Blacklisted reports whether d is blacklisted for session s
+// (rejects[s,d] ≥ τ_reject).
+func (k *KVC) Blacklisted(s int32, d int) bool {
+	st := k.sess[s]
+	return st != nil && d >= 0 && d < len(st.rejects) && int(st.rejects[d]) >= k.cfg.TauReject
 }

@@ -19,19 +19,57 @@ type Page struct {
 
 type runSection struct {
 	Name    string
+	Anchor  string
 	Dir     string
+	Status  string
+	Detail  string
+	OK      bool
 	Params  [][2]string
 	Results [][2]string
+	// Notes say which of the run's plots are absent and why.
+	Notes []string
 	// FaultHeader and Faults are the run's faults.csv (nil without faults).
 	FaultHeader []string
 	Faults      [][]string
 	Figures     []*Figure
 }
 
-// Build renders the report of runs (at least one). Run directories are
-// shown relative to baseDir (the directory the HTML file goes to) when
-// they are below it, so the page does not depend on where it was built.
+// groupView is one workload's part of the page.
+type groupView struct {
+	Label        string
+	ID           string
+	BaselineNote string
+	Runs         int
+	Rows         []tableRow
+	Figures      []*Figure
+}
+
+// Options are what a report is built with.
+type Options struct {
+	Title string
+	// BaseDir is the directory the HTML file goes to: run directories
+	// below it are shown relative to it, so the page does not depend on
+	// where it was built.
+	BaseDir string
+	// Baseline names the run the others are compared with ("" the first
+	// run with status ok). On each other workload the run with the same
+	// configuration is that workload's baseline. A run that is not ok is
+	// refused.
+	Baseline string
+}
+
+// Build renders the report of runs (at least one) with the default
+// baseline.
 func Build(title, baseDir string, runs []*Run) (*Page, error) {
+	return BuildWith(Options{Title: title, BaseDir: baseDir}, runs)
+}
+
+// BuildWith renders the report of runs (at least one): the table (runs
+// grouped by workload, rounded, with units and deltas against each
+// workload's baseline, not-ok runs marked), the mode mix, per workload
+// its CDFs, Direct share and TTFT parts, and per run its parameters,
+// results and time series.
+func BuildWith(o Options, runs []*Run) (*Page, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("report: no runs")
 	}
@@ -39,35 +77,87 @@ func Build(title, baseDir string, runs []*Run) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	var global []*Figure
-	for _, f := range []func() (*Figure, error){
-		func() (*Figure, error) { return cdfFigure(runs, "ttft_ms", "ttft_cdf", "TTFT CDF") },
-		func() (*Figure, error) { return cdfFigure(runs, "e2e_ms", "e2e_cdf", "E2E latency CDF") },
-		func() (*Figure, error) { return modeMixFigure(runs) },
-		func() (*Figure, error) { return directShareFigure(runs) },
-	} {
-		fig, err := f()
-		if err != nil {
-			return nil, err
-		}
-		global = append(global, fig)
-	}
-	parts, err := ttftPartsFigures(runs)
+	groups, err := groupWorkloads(runs, rows, o.Baseline)
 	if err != nil {
 		return nil, err
 	}
-	global = append(global, parts...)
+	cols := tableColumns(rows)
+	mix, err := modeMixFigure(runs)
+	if err != nil {
+		return nil, err
+	}
+	all := []*Figure{mix}
+	var views []groupView
+	ids := map[string]bool{}
+	for _, g := range groups {
+		prefix, suffix := "", ""
+		if len(groups) > 1 {
+			base := SanitizeName(strings.TrimPrefix(g.Label, "trace "))
+			prefix = base
+			for n := 2; ids[prefix]; n++ {
+				prefix = base + "-" + strconv.Itoa(n)
+			}
+			ids[prefix] = true
+			prefix += "__"
+			suffix = ": " + g.Label
+		}
+		view := groupView{Label: g.Label, ID: "workload-" + strings.TrimSuffix(prefix, "__"), BaselineNote: g.BaselineNote,
+			Runs: len(g.Runs), Rows: makeTableRows(g, cols)}
+		if prefix == "" {
+			view.ID = "workload"
+		}
+		legend := shortNames(g.Runs)
+		var base *Run
+		if g.Baseline >= 0 {
+			base = legend[g.Baseline]
+		}
+		for _, f := range []func() (*Figure, error){
+			func() (*Figure, error) {
+				return cdfFigureOf(legend, base, "ttft_ms", prefix+"ttft_cdf", "TTFT CDF"+suffix)
+			},
+			func() (*Figure, error) {
+				return cdfFigureOf(legend, base, "e2e_ms", prefix+"e2e_cdf", "E2E latency CDF"+suffix)
+			},
+			func() (*Figure, error) { return directShareFigureOf(legend, prefix+"direct_share", suffix) },
+		} {
+			fig, err := f()
+			if err != nil {
+				return nil, err
+			}
+			if fig != nil {
+				view.Figures = append(view.Figures, fig)
+			}
+		}
+		parts, err := ttftPartsFiguresOf(legend, prefix, suffix)
+		if err != nil {
+			return nil, err
+		}
+		view.Figures = append(view.Figures, parts...)
+		all = append(all, view.Figures...)
+		views = append(views, view)
+	}
 
 	var sections []runSection
-	all := append([]*Figure(nil), global...)
-	for _, r := range runs {
+	for i, r := range runs {
 		id := SanitizeName(r.Name)
 		dir := r.Dir
-		if rel, err := filepath.Rel(baseDir, r.Dir); err == nil && !strings.HasPrefix(rel, "..") {
+		if rel, err := filepath.Rel(o.BaseDir, r.Dir); err == nil && !strings.HasPrefix(rel, "..") {
 			dir = filepath.ToSlash(rel)
 		}
-		sec := runSection{Name: r.Name, Dir: dir, Params: paramRows(r), Results: resultRows(r)}
+		sec := runSection{Name: r.Name, Anchor: "run-" + r.Name, Dir: dir, Status: rows[i].Status, Detail: rows[i].StatusDetail,
+			OK: rows[i].Status == StatusOK, Params: paramRows(r), Results: resultRows(r)}
 		sec.FaultHeader, sec.Faults = faultTable(r)
+		for _, m := range r.Missing {
+			switch m {
+			case "per_request.csv":
+				sec.Notes = append(sec.Notes, "no per_request.csv in the directory: this run is left out of the CDFs, the Direct share and the TTFT parts, and its token and KV-moved figures are unknown")
+			case "instances.csv":
+				sec.Notes = append(sec.Notes, "no instances.csv in the directory: no KV occupancy or queue plots")
+			}
+		}
+		if r.Links != nil && len(r.Links.Rows) == 0 {
+			sec.Notes = append(sec.Notes, "no KV link carried a transfer (links.csv has no rows): no link plot")
+		}
 		for _, f := range []func() (*Figure, error){
 			func() (*Figure, error) {
 				return seriesFigure(r, r.Instances, "instances.csv", "worker", "kv_tokens", id+"__kv", "KV occupancy per worker: "+r.Name, "KV tokens",
@@ -77,10 +167,7 @@ func Build(title, baseDir string, runs []*Run) (*Page, error) {
 				return seriesFigure(r, r.Instances, "instances.csv", "worker", "queue", id+"__queue", "Queue length per worker: "+r.Name, "queued requests",
 					"instances.csv queue, sampled every sample_interval.")
 			},
-			func() (*Figure, error) {
-				return seriesFigure(r, r.Links, "links.csv", "nic", "utilisation", id+"__links", "Link utilisation per NIC: "+r.Name, "utilisation",
-					"links.csv utilisation of each NIC.")
-			},
+			func() (*Figure, error) { return linkFigure(r, id+"__links") },
 			func() (*Figure, error) { return routerWindowsFigure(r, id+"__router") },
 		} {
 			fig, err := f()
@@ -95,18 +182,72 @@ func Build(title, baseDir string, runs []*Run) (*Page, error) {
 		sections = append(sections, sec)
 	}
 
+	var missing []string
+	for _, r := range runs {
+		if len(r.Missing) > 0 {
+			missing = append(missing, r.Name+" (no "+strings.Join(r.Missing, ", no ")+")")
+		}
+	}
+	heads := make([]tableColumn, len(cols))
+	copy(heads, cols)
 	var b bytes.Buffer
 	err = pageTmpl.Execute(&b, map[string]any{
-		"Title":    title,
-		"Header":   csvHeader(anyFaults(rows)),
-		"Rows":     tableCells(rows),
-		"Global":   global,
+		"Title":    o.Title,
+		"Status":   statusCounts(rows),
+		"Missing":  missing,
+		"Columns":  heads,
+		"NCols":    len(cols) + 2,
+		"Groups":   views,
+		"ModeMix":  mix,
 		"Sections": sections,
+		"Faults":   anyFaults(rows),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &Page{HTML: b.Bytes(), Figures: all}, nil
+}
+
+// shortNames are copies of runs named without the "__"-separated parts
+// of their names that every run shares (typically the workload's
+// "trace=..." part, which the panel's title already says), for the
+// legends of a workload's panels. Names stay distinct and non-empty, or
+// the runs are returned as they are.
+func shortNames(runs []*Run) []*Run {
+	if len(runs) < 2 {
+		return runs
+	}
+	split := make([][]string, len(runs))
+	count := map[string]int{}
+	for i, r := range runs {
+		split[i] = strings.Split(r.Name, "__")
+		seen := map[string]bool{}
+		for _, p := range split[i] {
+			if !seen[p] {
+				count[p]++
+				seen[p] = true
+			}
+		}
+	}
+	out := make([]*Run, len(runs))
+	names := map[string]bool{}
+	for i, r := range runs {
+		var keep []string
+		for _, p := range split[i] {
+			if count[p] < len(runs) {
+				keep = append(keep, p)
+			}
+		}
+		n := strings.Join(keep, "__")
+		if n == "" || names[n] {
+			return runs
+		}
+		names[n] = true
+		c := *r
+		c.Name = n
+		out[i] = &c
+	}
+	return out
 }
 
 // Write writes the page as file and each figure as an SVG file in
@@ -175,12 +316,18 @@ func paramRows(r *Run) [][2]string {
 
 func resultRows(r *Run) [][2]string {
 	s := r.Summary
+	st := StatusOf(s)
+	status := st.Code
+	if st.Detail != "" {
+		status += ": " + st.Detail
+	}
 	rows := [][2]string{
+		{"status", status},
 		{"policy", s.Policy},
 		{"requests", fmt.Sprintf("%d (completed %d, failed %d)", s.Requests.Total, s.Requests.Completed, s.Requests.Failed)},
-		{"TTFT ms", fmt.Sprintf("p50 %.1f  p90 %.1f  p99 %.1f", s.TTFT.P50, s.TTFT.P90, s.TTFT.P99)},
-		{"E2E ms", fmt.Sprintf("p50 %.1f  p90 %.1f  p99 %.1f", s.E2E.P50, s.E2E.P90, s.E2E.P99)},
-		{"emulated", fmt.Sprintf("%.1f s", s.EmulatedSeconds)},
+		{"TTFT", fmt.Sprintf("p50 %s, p90 %s, p99 %s", fmtMS(s.TTFT.P50), fmtMS(s.TTFT.P90), fmtMS(s.TTFT.P99))},
+		{"E2E", fmt.Sprintf("p50 %s, p90 %s, p99 %s", fmtMS(s.E2E.P50), fmtMS(s.E2E.P90), fmtMS(s.E2E.P99))},
+		{"emulated", fmtSeconds(s.EmulatedSeconds)},
 		{"imbalance", fmt.Sprintf("%.3f", imbalanceOf(r))},
 	}
 	var modes []string
@@ -190,22 +337,27 @@ func resultRows(r *Run) [][2]string {
 		}
 	}
 	rows = append(rows, [2]string{"modes", strings.Join(modes, ", ")})
+	if f := sloOf(s); f.any() {
+		var parts []string
+		if f.Attainment != nil {
+			parts = append(parts, fmt.Sprintf("%.1f %% of requests met the SLO", 100**f.Attainment))
+		}
+		if f.SessionAttainment != nil {
+			parts = append(parts, fmt.Sprintf("%.1f %% of sessions", 100**f.SessionAttainment))
+		}
+		if f.GoodputRPS != nil {
+			parts = append(parts, fmt.Sprintf("goodput %.2f req/s", *f.GoodputRPS))
+		}
+		rows = append(rows, [2]string{"SLO", strings.Join(parts, ", ")})
+	}
+	for _, w := range s.Warnings {
+		rows = append(rows, [2]string{"warning", w})
+	}
 	if rt := s.Router; rt != nil {
 		rows = append(rows, [2]string{"router", fmt.Sprintf("migrations %d, blacklists %d, fallbacks %d, rejections %d",
 			rt.Migrations, rt.Blacklists, rt.Fallbacks, rt.Rejections)})
 	}
 	return rows
-}
-
-// tableCells are the cells of compare.csv's data lines, formatted as
-// there.
-func tableCells(rows []Row) [][]string {
-	faults := anyFaults(rows)
-	out := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, csvRecord(r, faults))
-	}
-	return out
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -232,45 +384,74 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"svg"
 <meta charset="utf-8">
 <title>{{.Title}}</title>
 <style>
-body { font-family: sans-serif; margin: 1.5em; color: #222; }
+body { font-family: sans-serif; margin: 1.5em; color: #222; max-width: 1360px; }
+h2 { margin-top: 1.6em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 12px; margin-bottom: 1em; }
-th, td { border: 1px solid #bbb; padding: 2px 6px; text-align: right; white-space: nowrap; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; vertical-align: top; }
 th { background: #eee; }
 td.l, th.l { text-align: left; }
-.scroll { overflow-x: auto; }
-figure { margin: 1em 0; }
-figcaption { font-size: 12px; color: #555; max-width: 60em; }
+table.cmp { width: 100%; table-layout: auto; }
+table.cmp td.run { text-align: left; max-width: 20em; word-break: break-word; }
+table.cmp tr.group td { background: #f4f4f8; text-align: left; font-weight: bold; }
+table.cmp tr.group span { font-weight: normal; color: #555; }
+table.cmp tr.notok td { background: #fdecec; color: #777; }
+table.cmp tr.base td { background: #eef5ee; }
+.v { white-space: nowrap; }
+.d { display: block; font-size: 11px; color: #777; white-space: nowrap; }
+.better { color: #1a7f37; }
+.worse { color: #c62828; }
+.st { font-weight: bold; white-space: nowrap; }
+.st-ok { color: #1a7f37; }
+.st-bad { color: #c62828; }
+.warn { border: 2px solid #c62828; background: #fdecec; padding: .5em 1em; margin: 1em 0; }
+.note { border: 1px solid #b68b00; background: #fff8e1; padding: .5em 1em; margin: 1em 0; font-size: 13px; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(640px, 1fr)); gap: .5em 1.5em; }
+figure { margin: .5em 0; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: 12px; color: #555; }
 .run { border-top: 2px solid #888; margin-top: 2em; padding-top: .5em; }
+.run.notok h3 { color: #c62828; }
 .side { display: flex; gap: 2em; flex-wrap: wrap; align-items: flex-start; }
+.side td.l { max-width: 40em; }
+.small { font-size: 12px; color: #555; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<h2 id="table">Comparison</h2>
-<p>One row per run (compare.csv). Shares are of all requests; TTFT and E2E in ms; prefilled tokens are the tokens actually prefilled (append_tokens); imbalance is the busiest decode/fused worker's share of requests over the mean share.</p>
-<div class="scroll"><table>
-<tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if lt $i 6}} class="l"{{end}}>{{$c}}</td>{{end}}</tr>
-{{end}}</table></div>
-<h2 id="plots">Across runs</h2>
-{{range .Global}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
-{{end}}
-<h2 id="runs">Runs</h2>
-{{range .Sections}}<section class="run" id="run-{{.Name}}">
-<h3>{{.Name}}</h3>
+{{if .Status}}<div class="warn"><b>Not every run is a clean result.</b> {{.Status}}</div>
+{{end}}{{if .Missing}}<div class="note">Runs kept with fewer outputs: {{range $i, $m := .Missing}}{{if $i}}; {{end}}{{$m}}{{end}}. Their rows come from summary.json; the figures the absent files would give are shown as – and the plots they would feed leave them out.</div>
+{{end}}<h2 id="table">Comparison</h2>
+<table class="cmp">
+<tr><th class="l">run</th><th class="l">status</th>{{range .Columns}}<th>{{.Head}}{{if .Unit}}<br><span class="small">{{.Unit}}</span>{{end}}</th>{{end}}</tr>
+{{range .Groups}}<tr class="group"><td colspan="{{$.NCols}}">{{.Label}} <span>· {{.Runs}} run{{if ne .Runs 1}}s{{end}} · {{.BaselineNote}}</span></td></tr>
+{{range .Rows}}<tr class="{{if not .OK}}notok{{else if .Baseline}}base{{end}}"><td class="run"><a href="#{{.Anchor}}">{{range .Name}}{{.}}<wbr>{{end}}</a></td><td class="l"><span class="st {{if .OK}}st-ok{{else}}st-bad{{end}}"{{if .Detail}} title="{{.Detail}}"{{end}}>{{.Status}}</span>{{if not .OK}}<span class="d">{{.Detail}}</span>{{end}}</td>
+{{range $i, $c := .Cells}}{{if eq $i 0}}{{end}}<td{{if $c.Title}} title="{{$c.Title}}"{{end}}><span class="v">{{$c.Value}}</span>{{if $c.Delta}}<span class="d {{$c.Class}}">{{$c.Delta}}</span>{{end}}</td>{{end}}</tr>
+{{end}}{{end}}</table>
+<p class="small">Runs are grouped by workload; each group is compared with its baseline (green: better, red: worse; per cent, or percentage points (pp) for shares; ±0 below 0.5 %). Requests columns: failed share of all requests, Direct share of all requests; latencies over completed requests; prefilled tokens are the tokens actually prefilled (append_tokens); KV moved is the KV transferred between workers; imbalance is the busiest decode/fused worker's share of requests over the mean share (1× = even). Exact figures: compare.csv and compare.json.</p>
+<h2 id="mode-mix">Mode mix</h2>
+<figure id="{{.ModeMix.ID}}">{{svg .ModeMix.SVG}}<figcaption>{{.ModeMix.Caption}}</figcaption></figure>
+{{range .Groups}}<h2 id="{{.ID}}">Workload: {{.Label}}</h2>
+<p class="small">{{.Runs}} run{{if ne .Runs 1}}s{{end}}; {{.BaselineNote}}.</p>
+<div class="grid">{{range .Figures}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
+{{end}}</div>
+{{end}}<h2 id="runs">Runs</h2>
+{{range .Sections}}<section class="run{{if not .OK}} notok{{end}}" id="{{.Anchor}}">
+<h3>{{.Name}}{{if not .OK}} — {{.Status}}{{end}}</h3>
 <div class="side">
 <table><tr><th class="l" colspan="2">parameters</th></tr>{{range .Params}}<tr><td class="l">{{index . 0}}</td><td class="l">{{index . 1}}</td></tr>{{end}}</table>
 <table><tr><th class="l" colspan="2">results</th></tr>{{range .Results}}<tr><td class="l">{{index . 0}}</td><td class="l">{{index . 1}}</td></tr>{{end}}</table>
 </div>
-<p style="font-size:12px;color:#555">directory: {{.Dir}}</p>
-{{if .Faults}}<h4>Faults</h4>
-<div class="scroll"><table>
+<p class="small">directory: {{.Dir}}</p>
+{{range .Notes}}<p class="small">{{.}}.</p>
+{{end}}{{if .Faults}}<h4>Faults</h4>
+<table>
 <tr>{{range .FaultHeader}}<th>{{.}}</th>{{end}}</tr>
 {{range .Faults}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table></div>
-<p style="font-size:12px;color:#555">faults.csv: one row per fault (docs/OUTPUTS.md); times in ms of emulated time, "never" for an empty time; retried and failed are the requests the fault hit that were dispatched again or failed with the retry budget spent.</p>
-{{end}}{{range .Figures}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
-{{end}}</section>
+{{end}}</table>
+<p class="small">faults.csv: one row per fault (docs/OUTPUTS.md); times in ms of emulated time, "never" for an empty time; retried and failed are the requests the fault hit that were dispatched again or failed with the retry budget spent.</p>
+{{end}}<div class="grid">{{range .Figures}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
+{{end}}</div>
+</section>
 {{end}}
 </body>
 </html>

@@ -101,6 +101,14 @@ func (t *Table) Float(i int, name string) (float64, error) {
 	return v, nil
 }
 
+// rows are t's data rows (none for a nil table).
+func (t *Table) rows() [][]string {
+	if t == nil {
+		return nil
+	}
+	return t.Rows
+}
+
 // readTable reads a CSV file with a header line. A missing file gives
 // (nil, nil) when optional.
 func readTable(path string, optional bool) (*Table, error) {
@@ -133,16 +141,32 @@ type Summary struct {
 	Scenario string `json:"scenario"`
 	Policy   string `json:"policy"`
 	Seed     uint64 `json:"seed"`
+	// Partial, StoppedBy and Error say the run did not end cleanly
+	// (interrupted, stopped on a bad record, ...); Error is absent from
+	// older summaries.
+	Partial   bool     `json:"partial"`
+	StoppedBy string   `json:"stopped_by"`
+	Error     string   `json:"error"`
+	Warnings  []string `json:"warnings"`
+	Trace     struct {
+		Path   string `json:"path"`
+		Digest string `json:"digest"`
+	} `json:"trace"`
 	Requests struct {
-		Total     int `json:"total"`
-		Completed int `json:"completed"`
-		Failed    int `json:"failed"`
+		Total       int            `json:"total"`
+		Completed   int            `json:"completed"`
+		Failed      int            `json:"failed"`
+		FailReasons map[string]int `json:"fail_reasons"`
+		Unfinished  int            `json:"unfinished"`
 	} `json:"requests"`
-	TTFT            Quantiles      `json:"ttft_ms"`
-	E2E             Quantiles      `json:"e2e_ms"`
-	Modes           map[string]int `json:"modes"`
-	PrefillShare    float64        `json:"prefill_share"`
-	EmulatedSeconds float64        `json:"emulated_seconds"`
+	// SLO and Goodput are read when summary.json has them (see sloOf).
+	SLO             json.RawMessage `json:"slo"`
+	Goodput         json.RawMessage `json:"goodput"`
+	TTFT            Quantiles       `json:"ttft_ms"`
+	E2E             Quantiles       `json:"e2e_ms"`
+	Modes           map[string]int  `json:"modes"`
+	PrefillShare    float64         `json:"prefill_share"`
+	EmulatedSeconds float64         `json:"emulated_seconds"`
 	Workers         []struct {
 		Name     string `json:"name"`
 		Kind     string `json:"kind"`
@@ -171,15 +195,20 @@ type Run struct {
 	Name    string  // params.json's name, else the directory's base name
 	Params  *Params // nil without params.json
 	Summary Summary
-	// Requests is per_request.csv, Instances instances.csv; Links
-	// (links.csv) and RouterWindows (router_windows.csv) are nil when the
-	// run has no such file. Faults is faults.csv (nil without the file;
-	// no rows for a run without faults).
+	// Requests is per_request.csv, Instances instances.csv, Links
+	// links.csv, RouterWindows router_windows.csv: each nil when the run
+	// has no such file (a run kept with fewer outputs). Faults is
+	// faults.csv (nil without the file; no rows for a run without faults).
 	Requests, Instances, Links, RouterWindows, Faults *Table
+	// Missing lists the per-run files the directory lacks of
+	// per_request.csv and instances.csv, whose figures are then left out
+	// (and the page says so).
+	Missing []string
 }
 
-// Load reads the run directory dir. summary.json, per_request.csv and
-// instances.csv are required; the other files are optional.
+// Load reads the run directory dir. Only summary.json is required: a
+// directory kept with fewer outputs gives a row from its summary and the
+// figures its files allow.
 func Load(dir string) (*Run, error) {
 	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
@@ -206,8 +235,8 @@ func Load(dir string) (*Run, error) {
 		dst      **Table
 		optional bool
 	}{
-		{"per_request.csv", &r.Requests, false},
-		{"instances.csv", &r.Instances, false},
+		{"per_request.csv", &r.Requests, true},
+		{"instances.csv", &r.Instances, true},
 		{"links.csv", &r.Links, true},
 		{"router_windows.csv", &r.RouterWindows, true},
 		{"faults.csv", &r.Faults, true},
@@ -217,6 +246,12 @@ func Load(dir string) (*Run, error) {
 			return nil, err
 		}
 		*f.dst = t
+	}
+	if r.Requests == nil {
+		r.Missing = append(r.Missing, "per_request.csv")
+	}
+	if r.Instances == nil {
+		r.Missing = append(r.Missing, "instances.csv")
 	}
 	return r, nil
 }

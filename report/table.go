@@ -20,6 +20,14 @@ type Row struct {
 	Set      []string `json:"set"`
 	Seed     uint64   `json:"seed"`
 	Trace    string   `json:"trace"`
+	// Status is StatusOf the run (ok, failed, partial, error, empty) and
+	// StatusDetail its explanation; only ok rows are clean results.
+	Status       string `json:"status"`
+	StatusDetail string `json:"status_detail,omitempty"`
+	// Missing lists the run's absent per-run files (per_request.csv,
+	// instances.csv); the figures computed from them are then unknown:
+	// empty cells in compare.csv.
+	Missing []string `json:"missing_files,omitempty"`
 
 	Requests  int `json:"requests"`
 	Completed int `json:"completed"`
@@ -38,6 +46,9 @@ type Row struct {
 	// share (1 = perfectly even), over the decode and fused workers (all
 	// workers when there are none).
 	Imbalance float64 `json:"imbalance"`
+	// SLO holds summary.json's SLO attainment and goodput, when it has
+	// them (absent from compare.json otherwise).
+	SLO *SLOFigures `json:"slo,omitempty"`
 	// Faults sums faults.csv; nil (and absent from compare.json) when the
 	// run had no faults.
 	Faults *FaultCounts `json:"faults,omitempty"`
@@ -126,6 +137,12 @@ func MakeRow(r *Run) (Row, error) {
 		TTFT:      Percentiles{s.TTFT.P50, s.TTFT.P90, s.TTFT.P99},
 		E2E:       Percentiles{s.E2E.P50, s.E2E.P90, s.E2E.P99},
 		Imbalance: round(imbalanceOf(r), 4),
+		Missing:   r.Missing,
+	}
+	st := StatusOf(s)
+	row.Status, row.StatusDetail = st.Code, st.Detail
+	if f := sloOf(s); f.any() {
+		row.SLO = &f
 	}
 	if p := r.Params; p != nil {
 		row.Set = append(row.Set, p.Set...)
@@ -139,7 +156,7 @@ func MakeRow(r *Run) (Row, error) {
 		row.ModeShare[m] = round(share, 4)
 	}
 	t := r.Requests
-	for i := range t.Rows {
+	for i := range t.rows() {
 		for _, c := range []struct {
 			col string
 			dst *int64
@@ -178,8 +195,31 @@ func round(v float64, digits int) float64 {
 	return f
 }
 
-// CSVHeader is compare.csv's header for runs without faults.
-func CSVHeader() []string { return csvHeader(false) }
+// CSVHeader is compare.csv's header for runs without faults or SLO
+// figures.
+func CSVHeader() []string { return csvHeader(false, false) }
+
+// SLOColumns are the columns compare.csv has after imbalance when any of
+// its runs' summary.json has SLO figures (empty cells for the others).
+var SLOColumns = []string{"slo_attainment", "goodput_rps", "session_slo_attainment"}
+
+func anySLO(rows []Row) bool {
+	for _, r := range rows {
+		if r.SLO != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFile(r Row, name string) bool {
+	for _, m := range r.Missing {
+		if m == name {
+			return false
+		}
+	}
+	return true
+}
 
 // FaultColumns are the columns compare.csv ends with when any of its runs
 // had faults (0 for the runs without).
@@ -194,13 +234,16 @@ func anyFaults(rows []Row) bool {
 	return false
 }
 
-func csvHeader(faults bool) []string {
-	h := []string{"run", "scenario", "policy", "set", "seed", "trace", "requests", "completed", "failed"}
+func csvHeader(faults, slo bool) []string {
+	h := []string{"run", "scenario", "policy", "set", "seed", "trace", "status", "requests", "completed", "failed"}
 	for _, m := range Modes {
 		h = append(h, strings.ToLower(m)+"_share")
 	}
 	h = append(h, "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "e2e_p50_ms", "e2e_p90_ms", "e2e_p99_ms",
 		"prefilled_tokens", "cached_tokens", "transfer_bytes", "imbalance")
+	if slo {
+		h = append(h, SLOColumns...)
+	}
 	if faults {
 		h = append(h, FaultColumns...)
 	}
@@ -208,15 +251,17 @@ func csvHeader(faults bool) []string {
 }
 
 // WriteCSV writes rows as compare.csv (set values joined with ";"), with
-// FaultColumns at the end when any run had faults.
+// SLOColumns when any run has SLO figures and FaultColumns at the end
+// when any run had faults. Figures a run's missing files would give are
+// empty cells.
 func WriteCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
-	faults := anyFaults(rows)
-	if err := cw.Write(csvHeader(faults)); err != nil {
+	faults, slo := anyFaults(rows), anySLO(rows)
+	if err := cw.Write(csvHeader(faults, slo)); err != nil {
 		return err
 	}
 	for _, r := range rows {
-		if err := cw.Write(csvRecord(r, faults)); err != nil {
+		if err := cw.Write(csvRecord(r, faults, slo)); err != nil {
 			return err
 		}
 	}
@@ -224,16 +269,34 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	return cw.Error()
 }
 
-func csvRecord(r Row, faults bool) []string {
+func csvRecord(r Row, faults, slo bool) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	rec := []string{r.Run, r.Scenario, r.Policy, strings.Join(r.Set, ";"), strconv.FormatUint(r.Seed, 10), r.Trace,
+	rec := []string{r.Run, r.Scenario, r.Policy, strings.Join(r.Set, ";"), strconv.FormatUint(r.Seed, 10), r.Trace, r.Status,
 		strconv.Itoa(r.Requests), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed)}
 	for _, m := range Modes {
 		rec = append(rec, f(r.ModeShare[m]))
 	}
-	rec = append(rec, f(r.TTFT.P50), f(r.TTFT.P90), f(r.TTFT.P99), f(r.E2E.P50), f(r.E2E.P90), f(r.E2E.P99),
-		strconv.FormatInt(r.PrefilledTokens, 10), strconv.FormatInt(r.CachedTokens, 10),
-		strconv.FormatInt(r.TransferBytes, 10), f(r.Imbalance))
+	rec = append(rec, f(r.TTFT.P50), f(r.TTFT.P90), f(r.TTFT.P99), f(r.E2E.P50), f(r.E2E.P90), f(r.E2E.P99))
+	if hasFile(r, "per_request.csv") {
+		rec = append(rec, strconv.FormatInt(r.PrefilledTokens, 10), strconv.FormatInt(r.CachedTokens, 10),
+			strconv.FormatInt(r.TransferBytes, 10))
+	} else {
+		rec = append(rec, "", "", "")
+	}
+	rec = append(rec, f(r.Imbalance))
+	if slo {
+		opt := func(p *float64) string {
+			if p == nil {
+				return ""
+			}
+			return f(round(*p, 4))
+		}
+		if r.SLO == nil {
+			rec = append(rec, "", "", "")
+		} else {
+			rec = append(rec, opt(r.SLO.Attainment), opt(r.SLO.GoodputRPS), opt(r.SLO.SessionAttainment))
+		}
+	}
 	if faults {
 		fc := FaultCounts{}
 		if r.Faults != nil {

@@ -226,7 +226,10 @@ type End struct {
 	Arrival, FirstToken   time.Duration // FirstToken 0: none
 	Done                  time.Duration
 	Failed                string // non-empty: the request failed
-	Now                   time.Duration
+	// Fault: a fault (crash, cut link) hit the request; a failure then
+	// is the cluster's, worth retrying (503 with Retry-After).
+	Fault bool
+	Now   time.Duration
 }
 
 // Ended reports that a request ended (now − Done is a lag sample). It
@@ -410,7 +413,7 @@ func (st *stream) run() {
 	e := st.end
 	st.mu.Unlock()
 	if e.Failed != "" {
-		st.out <- Event{Kind: EvFailed, Since: e.Done - e.Arrival, Emulated: e.Done, Wall: time.Now(), Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, Reason: e.Failed}
+		st.out <- Event{Kind: EvFailed, Since: e.Done - e.Arrival, Emulated: e.Done, Wall: time.Now(), Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, Reason: e.Failed, Fault: e.Fault}
 		return
 	}
 	if !hasFirst {

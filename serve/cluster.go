@@ -65,8 +65,11 @@ type Event struct {
 	// Fused) and the prompt tokens served from a cache.
 	Mode         string
 	CachedTokens int
-	// EvFailed: why.
+	// EvFailed: why, and whether a fault of the cluster (a crash, a cut
+	// link) caused it: the client gets 503 with Retry-After, as from a
+	// real fleet that lost the replica serving it.
 	Reason string
+	Fault  bool
 }
 
 // Snapshot is the cluster's state at one instant.

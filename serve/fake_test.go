@@ -22,6 +22,9 @@ type fakeCluster struct {
 	workers    int
 	tokenDelay time.Duration
 	gate       chan struct{} // when set, each request waits for it before its first token
+	// faultAfter, when positive, makes every request fail after
+	// faultAfter−1 tokens, hit by a fault (a crash the retries did not save).
+	faultAfter int
 
 	mu       sync.Mutex
 	resident map[int32][]uint64
@@ -75,6 +78,12 @@ func (f *fakeCluster) Submit(ctx context.Context, r *workload.Request) (<-chan E
 			<-f.gate
 		}
 		for i := range r.OutputLen {
+			if f.faultAfter > 0 && i == f.faultAfter-1 {
+				f.running.Add(-1)
+				f.ended.Add(1)
+				ch <- Event{Kind: EvFailed, Since: time.Millisecond, Worker: worker, Reason: "attempts: crash d0; last: crash d1", Fault: true}
+				return
+			}
 			if i > 0 && f.tokenDelay > 0 {
 				time.Sleep(f.tokenDelay)
 			}

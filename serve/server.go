@@ -251,7 +251,7 @@ func (s *Server) fail(w http.ResponseWriter, e *apiError) {
 	}
 	s.met.httpErrors.WithLabelValues(strconv.Itoa(e.Status), code).Inc()
 	w.Header().Set("Content-Type", "application/json")
-	if e.Status == http.StatusTooManyRequests {
+	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
 	}
 	w.WriteHeader(e.Status)
@@ -685,9 +685,15 @@ func (rl *relay) done(end Event) {
 func (rl *relay) failed(end Event) {
 	e := &apiError{Status: http.StatusInternalServerError, Type: "server_error",
 		Message: "the emulated cluster failed the request: " + end.Reason, Code: strp("request_failed")}
-	if end.Reason == "exceeds-kv-pool" {
+	switch {
+	case end.Reason == "exceeds-kv-pool":
 		e.Status, e.Type, e.Code = http.StatusBadRequest, "invalid_request_error", strp("context_length_exceeded")
 		e.Message = "the request does not fit in a decode worker's KV pool (exceeds-kv-pool)"
+	case end.Fault:
+		// A crash or a cut link lost it and the retries did not save it:
+		// what a client of a real fleet sees when its replica dies.
+		e.Status, e.Code = http.StatusServiceUnavailable, strp("service_unavailable")
+		e.Message = "the emulated cluster lost the request to a fault; retry: " + end.Reason
 	}
 	if rl.started {
 		// Mid-stream: the status is sent; report the error as an event.

@@ -97,3 +97,9 @@ func TestSessionsTurnsAndAppend(t *testing.T) {
 	assert.Equal(t, 0, a.Turn)
 	assert.NotEqual(t, r0.Session, a.Session)
 }
+
+func TestPromptBlocksMatchesTheServer(t *testing.T) {
+	text := chatTemplate([]chatMessage{{Role: "user", Content: strings.Repeat("abcd", 100)}})
+	assert.Equal(t, blockHashes(text, 24, hashString("model:m")), PromptBlocks(ChatPrompt([]Message{{"user", strings.Repeat("abcd", 100)}}), 24, "m"))
+	assert.Len(t, PromptBlocks(text, 24, "m"), len(text)/96)
+}

@@ -61,6 +61,7 @@ const (
 	MaxTP            = 64      // tensor-parallel degree
 	MaxPoolTokens    = 1 << 30 // kv_budget_tokens, dram_cache_tokens
 	MaxRequestTokens = 1 << 24 // per-request token counts and budgets (as traces: 16.7M)
+	MaxContextTokens = 1 << 24 // max_model_len (16.7M, as MaxRequestTokens)
 	MaxRunning       = 1 << 20 // max_running
 	MaxBlockTokens   = 1 << 16 // block_tokens
 	MaxSessions      = 1 << 20 // generator sessions, max_concurrent

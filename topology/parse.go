@@ -64,6 +64,14 @@ type Options struct {
 	// defaults) on a cluster that can run it. The CLI's --router.
 	Router string
 
+	// Trace, when set, replays this trace instead of the scenario's own
+	// trace or generator (the CLI's --trace): the workload's replay
+	// options (max_concurrent, share_prefix, ...; from the file or Set)
+	// are checked as for a trace, the generator block is ignored, and the
+	// format is detected (the scenario's format described its own trace).
+	// The path is used as given.
+	Trace string
+
 	// FS, when set, is the file system a scenario's extends names are
 	// read from (relative to the directory of the extending file). The
 	// default is the OS file system, and the embedded scenarios for a name

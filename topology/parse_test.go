@@ -322,7 +322,7 @@ func TestDefaults(t *testing.T) {
 	}}, spec.Links)
 	assert.Equal(t, Router{
 		Policy: "kvc", Alpha: 1, TauReject: 3, TauAppend: 8192, Rho: 0.95, Epsilon: 1, // ε defaults to |D|
-		BlockTokens: 24, V1: false, ReserveOutput: true, RoutingLog: true, LogCandidates: DefaultLogCandidates,
+		BlockTokens: 24, V1: false, AllBlacklisted: AllBlacklistedLeastRejected, ReserveOutput: true, RoutingLog: true, LogCandidates: DefaultLogCandidates,
 	}, spec.Router)
 	assert.Equal(t, Workload{
 		Clock: ClockVirtual, TimeScale: 1, Seed: 1, MaxRequests: 0, Loop: LoopClosed,
@@ -400,7 +400,7 @@ workload {
 	assert.Equal(t, 92104, spec.Decode[0].KVBudgetTokens)
 	assert.Equal(t, Link{From: "p0", To: "d0", Transport: TransportTCP, Device: "eth0", Bandwidth: 25e9, Latency: 50 * time.Microsecond}, spec.Links[0])
 	assert.Equal(t, Router{Policy: "kvc", Alpha: 0.5, TauReject: 4, TauAppend: 2048, Rho: 0.9, Epsilon: 3,
-		BlockTokens: 16, V1: true, ReserveOutput: false, RoutingLog: true, LogCandidates: DefaultLogCandidates}, spec.Router)
+		BlockTokens: 16, V1: true, AllBlacklisted: AllBlacklistedDegenerate, ReserveOutput: false, RoutingLog: true, LogCandidates: DefaultLogCandidates}, spec.Router)
 	assert.Equal(t, ClockWall, spec.Workload.Clock)
 	assert.Equal(t, 10.0, spec.Workload.TimeScale)
 	assert.Equal(t, uint64(18446744073709551615), spec.Workload.Seed)

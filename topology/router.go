@@ -27,18 +27,23 @@ const (
 // spec default. Parameters a policy does not take keep these defaults too,
 // so code that reads, say, Rho never sees a zero.
 func DefaultRouter(policy string) Router {
+	allBlacklisted := ""
+	if policy == "kvc" {
+		allBlacklisted = AllBlacklistedLeastRejected // v1 = true in HCL makes it degenerate_fallback (kvcv1.go)
+	}
 	return Router{
-		Policy:        policy,
-		Alpha:         DefaultAlpha,
-		TauReject:     DefaultTauReject,
-		TauAppend:     DefaultTauAppend,
-		Rho:           DefaultRho,
-		Epsilon:       DefaultEpsilon,
-		BlockTokens:   DefaultBlockTokens,
-		V1:            false,
-		ReserveOutput: true,
-		RoutingLog:    true,
-		LogCandidates: DefaultLogCandidates,
+		AllBlacklisted: allBlacklisted,
+		Policy:         policy,
+		Alpha:          DefaultAlpha,
+		TauReject:      DefaultTauReject,
+		TauAppend:      DefaultTauAppend,
+		Rho:            DefaultRho,
+		Epsilon:        DefaultEpsilon,
+		BlockTokens:    DefaultBlockTokens,
+		V1:             false,
+		ReserveOutput:  true,
+		RoutingLog:     true,
+		LogCandidates:  DefaultLogCandidates,
 	}
 }
 
@@ -168,7 +173,8 @@ var disaggregatedPolicies = []policy{
 		fullMesh: true,
 		params: []routerParam{
 			paramAlpha, paramTauReject, paramTauAppend, paramRho, paramEpsilon,
-			paramBlockTokens, paramV1, paramReserveOutput, paramNetCapacity,
+			paramBlockTokens, paramV1, paramAllBlacklisted, paramReserveOutput, // topology/kvcv1.go
+			paramNetCapacity,
 			paramResidentAppend, paramPrefillCacheBackup, paramDPSync, // topology/kvcpaper.go
 			paramOwnOverlap, paramLoadFloor, paramRoutingLog, paramLogCandidates,
 		},

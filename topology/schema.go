@@ -87,6 +87,8 @@ type prefillHCL struct {
 	MemFractionStaticRange hcl.Range `hcl:"mem_fraction_static,attr_range"`
 	MaxBatchTokens         *int      `hcl:"max_batch_tokens,optional"`
 	MaxBatchTokensRange    hcl.Range `hcl:"max_batch_tokens,attr_range"`
+	MaxModelLen            *int      `hcl:"max_model_len,optional"`
+	MaxModelLenRange       hcl.Range `hcl:"max_model_len,attr_range"`
 
 	// Cost-model overrides (see PerfOverrides).
 	MFU                   *float64  `hcl:"mfu,optional"`
@@ -129,6 +131,8 @@ type workerHCL struct {
 	MemFractionStaticRange hcl.Range `hcl:"mem_fraction_static,attr_range"`
 	MaxBatchTokens         *int      `hcl:"max_batch_tokens,optional"`
 	MaxBatchTokensRange    hcl.Range `hcl:"max_batch_tokens,attr_range"`
+	MaxModelLen            *int      `hcl:"max_model_len,optional"`
+	MaxModelLenRange       hcl.Range `hcl:"max_model_len,attr_range"`
 	MaxRunning             *int      `hcl:"max_running,optional"`
 	MaxRunningRange        hcl.Range `hcl:"max_running,attr_range"`
 	// Fused workers only: a DRAM (L1) prefix-cache tier below the HBM one.
@@ -169,6 +173,7 @@ func (p prefillHCL) worker() workerHCL {
 		KVBudgetTokens: p.KVBudgetTokens, KVBudgetTokensRange: p.KVBudgetTokensRange,
 		MemFractionStatic: p.MemFractionStatic, MemFractionStaticRange: p.MemFractionStaticRange,
 		MaxBatchTokens: p.MaxBatchTokens, MaxBatchTokensRange: p.MaxBatchTokensRange,
+		MaxModelLen: p.MaxModelLen, MaxModelLenRange: p.MaxModelLenRange,
 		MFU: p.MFU, MFURange: p.MFURange,
 		MBU: p.MBU, MBURange: p.MBURange,
 		CommEfficiency: p.CommEfficiency, CommEfficiencyRange: p.CommEfficiencyRange,

@@ -153,6 +153,12 @@ type Worker struct {
 	MaxBatchTokens int
 	// MaxRunning caps concurrently decoding requests (default 256).
 	MaxRunning int
+	// MaxModelLen is the context length the worker serves (vLLM's
+	// max_model_len): prompt + output tokens of one request. 0 means the
+	// model preset's (gpu.Model.MaxModelLen, config.json's
+	// max_position_embeddings); set it to state an extended context
+	// (YaRN), or a shorter one.
+	MaxModelLen int
 	// Fused workers: a DRAM (L1) tier of DRAMCacheTokens tokens below the
 	// HBM prefix cache (0 = none); blocks evicted from HBM move there, and a
 	// prefix found there is loaded back at DRAMBandwidth bytes/s (0 =
@@ -251,14 +257,20 @@ type Router struct {
 	Policy string
 
 	// KVC-Router hyperparameters (spec defaults in parentheses).
-	Alpha         float64 // sticky bonus α (1)
-	TauReject     int     // blacklist threshold τ_reject (3)
-	TauAppend     int     // max append tokens for Direct τ_append (8192)
-	Rho           float64 // capacity high-water mark ρ (0.95)
-	Epsilon       int     // max Route→Admit tries before Fallback ε (HCL default |D|, spec §2.4; DefaultRouter's 2 is §7's 1P3D value)
-	BlockTokens   int     // router block size in tokens (24); a trace's own block size wins when it has one
-	V1            bool    // omit reset-on-success (reproduces the v1 thrashing pathology)
-	ReserveOutput bool    // admission also reserves output tokens (true); false = literal Algorithm 2
+	Alpha       float64 // sticky bonus α (1)
+	TauReject   int     // blacklist threshold τ_reject (3)
+	TauAppend   int     // max append tokens for Direct τ_append (8192)
+	Rho         float64 // capacity high-water mark ρ (0.95)
+	Epsilon     int     // max Route→Admit tries before Fallback ε (HCL default |D|, spec §2.4; DefaultRouter's 2 is §7's 1P3D value)
+	BlockTokens int     // router block size in tokens (24); a trace's own block size wins when it has one
+	V1          bool    // omit reset-on-success (reproduces the v1 thrashing pathology)
+	// AllBlacklisted is the kvc router's reading of the case where every
+	// untried decode worker blacklists the session (topology/kvcv1.go):
+	// AllBlacklistedDegenerate (spec §3.4; the default with V1) or
+	// AllBlacklistedLeastRejected (Algorithm 1 lines 3–4; the default
+	// otherwise). "" for other policies.
+	AllBlacklisted string
+	ReserveOutput  bool // admission also reserves output tokens (true); false = literal Algorithm 2
 	// NetCapacity makes Algorithm 2's capacity check count a resident
 	// session's own KV once: used − resident(s) + input_len ≤ ρ·K_d
 	// (false, the default, is the literal used + input_len ≤ ρ·K_d, which

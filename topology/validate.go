@@ -96,7 +96,8 @@ func (c *checker) router(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, byName m
 	rh := &fh.Routers[0]
 	pol, out := decodeRouter(c, rh, ctx)
 	spec.Router = out.Router
-	defaultEpsilon(rh, spec) // topology/kvcpaper.go
+	defaultEpsilon(rh, spec)        // topology/kvcpaper.go
+	defaultAllBlacklisted(rh, spec) // topology/kvcv1.go
 	if pol == nil || nWorkers == 0 {
 		return
 	}

@@ -17,6 +17,8 @@ func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
 		"max_batch_tokens", "per-iteration token budget", between(1, MaxRequestTokens))
 	w.MaxRunning = checkNum(c, wh.MaxRunning, wh.MaxRunningRange, w.MaxRunning,
 		"max_running", "cap on concurrently decoding requests", between(1, MaxRunning))
+	w.MaxModelLen = checkNum(c, wh.MaxModelLen, wh.MaxModelLenRange, 0, "max_model_len",
+		"context length served (prompt + output tokens); 0 = the model preset's", between(0, MaxContextTokens))
 	if kind != KindFused {
 		for _, a := range []struct {
 			set  bool

@@ -35,7 +35,7 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 	}
 	if wh.Format != nil {
 		switch {
-		case wh.Trace == nil:
+		case wh.Trace == nil && c.opts.Trace == "":
 			c.errorf(wh.FormatRange, "Format without trace", "\"format\" names the format of the trace file; it only applies together with \"trace\".")
 		case *wh.Format == "":
 			// "" means detect.
@@ -62,9 +62,15 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 			c.errorf(gh.DefRange, "Conflicting workload sources",
 				"The workload has both a trace (%s) and a generator block; they are mutually exclusive. Remove one.", wh.TraceRange)
 		}
+		if c.opts.Trace != "" {
+			continue // replaced by the trace
+		}
 		c.generatorKind(gh) // topology/kvcpaper.go
 		w.Generator = c.generator(gh)
 		c.kvcGenerator(gh, &w.Generator) // topology/kvcpaper.go
+	}
+	if c.opts.Trace != "" {
+		w.Trace, w.Format = c.opts.Trace, ""
 	}
 	w.ClientCap = checkNum(c, wh.ClientCap, wh.ClientCapRange, 0, "client_cap", "requests the replay client keeps outstanding; 0 = no cap", between(0, MaxRequests))
 	return w
@@ -85,7 +91,7 @@ func (c *checker) replay(wh *workloadHCL, w *Workload) {
 		{wh.InferSessions != nil, wh.InferSessionsRange, "infer_sessions"},
 		{wh.TraceTime != nil, wh.TraceTimeRange, "trace_time"},
 	}
-	if wh.Trace == nil {
+	if wh.Trace == nil && c.opts.Trace == "" {
 		for _, o := range opts {
 			if o.set {
 				c.errorf(o.rng, "Trace option without trace",

@@ -1,12 +1,13 @@
 package workload
 
 import (
-	"container/heap"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/minheap"
 )
 
 // Agentic is a seeded synthetic generator of agentic coding sessions: each
@@ -27,7 +28,7 @@ type Agentic struct {
 	cfg    AgenticConfig
 	seed   uint64
 	rng    *rand.Rand
-	h      sessHeap
+	h      minheap.Heap[*genSession]
 	nextID int64
 	max    int64
 	reqs   []Request // make's slab
@@ -55,25 +56,14 @@ type genSession struct {
 	name    string   // SessionName, formatted once per session
 }
 
-type sessHeap []*genSession
-
-func (h sessHeap) Len() int { return len(h) }
-func (h sessHeap) Less(i, j int) bool {
-	a, b := h[i].pending, h[j].pending
-	if a.Arrival != b.Arrival {
-		return a.Arrival < b.Arrival
+// lessSession orders sessions by their pending request's arrival, then
+// index (a total order).
+func lessSession(a, b **genSession) bool {
+	x, y := (*a).pending, (*b).pending
+	if x.Arrival != y.Arrival {
+		return x.Arrival < y.Arrival
 	}
-	return h[i].idx < h[j].idx
-}
-func (h sessHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *sessHeap) Push(x any)   { *h = append(*h, x.(*genSession)) }
-func (h *sessHeap) Pop() any {
-	old := *h
-	n := len(old)
-	x := old[n-1]
-	old[n-1] = nil // a finished session (its last request and blocks) must not stay reachable
-	*h = old[:n-1]
-	return x
+	return (*a).idx < (*b).idx
 }
 
 // AgenticConfig configures the agentic generator. It mirrors
@@ -112,15 +102,17 @@ func NewAgentic(cfg AgenticConfig, seed uint64, maxRequests int) (*Agentic, erro
 	}
 	g := &Agentic{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), max: int64(maxRequests)}
 	var start time.Duration
+	sessions := make([]*genSession, 0, cfg.Sessions)
 	for i := 0; i < cfg.Sessions; i++ {
 		if i > 0 {
 			start += g.expDur(cfg.SessionStagger)
 		}
 		s := &genSession{idx: int32(i), turns: cfg.Turns, arrival: start, salt: mix64(seed ^ uint64(i+1)*0xbf58476d1ce4e5b9)}
 		s.pending = g.make(s)
-		g.h = append(g.h, s)
+		sessions = append(sessions, s)
 	}
-	heap.Init(&g.h)
+	g.h.Less = lessSession
+	g.h.Init(sessions)
 	return g, nil
 }
 
@@ -149,19 +141,19 @@ func GeneratorDefaults(c AgenticConfig) AgenticConfig {
 
 // Next implements Source.
 func (g *Agentic) Next() (*Request, error) {
-	if len(g.h) == 0 || (g.max > 0 && g.nextID >= g.max) {
+	if g.h.Len() == 0 || (g.max > 0 && g.nextID >= g.max) {
 		return nil, io.EOF
 	}
-	s := g.h[0]
+	s := *g.h.Min()
 	r := s.pending
 	r.ID = g.nextID
 	g.nextID++
 	s.turn++
 	if s.turn >= s.turns {
-		heap.Pop(&g.h)
+		g.h.Pop()
 	} else {
 		s.pending = g.make(s)
-		heap.Fix(&g.h, 0)
+		g.h.Fix(0)
 	}
 	return r, nil
 }

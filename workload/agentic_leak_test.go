@@ -19,9 +19,10 @@ func TestAgenticForgetsFinishedSessions(t *testing.T) {
 			break
 		}
 		require.NoError(t, err)
-		for i, s := range g.h[len(g.h):cap(g.h)] {
-			require.Nil(t, s, "heap slot %d past the live sessions still holds a session", len(g.h)+i)
+		items := g.h.Items()
+		for i, s := range items[len(items):cap(items)] {
+			require.Nil(t, s, "heap slot %d past the live sessions still holds a session", len(items)+i)
 		}
 	}
-	require.Empty(t, g.h)
+	require.Zero(t, g.h.Len())
 }

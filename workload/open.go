@@ -20,22 +20,11 @@ func Open(path, format string, opts LoadOptions) (Source, error) {
 		}
 		format = f
 	}
-	c, ok := canonicalFormat(format)
+	t, ok := formatOf(format)
 	if !ok {
 		return nil, unknownFormat(format)
 	}
-	switch c {
-	case FormatMooncake:
-		return asSource(OpenMooncake(path, opts))
-	case FormatBailian:
-		return asSource(OpenBailian(path, opts))
-	case FormatClaudeCode:
-		return asSource(OpenClaudeCode(path, opts))
-	case FormatAzure:
-		return asSource(OpenAzure(path, opts))
-	default:
-		return asSource(OpenTraceLab(path, opts))
-	}
+	return t.open(path, opts)
 }
 
 // OpenReader reads a trace from r; name is used in error messages. It
@@ -50,22 +39,11 @@ func OpenReader(r io.Reader, name, format string, opts LoadOptions) (Source, err
 		}
 		format = f
 	}
-	c, ok := canonicalFormat(format)
+	t, ok := formatOf(format)
 	if !ok {
 		return nil, unknownFormat(format)
 	}
-	switch c {
-	case FormatMooncake:
-		return asSource(NewMooncake(br, name, opts))
-	case FormatBailian:
-		return asSource(NewBailian(br, name, opts))
-	case FormatClaudeCode:
-		return asSource(NewClaudeCodeSession(br, name, opts))
-	case FormatAzure:
-		return asSource(NewAzure(br, name, opts))
-	default:
-		return asSource(NewTraceLab(br, name, opts))
-	}
+	return t.read(br, name, opts)
 }
 
 // asSource returns a nil interface (not a typed nil pointer) on error.

@@ -17,29 +17,6 @@ const (
 	FormatTraceLab   = "tracelab"    // TraceLab sanitized round traces (JSONL)
 )
 
-// Formats returns the trace format names Open accepts, sorted.
-func Formats() []string {
-	return []string{FormatAzure, FormatBailian, FormatClaudeCode, FormatMooncake, FormatTraceLab}
-}
-
-// canonicalFormat maps a user-given format name (case-insensitive, a few
-// aliases) to one of the Format constants.
-func canonicalFormat(f string) (string, bool) {
-	switch strings.ToLower(strings.TrimSpace(f)) {
-	case "mooncake":
-		return FormatMooncake, true
-	case "bailian", "qwen", "qwen-bailian":
-		return FormatBailian, true
-	case "claude-code", "claudecode", "claude_code", "weka", "weka-claude-code":
-		return FormatClaudeCode, true
-	case "azure", "azure-2023", "azure-csv":
-		return FormatAzure, true
-	case "tracelab":
-		return FormatTraceLab, true
-	}
-	return "", false
-}
-
 func unknownFormat(f string) error {
 	return fmt.Errorf("workload: unknown trace format %q (known formats: %s)", f, strings.Join(Formats(), ", "))
 }

@@ -1,12 +1,13 @@
 package workload
 
 import (
-	"container/heap"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/minheap"
 )
 
 // SWEBenchConfig configures NewSWEBench, a synthetic stand-in for the
@@ -220,7 +221,7 @@ type SWEBench struct {
 	seed     uint64
 	turns    []int32
 	sys      []uint64 // shared hashes of the system prompt's full blocks
-	h        swHeap
+	h        minheap.Heap[*swSession]
 	nextSess int
 	nextAt   time.Duration
 	step     time.Duration
@@ -247,25 +248,14 @@ type swSession struct {
 	pending *Request
 }
 
-type swHeap []*swSession
-
-func (h swHeap) Len() int { return len(h) }
-func (h swHeap) Less(i, j int) bool {
-	a, b := h[i].pending, h[j].pending
-	if a.Arrival != b.Arrival {
-		return a.Arrival < b.Arrival
+// lessSWSession orders sessions by their pending request's arrival, then
+// index (a total order).
+func lessSWSession(a, b **swSession) bool {
+	x, y := (*a).pending, (*b).pending
+	if x.Arrival != y.Arrival {
+		return x.Arrival < y.Arrival
 	}
-	return h[i].idx < h[j].idx
-}
-func (h swHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *swHeap) Push(x any)   { *h = append(*h, x.(*swSession)) }
-func (h *swHeap) Pop() any {
-	old := *h
-	n := len(old)
-	x := old[n-1]
-	old[n-1] = nil
-	*h = old[:n-1]
-	return x
+	return (*a).idx < (*b).idx
 }
 
 // NewSWEBench returns the seeded SWE-Bench-like generator (see
@@ -276,6 +266,7 @@ func NewSWEBench(cfg SWEBenchConfig, seed uint64) (*SWEBench, error) {
 		return nil, err
 	}
 	g := &SWEBench{cfg: cfg, seed: seed}
+	g.h.Less = lessSWSession
 	rng := rand.New(rand.NewPCG(seed, 0x53_57_45_42)) // "SWEB"
 	g.startRng = rand.New(rand.NewPCG(seed, 0x57a27))
 	g.turns = splitTurns(rng, cfg.Sessions, cfg.Requests, cfg.MinTurns, cfg.TurnsSigma)
@@ -349,22 +340,22 @@ func (g *SWEBench) startOf(k int) time.Duration {
 
 // Next implements Source.
 func (g *SWEBench) Next() (*Request, error) {
-	for g.nextSess < g.cfg.Sessions && (len(g.h) == 0 || g.nextAt <= g.h[0].pending.Arrival) {
+	for g.nextSess < g.cfg.Sessions && (g.h.Len() == 0 || g.nextAt <= (*g.h.Min()).pending.Arrival) {
 		g.startSession()
 	}
-	if len(g.h) == 0 {
+	if g.h.Len() == 0 {
 		return nil, io.EOF
 	}
-	s := g.h[0]
+	s := *g.h.Min()
 	r := s.pending
 	r.ID = g.nextID
 	g.nextID++
 	s.turn++
 	if s.turn >= s.turns {
-		heap.Pop(&g.h)
+		g.h.Pop()
 	} else {
 		s.pending = g.make(s)
-		heap.Fix(&g.h, 0)
+		g.h.Fix(0)
 	}
 	return r, nil
 }
@@ -391,7 +382,7 @@ func (g *SWEBench) startSession() {
 	}
 	s.gaps = rand.New(rand.NewPCG(gapSeed, 0x6a75))
 	s.pending = g.make(s)
-	heap.Push(&g.h, s)
+	g.h.Push(s)
 	if g.nextSess < g.cfg.Sessions {
 		g.nextAt = max(g.nextAt, g.startOf(g.nextSess))
 	}

@@ -6,13 +6,12 @@
 package clustertest
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -25,12 +24,13 @@ type Net struct {
 
 	hosts    []*cluster.Host
 	seq      []uint64
-	next     []item // sent for the current time: the next step
-	later    []item // sent for later times, in no order
+	q        *minheap.Heap[item] // every message sent and not delivered, by (at, from, seq)
 	now      time.Duration
 	err      error
 	done     bool
 	messages int64
+	ext      uint64             // the sequence of messages from outside (Inject)
+	injected []cluster.Envelope // Inject's, sent by Run after Start
 }
 
 // New builds spec's cluster around src.
@@ -39,7 +39,7 @@ func New(spec *topology.Spec, src workload.Source) (*Net, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Net{Cluster: cl, seq: make([]uint64, len(cl.Nodes))}
+	n := &Net{Cluster: cl, seq: make([]uint64, len(cl.Nodes)), q: minheap.New(lessItem)}
 	for i, node := range cl.Nodes {
 		n.hosts = append(n.hosts, cluster.NewHost(node, cluster.Addr(i)))
 	}
@@ -53,28 +53,20 @@ func New(spec *topology.Spec, src workload.Source) (*Net, error) {
 // the run ended without the collector's Done.
 func (n *Net) Run() error {
 	n.push(-1, cluster.Envelope{To: n.Cluster.Driver, Msg: cluster.Start{}})
+	for _, e := range n.injected {
+		n.push(-1, e)
+	}
 	var batch []item
-	for n.err == nil {
-		// The next step: the messages sent for now in the last step, else
-		// the earliest of the later ones (nothing later is due now).
-		batch, n.next = n.next, batch[:0]
-		if len(batch) == 0 {
-			if len(n.later) == 0 {
-				break
-			}
-			at := slices.MinFunc(n.later, func(a, b item) int { return cmp.Compare(a.at, b.at) }).at
-			rest := n.later[:0]
-			for _, it := range n.later {
-				if it.at == at {
-					batch = append(batch, it)
-				} else {
-					rest = append(rest, it)
-				}
-			}
-			clear(n.later[len(rest):])
-			n.later, n.now = rest, at
+	for n.err == nil && n.q.Len() > 0 {
+		// The next step: every message due at the earliest time, popped in
+		// (sender, sender sequence) order; what they send, even for now,
+		// waits for a later step.
+		at := n.q.Min().at
+		batch = batch[:0]
+		for n.q.Len() > 0 && n.q.Min().at == at {
+			batch = append(batch, n.q.Pop())
 		}
-		slices.SortFunc(batch, func(a, b item) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.seq, b.seq)) })
+		n.now = at
 		for _, it := range batch {
 			n.messages++
 			for _, e := range n.hosts[it.to].Deliver(n.now, it.msg) {
@@ -87,6 +79,14 @@ func (n *Net) Run() error {
 		return errors.New("clustertest: the run ended without Done")
 	}
 	return n.err
+}
+
+// Inject queues msg for the node at address to, at emulated time at, as
+// from outside the cluster (an open-ended run's requests and EndOfInput;
+// see cluster.Cluster.OpenEnded). Call it before Run, with at > 0;
+// messages injected for the same time are delivered in Inject order.
+func (n *Net) Inject(to cluster.Addr, at time.Duration, msg any) {
+	n.injected = append(n.injected, cluster.Envelope{To: to, Msg: msg, Delay: at})
 }
 
 // Now is the emulated time of the last step; Messages counts deliveries.
@@ -116,13 +116,11 @@ func (n *Net) push(from cluster.Addr, e cluster.Envelope) {
 	if from >= 0 {
 		n.seq[from]++
 		seq = n.seq[from]
+	} else if _, start := e.Msg.(cluster.Start); !start {
+		n.ext++
+		seq = n.ext
 	}
-	it := item{at: n.now + max(e.Delay, 0), from: id, seq: seq, to: e.To, msg: e.Msg}
-	if it.at == n.now {
-		n.next = append(n.next, it)
-	} else {
-		n.later = append(n.later, it)
-	}
+	n.q.Push(item{at: n.now + max(e.Delay, 0), from: id, seq: seq, to: e.To, msg: e.Msg})
 }
 
 type item struct {
@@ -131,4 +129,16 @@ type item struct {
 	seq  uint64
 	to   cluster.Addr
 	msg  any
+}
+
+// lessItem is the virtual clock's delivery order: (at, from, seq), a
+// total order since (from, seq) is unique per send.
+func lessItem(a, b *item) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.from != b.from {
+		return a.from < b.from
+	}
+	return a.seq < b.seq
 }

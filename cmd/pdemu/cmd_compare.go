@@ -150,7 +150,11 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 	}
 	warnedWall := false // Execute loads the runs one after the other
 	load := func(p report.Params) (*topology.Spec, error) {
-		spec, err := loadSpec(p.Scenario, p.Vars, p.Set, p.Router)
+		trace := ""
+		if traceSet {
+			trace = p.Trace
+		}
+		spec, err := loadSpecTrace(p.Scenario, p.Vars, p.Set, p.Router, trace)
 		if err != nil {
 			return nil, err
 		}
@@ -162,6 +166,9 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 			o.trace = &p.Trace
 		}
 		if err := o.apply(spec); err != nil {
+			return nil, err
+		}
+		if err := checkBeforeRun(spec, p, f, traceSet, stderr); err != nil {
 			return nil, err
 		}
 		if spec.Workload.Clock == topology.ClockWall && f.jobs > 1 && !warnedWall {

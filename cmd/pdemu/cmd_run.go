@@ -14,6 +14,7 @@ import (
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/serve"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -172,12 +173,26 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if f.wallTimeout <= 0 {
 		return usageErr("--wall-timeout must be > 0, got %v", f.wallTimeout)
 	}
+	if cmd.Flags().Changed("trace") {
+		f.scenarioFlags.trace = f.trace
+	}
 	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
 	if err != nil {
 		return err
 	}
 	if err := f.overrides(cmd).apply(spec); err != nil {
 		return err
+	}
+	// Before anything runs: the trace exists and parses, and its requests
+	// fit the cluster's context and KV pools.
+	fc, err := preflight(spec, f.skipBad, cmd.Flags().Changed("trace"))
+	if err != nil {
+		return err
+	}
+	if w, err := fc.verdict(spec.Name, f.maxFailed); err != nil {
+		return err
+	} else if w != "" {
+		fmt.Fprintln(stderr, w)
 	}
 	src, err := openSource(spec, f.skipBad, cmd.Flags().Changed("trace"))
 	if err != nil {
@@ -192,13 +207,15 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	fmt.Fprintf(stdout, "pdemu: scenario %s, policy %s, clock %s, seed %d\n", spec.Source, spec.Router.Policy, clockName(wl.Clock), wl.Seed)
 
 	opts := actors.Options{Logger: log, Source: src, WallTimeout: f.wallTimeout}
+	var live *serve.RunMetrics
 	if f.metricsListen != "" {
 		ms, err := startMetrics(f.metricsListen, spec, stderr)
 		if err != nil {
 			return err
 		}
 		defer ms.stop(cmd.Context(), f.metricsLinger)
-		opts.Metrics = ms.m
+		live = ms.m
+		opts.Wrap = live.Wrap
 	}
 	// The records go to disk as the requests end (memory bounded by the
 	// requests in flight, not the run's length).
@@ -219,6 +236,9 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 		return err
 	}
 	res, runErr := actors.Run(cmd.Context(), spec, opts)
+	if live != nil && res != nil {
+		live.Finish(res.End) // scrapes from now on see the run's end
+	}
 	prog.finish()
 	if err := stopProfiles(); err != nil {
 		return errors.Join(runErr, err)

@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pdemu/pdemu/actors"
-	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/serve"
+	"github.com/pdemu/pdemu/served"
 )
 
 // stopIsNormal is set by serve: a SIGINT/SIGTERM is how a server is
@@ -102,7 +102,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 		return err
 	}
 	stopIsNormal.Store(true)
-	res, runErr := actors.Serve(cmd.Context(), spec, actors.ServeOptions{
+	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
 		HTTP: serve.Options{
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log,
 			Ready: func(a net.Addr) {
@@ -115,9 +115,6 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if res == nil || res.Result == nil {
 		return runErr
 	}
-	if res.Partial {
-		metrics.MarkPartial(&res.Summary, "drain-timeout", res.Summary.Requests.Unfinished)
-	}
 	if err := output.Write(f.out, res.Result, output.WriteOptions{Force: f.force}); err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -125,5 +122,10 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	fmt.Fprintf(stderr, "pdemu: served %d requests (%d failed) in %s; report lag p99 %v emulated; outputs in %s\n",
 		s.Requests.Total, s.Requests.Failed, res.Wall.Round(time.Millisecond), res.Lag.P99.Round(time.Microsecond), f.out)
 	output.PrintWarnings(stderr, s)
+	var partial *actors.PartialError
+	if errors.As(runErr, &partial) {
+		// The drain was cut: outputs written, partial; the code says why.
+		return &exitError{output.StopCode(partial.StoppedBy), runErr}
+	}
 	return runErr
 }

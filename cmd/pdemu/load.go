@@ -25,6 +25,9 @@ type scenarioFlags struct {
 	vars   []string // --var NAME=VALUE
 	set    []string // --set PATH=VALUE
 	router string   // --router POLICY
+	// trace is --trace when given (run sets it before loadForRun): the
+	// parser then checks --set workload.* replay options against it.
+	trace string
 }
 
 func (f *scenarioFlags) register(c *cobra.Command, setHelp string) {
@@ -74,7 +77,15 @@ func unknownScenario(name string) error {
 // (the default one when file is ""), with --var, --set and --router
 // applied by the topology package.
 func loadSpec(file string, vars map[string]string, set []string, router string) (*topology.Spec, error) {
+	return loadSpecTrace(file, vars, set, router, "")
+}
+
+// loadSpecTrace is loadSpec with --trace given to the parser, so that
+// --set workload.* replay options apply to the trace and the scenario's
+// generator is dropped.
+func loadSpecTrace(file string, vars map[string]string, set []string, router, trace string) (*topology.Spec, error) {
 	opts := parseOptions(vars, set, router)
+	opts.Trace = trace
 	if file == "" {
 		file = scenarios.Default
 	}
@@ -123,7 +134,11 @@ func (o workloadOverrides) apply(spec *topology.Spec) error {
 		wl.MaxRequests = *o.maxRequests
 	}
 	if o.trace != nil {
-		wl.Trace = *o.trace
+		t, err := resolveTraceName(*o.trace) // a `pdemu trace fetch` NAME
+		if err != nil {
+			return err
+		}
+		wl.Trace = t
 		wl.Format = ""
 	}
 	if o.format != nil {
@@ -162,6 +177,9 @@ func openSource(spec *topology.Spec, skipBad, traceOverridden bool) (workload.So
 		if errors.Is(err, iofs.ErrNotExist) && strings.HasPrefix(spec.Source, "<embedded>/") && !traceOverridden {
 			err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
 		}
+		if errors.Is(err, iofs.ErrNotExist) {
+			err = fmt.Errorf("%w%s", err, traceHint(spec.Workload.Trace))
+		}
 		return nil, badInput(err)
 	}
 	return src, nil
@@ -192,7 +210,7 @@ func (f *scenarioFlags) loadForRun(file, level string, stderr io.Writer, out str
 	if err != nil {
 		return nil, nil, err
 	}
-	spec, err := loadSpec(file, vars, f.set, f.router)
+	spec, err := loadSpecTrace(file, vars, f.set, f.router, f.trace)
 	if err != nil {
 		return nil, nil, err
 	}

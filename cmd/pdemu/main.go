@@ -29,6 +29,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/internal/suggest"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/topology"
 )
@@ -261,42 +262,7 @@ func suggestFlag(cmd *cobra.Command, name string) string {
 // closest returns the candidate nearest to name (edit distance at most 2,
 // or a candidate name is a prefix of), "" if none is plausible.
 func closest(name string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		d := levenshtein(strings.ToLower(name), strings.ToLower(c))
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" {
-		for _, c := range candidates {
-			if len(name) >= 3 && strings.HasPrefix(c, name) {
-				return c
-			}
-		}
-	}
-	return best
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return suggest.NearestOrPrefix(name, candidates)
 }
 
 // normalizeArgs keeps the single-dash long flags of the flag-package CLI

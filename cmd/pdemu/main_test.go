@@ -133,22 +133,27 @@ func TestReplayShippedTraces(t *testing.T) {
 		{"claude-code scenario", []string{"claude-code.hcl", "--trace", filepath.Join(dir, "weka-claude-code")}, "total 300  completed 300  failed 0"},
 		{"azure on the default cluster", []string{"--trace", filepath.Join(dir, "azure-2023/AzureLLMInferenceTrace_code.csv")}, "total 300  completed 300  failed 0"},
 		{"tracelab on the default cluster", []string{"--trace", filepath.Join(dir, "tracelab/round_trace.sanitized.jsonl")}, "total 19  completed 19  failed 0"},
-		// Prompts above the default K_d fail, counted with their reason,
-		// and the run exits 3 (failed share above --max-failed).
-		{"claude-code on the default cluster", []string{"--trace", filepath.Join(dir, "weka-claude-code")}, "total 300"},
+		// Prompts above the default K_d are counted before the run, which
+		// does not start (exit 2: more than --max-failed cannot be served).
+		{"claude-code on the default cluster", []string{"--trace", filepath.Join(dir, "weka-claude-code")}, ""},
+		// With --max-failed 1 it runs, and they fail with their reason.
+		{"claude-code on the default cluster, run anyway", []string{"--trace", filepath.Join(dir, "weka-claude-code"), "--max-failed", "1"}, "total 300"},
 	}
-	tooMany := map[string]bool{"claude-code on the default cluster": true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := t.TempDir()
 			args := append([]string{"run"}, c.args...)
 			stdout, stderr, err := runCLI(t, append(args, "--max-requests", "300", "--out", out)...)
-			if tooMany[c.name] {
+			if c.want == "" {
 				require.Error(t, err)
-				assert.Equal(t, 3, exitCodeOf(err))
+				assert.Equal(t, 2, exitCodeOf(err))
+				assert.Contains(t, err.Error(), "cannot be served by this cluster")
+				assert.Contains(t, err.Error(), "--set 'decode.*.kv_budget_tokens=0'")
+				return
+			}
+			require.NoError(t, err)
+			if strings.Contains(c.name, "anyway") {
 				assert.Contains(t, stderr, "requests failed")
-			} else {
-				require.NoError(t, err)
 			}
 			assert.Contains(t, stdout, c.want)
 			b, err := os.ReadFile(filepath.Join(out, "summary.json"))
@@ -216,7 +221,8 @@ func TestOversizedRequestFailsBeforePrefill(t *testing.T) {
 		`{"timestamp":1,"input_length":1000,"output_length":10,"hash_ids":[999999,999998]}` + "\n"
 	require.NoError(t, os.WriteFile(trace, []byte(lines), 0o644))
 	out := t.TempDir()
-	_, _, err := runCLI(t, "run", "--trace", trace, "--out", out, "-q", "--max-failed", "1")
+	// A context long enough that the pool, not max_model_len, refuses it.
+	_, _, err := runCLI(t, "run", "--trace", trace, "--out", out, "-q", "--max-failed", "1", "--set", "*.*.max_model_len=16777216")
 	require.NoError(t, err)
 	f, err := os.Open(filepath.Join(out, "per_request.csv"))
 	require.NoError(t, err)

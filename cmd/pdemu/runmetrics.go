@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/serve"
 	"github.com/pdemu/pdemu/topology"
 )
@@ -19,7 +18,7 @@ import (
 // run's outputs are written and --metrics-linger has passed (or the
 // command's context is done), so that a scraper gets the final values.
 type metricsServer struct {
-	m   *actors.RunMetrics
+	m   *serve.RunMetrics
 	srv *http.Server
 	l   net.Listener
 }
@@ -50,7 +49,7 @@ func startMetrics(addr string, spec *topology.Spec, stderr io.Writer) (*metricsS
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}
-	m := actors.NewRunMetrics(spec)
+	m := serve.NewRunMetrics(spec)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
 	s := &metricsServer{m: m, l: l, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}

@@ -1,4 +1,4 @@
-package actors
+package served
 
 import (
 	"bufio"
@@ -25,6 +25,7 @@ import (
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/serve"
+	"github.com/pdemu/pdemu/topology"
 )
 
 type servedInfo struct {
@@ -36,9 +37,14 @@ type servedInfo struct {
 
 // startServe runs Serve on a loopback port until the returned stop is
 // called; stop returns Serve's result.
-func startServe(t *testing.T, scenario string, o ServeOptions) (string, func() (*ServeResult, error)) {
+func startServe(t *testing.T, scenario string, o Options) (string, func() (*Result, error)) {
 	t.Helper()
-	spec := loadScenario(t, scenario)
+	return startServeSpec(t, loadScenario(t, scenario), o)
+}
+
+// startServeSpec is startServe for a scenario already loaded.
+func startServeSpec(t *testing.T, spec *topology.Spec, o Options) (string, func() (*Result, error)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan net.Addr, 1)
 	o.HTTP.Listen = "127.0.0.1:0"
@@ -47,7 +53,7 @@ func startServe(t *testing.T, scenario string, o ServeOptions) (string, func() (
 		o.Logger = testLogger(t)
 	}
 	type out struct {
-		res *ServeResult
+		res *Result
 		err error
 	}
 	done := make(chan out, 1)
@@ -63,7 +69,7 @@ func startServe(t *testing.T, scenario string, o ServeOptions) (string, func() (
 		t.Fatalf("Serve returned before listening: %v", r.err)
 	}
 	stopped := false
-	stop := func() (*ServeResult, error) {
+	stop := func() (*Result, error) {
 		stopped = true
 		cancel()
 		r := <-done
@@ -82,7 +88,7 @@ func startServe(t *testing.T, scenario string, o ServeOptions) (string, func() (
 // the decode worker that holds the session, with its prefix reported as
 // cached; /metrics agrees with the run's records.
 func TestServeSecondTurnIsDirect(t *testing.T) {
-	base, stop := startServe(t, scenarios.Default, ServeOptions{})
+	base, stop := startServe(t, scenarios.Default, Options{})
 	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0),
 		option.WithHeader("X-Session-Id", "agent-1"))
 	models, err := c.Models.List(context.Background())
@@ -202,7 +208,7 @@ func liveClients(t *testing.T) int {
 func TestServeLoad(t *testing.T) {
 	n := liveClients(t)
 	const tokens = 16
-	base, stop := startServe(t, scenarios.Default, ServeOptions{HTTP: serve.Options{MaxInFlight: n}})
+	base, stop := startServe(t, scenarios.Default, Options{HTTP: serve.Options{MaxInFlight: n}})
 	tr := &http.Transport{MaxIdleConns: n, MaxIdleConnsPerHost: n}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
@@ -267,7 +273,7 @@ func TestServeLoad(t *testing.T) {
 // Stopping the server drains: a stream in flight is served to its [DONE]
 // and the run's records include it; the run is not partial.
 func TestServeDrainsInFlightStreams(t *testing.T) {
-	base, stop := startServe(t, scenarios.Default, ServeOptions{})
+	base, stop := startServe(t, scenarios.Default, Options{})
 	body := `{"model":"qwen3-coder-30b-a3b","stream":true,"max_tokens":300,"messages":[{"role":"user","content":"a long answer please"}]}`
 	res, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	require.NoError(t, err)
@@ -280,7 +286,7 @@ func TestServeDrainsInFlightStreams(t *testing.T) {
 		got++
 	}
 	type out struct {
-		res *ServeResult
+		res *Result
 		err error
 	}
 	stopped := make(chan out, 1)
@@ -308,7 +314,7 @@ func TestServeDrainsInFlightStreams(t *testing.T) {
 // A fused, bucketed deployment serves too: the bucket node reports first
 // tokens, the request is Fused on a fused worker.
 func TestServeFusedBuckets(t *testing.T) {
-	base, stop := startServe(t, "buckets-3.hcl", ServeOptions{})
+	base, stop := startServe(t, "buckets-3.hcl", Options{})
 	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "qwen3-coder-30b-a3b",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("bucket me ", 300))}, MaxTokens: openai.Int(7)})

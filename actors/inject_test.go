@@ -11,12 +11,12 @@ import (
 	"github.com/pdemu/pdemu/topology"
 )
 
-// Live metrics need real time: a virtual run with Options.Metrics is
-// refused before anything runs.
-func TestRunRefusesMetricsOnVirtualClock(t *testing.T) {
+// Injecting from outside needs real time: a virtual run with
+// Options.Started is refused before anything runs.
+func TestRunRefusesInjectorOnVirtualClock(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 3, 3)
 	spec.Workload.Clock = topology.ClockVirtual
-	res, err := Run(context.Background(), spec, Options{Metrics: NewRunMetrics(spec)})
+	res, err := Run(context.Background(), spec, Options{Started: func(*Injector) {}})
 	require.Error(t, err)
 	assert.Nil(t, res)
 	assert.Contains(t, err.Error(), "wall clock")

@@ -1,4 +1,4 @@
-package actors
+package serve
 
 import (
 	"net/http"
@@ -6,16 +6,15 @@ import (
 
 	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/gpu"
-	"github.com/pdemu/pdemu/serve"
 	"github.com/pdemu/pdemu/topology"
 )
 
 // RunMetrics are the live Prometheus metrics of a wall-clock Run (pdemu
 // run --clock wall --metrics-listen): the same registry and names as
-// pdemu serve's /metrics (serve.Metrics), fed by the same node watchers
-// (watch, as Serve uses them). The cluster-state series (workers' running,
+// pdemu serve's /metrics (Metrics), fed by the same node watchers
+// (Watch, as a served run uses them). The cluster-state series (workers' running,
 // waiting and KV, the router's counters, the links' bytes, the clock lag)
-// are published into a serve.Bridge that takes no requests and read from
+// are published into a Bridge that takes no requests and read from
 // its Snapshot on every scrape; the per-request series are observed when
 // the collector ends each job:
 //
@@ -34,38 +33,41 @@ import (
 // client disconnects, in-flight) stay at zero. After the run the emulated
 // clock of the snapshot stays at the run's end.
 type RunMetrics struct {
-	br  *serve.Bridge
-	met *serve.Metrics
+	spec *topology.Spec
+	br   *Bridge
+	met  *Metrics
 }
 
 // NewRunMetrics returns the metrics of a run of spec (model label: the
 // model every worker serves, or "" when they differ).
 func NewRunMetrics(spec *topology.Spec) *RunMetrics {
-	br := serve.NewBridge(serve.BridgeOptions{TimeScale: spec.Workload.TimeScale})
-	return &RunMetrics{br: br, met: serve.NewMetrics(commonModel(spec), br.Snapshot)}
+	br := NewBridge(BridgeOptions{TimeScale: spec.Workload.TimeScale})
+	return &RunMetrics{spec: spec, br: br, met: NewMetrics(CommonModel(spec), br.Snapshot)}
 }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *RunMetrics) Handler() http.Handler { return m.met.Handler() }
 
-// attach wraps cl's nodes so that they feed m, on clock now.
-func (m *RunMetrics) attach(spec *topology.Spec, cl *cluster.Cluster, now func() time.Duration) {
+// Wrap wraps cl's nodes so that they feed m, on the run's emulated clock
+// now (actors.Options.Wrap).
+func (m *RunMetrics) Wrap(cl *cluster.Cluster, now func() time.Duration) error {
 	m.br.Attach(now)
-	watch(spec, cl, m.br, m.ended)
+	Watch(m.spec, cl, m.br, m.ended)
+	return nil
 }
 
-// finish freezes the snapshot's emulated clock at the run's end.
-func (m *RunMetrics) finish(end time.Duration) {
+// Finish freezes the snapshot's emulated clock at the run's end.
+func (m *RunMetrics) Finish(end time.Duration) {
 	m.br.Attach(func() time.Duration { return end })
 }
 
 // ended observes one ended job (on the collector's goroutine).
-func (m *RunMetrics) ended(j *gpu.Job, e serve.End) {
+func (m *RunMetrics) ended(j *gpu.Job, e End) {
 	if e.Failed != "" {
 		m.met.Failed(e.Failed)
 		return
 	}
-	ev := serve.Event{Kind: serve.EvToken, Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, CachedTokens: e.CachedTokens}
+	ev := Event{Kind: EvToken, Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, CachedTokens: e.CachedTokens}
 	if e.FirstToken > 0 {
 		ev.Since = e.FirstToken - e.Arrival
 		m.met.Token(ev, 0)
@@ -79,6 +81,21 @@ func (m *RunMetrics) ended(j *gpu.Job, e serve.End) {
 			}
 		}
 	}
-	ev.Kind, ev.Index, ev.Since = serve.EvDone, 0, e.Done-e.Arrival
+	ev.Kind, ev.Index, ev.Since = EvDone, 0, e.Done-e.Arrival
 	m.met.Done(ev, j.Req.InputLen, j.Req.OutputLen, "length")
+}
+
+// CommonModel is the model every worker of spec serves ("" when they
+// differ).
+func CommonModel(s *topology.Spec) string {
+	m := ""
+	for _, ws := range [][]topology.Worker{s.Prefill, s.Decode, s.Fused} {
+		for _, w := range ws {
+			if m != "" && w.Model != m {
+				return ""
+			}
+			m = w.Model
+		}
+	}
+	return m
 }

@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/policy"
+)
+
+// Residency loss (issue 19): every eviction of a session's KV on a decode
+// worker is an evictions.csv row, and every Seed, Reseed and Fallback names
+// why it had no resident KV to use (gpu.Job.KVCause, per_request.csv's
+// kv_cause). The decode node records the rows; the router, which sees
+// every placement and every eviction notice, names the causes.
+
+// KV causes (per_request.csv kv_cause; docs/OUTPUTS.md). A loss cause is
+// "<loss>@<seconds>s" with the loss's details, "-on-<worker>" when it
+// happened on another worker than the one the request now goes to.
+const (
+	CauseFirstTurn     = "first-turn"     // Seed: the session's first turn
+	CauseNeverResident = "never-resident" // Reseed: no earlier turn left KV anywhere (all were Fallbacks or failed)
+	CauseRejected      = "rejected:"      // + the admission rejections of this dispatch, joined by '+'
+	CauseBlacklisted   = "blacklisted"    // the session's decode worker (or every one) blacklists it
+	CauseRerouted      = "rerouted"       // Route chose another worker than the one holding the session's KV
+)
+
+// kvTrack is what the router knows of one session's residency.
+type kvTrack struct {
+	d       int32 // decode worker the session was last placed on; -1: none
+	lossD   int32 // worker whose copy was lost since that placement; -1: none
+	lossAt  time.Duration
+	lossWhy gpu.EvictCause
+	lossFor int64
+}
+
+// kvCauses names the KV cause of the router's Seed/Reseed/Fallback steps.
+type kvCauses struct {
+	s     []kvTrack // by session index
+	names []string  // decode worker names
+}
+
+func (c *kvCauses) track(s int32) *kvTrack {
+	for int(s) >= len(c.s) {
+		c.s = append(c.s, kvTrack{d: -1, lossD: -1})
+	}
+	return &c.s[s]
+}
+
+// placed records that session s's KV is (to be) resident on d.
+func (c *kvCauses) placed(s int32, d int) {
+	t := c.track(s)
+	t.d, t.lossD = int32(d), -1
+}
+
+// lost records that d dropped session s's KV at at.
+func (c *kvCauses) lost(s int32, d int, at time.Duration, why gpu.EvictCause, forReq int64) {
+	t := c.track(s)
+	if t.d != int32(d) {
+		return // a stale copy: not the one the session would use
+	}
+	t.lossD, t.lossAt, t.lossWhy, t.lossFor = int32(d), at, why, forReq
+}
+
+// crashed records that decode worker d lost every session placed on it.
+func (c *kvCauses) crashed(d int, at time.Duration) {
+	for s := range c.s {
+		if t := &c.s[s]; t.d == int32(d) && t.lossD < 0 {
+			t.lossD, t.lossAt, t.lossWhy, t.lossFor = int32(d), at, gpu.EvictCrash, -1
+		}
+	}
+}
+
+// blacklister is implemented by policies with a blacklist (KVC).
+type blacklister interface {
+	Blacklisted(s int32, d int) bool
+}
+
+// cause names the KV cause of step st for job (a Seed, Reseed or
+// Fallback), before the step's placement is recorded.
+func (c *kvCauses) cause(pol RouterPolicy, job *gpu.Job, ds *policy.Dispatch, st policy.Step) string {
+	s := job.Req.Session
+	t := c.track(s)
+	bl, _ := pol.(blacklister)
+	switch st.Mode {
+	case policy.ModeSeed:
+		return CauseFirstTurn
+	case policy.ModeFallback:
+		if len(ds.Reasons) > 0 {
+			return CauseRejected + strings.Join(ds.Reasons, "+")
+		}
+		if bl != nil {
+			return CauseBlacklisted
+		}
+		return ""
+	case policy.ModeReseed:
+		if t.lossD >= 0 {
+			return c.lossName(t, st.D)
+		}
+		if t.d < 0 {
+			return CauseNeverResident
+		}
+		if int(t.d) != st.D {
+			if len(ds.Reasons) > 0 {
+				return CauseRejected + strings.Join(ds.Reasons, "+")
+			}
+			if bl != nil && bl.Blacklisted(s, int(t.d)) {
+				return CauseBlacklisted
+			}
+			return CauseRerouted
+		}
+	}
+	return "" // not explained: the cause test fails on it
+}
+
+func (c *kvCauses) lossName(t *kvTrack, d int) string {
+	b := make([]byte, 0, 48)
+	b = append(b, t.lossWhy.String()...)
+	b = append(b, '@')
+	b = strconv.AppendFloat(b, t.lossAt.Seconds(), 'f', 3, 64)
+	b = append(b, 's')
+	switch t.lossWhy {
+	case gpu.EvictCapacity:
+		b = append(b, "-for-r"...)
+		b = strconv.AppendInt(b, t.lossFor, 10)
+	case gpu.EvictTransferFailed:
+		b = append(b, "-r"...)
+		b = strconv.AppendInt(b, t.lossFor, 10)
+	}
+	if int(t.lossD) != d && int(t.lossD) < len(c.names) {
+		b = append(b, "-on-"...)
+		b = append(b, c.names[t.lossD]...)
+	}
+	return string(b)
+}
+
+// step records the KV cause and placement of the router's step st for
+// job (after the fault layer fixed it).
+func (n *routerNode) kvStep(job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
+	s := job.Req.Session
+	switch st.Action {
+	case policy.ActNone, policy.ActRun:
+		n.kv.placed(s, st.D)
+	case policy.ActPrefill:
+		switch st.Mode {
+		case policy.ModeSeed, policy.ModeReseed:
+			job.KVCause = n.kv.cause(n.pol, job, ds, st)
+			n.kv.placed(s, st.D)
+		case policy.ModeFallback:
+			job.KVCause = n.kv.cause(n.pol, job, ds, st)
+		}
+	}
+}
+
+// recordEviction keeps ev (an EvEvicted of this worker) as an
+// evictions.csv row and tells the router.
+func (n *decodeNode) recordEviction(ev gpu.Event) {
+	n.evictions = append(n.evictions, metrics.EvictionRow{At: ev.At, Session: ev.Name, Tokens: ev.Tokens,
+		Cause: ev.Cause.String(), For: ev.For})
+	n.send(n.router, &Evicted{D: n.idx, Session: ev.Session, At: ev.At, Cause: ev.Cause, For: ev.For}, 0)
+}
+
+// recordCrash keeps a worker-crashed row for every session the worker held
+// when it crashed at now (the router learns of it from its fault view).
+func (n *decodeNode) recordCrash(now time.Duration) {
+	for _, r := range n.w.Residents() {
+		n.evictions = append(n.evictions, metrics.EvictionRow{At: now, Session: r.Name, Tokens: r.Tokens,
+			Cause: gpu.EvictCrash.String(), For: -1})
+	}
+}
+
+// Evictions returns every decode worker's evictions.csv rows after the
+// run, in time order (ties: worker order, then the order they happened).
+func (c *Cluster) Evictions() []metrics.EvictionRow {
+	var out []metrics.EvictionRow
+	for i, n := range c.Nodes {
+		dn, ok := n.(*decodeNode)
+		if !ok {
+			continue
+		}
+		for _, r := range dn.evictions {
+			r.Worker = c.Names[i]
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b metrics.EvictionRow) int {
+		switch {
+		case a.At < b.At:
+			return -1
+		case a.At > b.At:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

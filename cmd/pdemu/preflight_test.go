@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// writeTrace writes a Mooncake-format trace of requests with these
+// prompt lengths (1 output token each, distinct sessions) and returns
+// its path.
+func writeTrace(t *testing.T, lens ...int) string {
+	t.Helper()
+	var b strings.Builder
+	for i, n := range lens {
+		fmt.Fprintf(&b, `{"timestamp":%d,"input_length":%d,"output_length":1,"hash_ids":[%d]}`+"\n", i*1000, n, 1000+i)
+	}
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+	return p
+}
+
+// Requests a cluster cannot serve are counted before the run, for the
+// reason the run will give, with the flag that fixes them; above
+// --max-failed nothing runs (exit 2), below it the run warns.
+func TestPreflightCountsRequestsThatCannotFit(t *testing.T) {
+	// 1p3d-mlx5: context 262,144 (the preset), ρ·K_d = 87,498.
+	trace := writeTrace(t, 1000, 100_000, 300_000, 2000)
+	out := t.TempDir()
+	_, _, err := runCLI(t, "run", "--trace", trace, "--out", out, "-q")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	msg := err.Error()
+	for _, want := range []string{"2 of 4 requests (50.0%) cannot be served", "1 exceed the context, max_model_len = 262144",
+		"--set '*.*.max_model_len=524288'", "1 fit the context but no decode worker's KV pool (largest ρ·K_d 87498 tokens)",
+		"--set 'decode.*.kv_budget_tokens=0'", "checked before the run"} {
+		assert.Contains(t, msg, want)
+	}
+	_, err = os.Stat(filepath.Join(out, "summary.json"))
+	assert.True(t, os.IsNotExist(err), "nothing ran")
+
+	// The fixes, typed: every request is served.
+	_, _, err = runCLI(t, "run", "--trace", trace, "--out", out, "-q", "--set", "*.*.max_model_len=524288", "--set", "decode.*.kv_budget_tokens=0")
+	require.NoError(t, err)
+
+	// Under --max-failed: a warning, and the run fails exactly those.
+	_, stderr, err := runCLI(t, "run", "--trace", trace, "--out", out, "-q", "--force", "--max-failed", "0.6")
+	require.NoError(t, err)
+	assert.Contains(t, stderr, "pdemu: warning: 1p3d-mlx5: 2 of 4 requests")
+	assert.Contains(t, stderr, "2 of 4 requests failed (50.0%): exceeds-context 1, exceeds-kv-pool 1")
+}
+
+// compare checks every run before the first starts: a missing trace, a
+// used run directory and requests that cannot fit fail at once, naming
+// the run; --seeds on a trace replayed as recorded warns.
+func TestComparePreflight(t *testing.T) {
+	out := t.TempDir()
+	_, _, err := runCLI(t, "compare", "1p3d-mlx5", "dp4", "--trace", "/nonexistent/trace.jsonl", "--out", out, "-q")
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "run 1p3d-mlx5")
+	_, err = os.Stat(filepath.Join(out, "runs"))
+	assert.True(t, os.IsNotExist(err), "nothing ran")
+
+	big := writeTrace(t, 1000, 200_000)
+	_, _, err = runCLI(t, "compare", "1p3d-mlx5", "dp4", "--trace", big, "--out", out, "-q")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "run 1p3d-mlx5: 1 of 2 requests")
+	assert.Contains(t, err.Error(), "--set '*.*.kv_budget_tokens=0'", "compare's fix applies to P/D and fused scenarios alike")
+
+	small := writeTrace(t, 1000, 2000)
+	_, stderr, err := runCLI(t, "compare", "1p3d-mlx5", "--trace", small, "--seeds", "2", "--out", out, "-q")
+	require.NoError(t, err)
+	assert.Contains(t, stderr, "give identical runs")
+	_, _, err = runCLI(t, "compare", "dp4", "1p3d-mlx5", "--trace", small, "--seeds", "2", "--out", out, "-q")
+	require.Error(t, err, "the used run directory is found before dp4 runs")
+	assert.Contains(t, err.Error(), "--force")
+	_, err = os.Stat(filepath.Join(out, "runs", "dp4__trace=t__seed=1"))
+	assert.True(t, os.IsNotExist(err), "dp4 did not run: %v", err)
+}

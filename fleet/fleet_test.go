@@ -1,0 +1,258 @@
+package fleet_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/fleet"
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
+)
+
+func spec(t *testing.T) *topology.Spec {
+	t.Helper()
+	src, err := scenarios.Read("1p3d-mlx5")
+	require.NoError(t, err)
+	s, err := topology.Parse("<embedded>/1p3d-mlx5", src, topology.Options{})
+	require.NoError(t, err)
+	return s
+}
+
+// req is a prompt of n blocks: the first shared blocks come from the
+// system prompt (shared by all sessions), the rest are the session's.
+func req(id int64, session int32, turn, blocks, shared int) *workload.Request {
+	bs := make([]uint64, blocks)
+	for i := range bs {
+		if i < shared {
+			bs[i] = uint64(1000 + i)
+		} else {
+			bs[i] = uint64(session)<<32 | uint64(i)
+		}
+	}
+	return &workload.Request{ID: id, Session: session, SessionName: fmt.Sprint("s", session), Turn: turn,
+		InputLen: blocks*24 + 5, OutputLen: 8, Blocks: bs, BlockTokens: 24}
+}
+
+// replay applies every OutKV to per-worker sets, as a subscriber would.
+type replay map[string]map[uint64]bool
+
+func (r replay) apply(outs []fleet.Out) {
+	for _, o := range outs {
+		if o.Kind != fleet.OutKV {
+			continue
+		}
+		set := r[o.Worker]
+		if set == nil {
+			set = map[uint64]bool{}
+			r[o.Worker] = set
+		}
+		for _, b := range o.Stored {
+			set[b] = true
+		}
+		for _, b := range o.Removed {
+			delete(set, b)
+		}
+	}
+}
+
+func (r replay) blocks(w string) []uint64 {
+	var out []uint64
+	for b := range r[w] {
+		out = append(out, b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// run advances f until nothing is pending, collecting outs.
+func run(f *fleet.Fleet, outs *[]fleet.Out) {
+	for {
+		t, ok := f.NextEvent()
+		if !ok {
+			break
+		}
+		f.Advance(t)
+		*outs = append(*outs, f.Take()...)
+	}
+	*outs = append(*outs, f.Take()...)
+}
+
+func ends(outs []fleet.Out) map[int64]fleet.Out {
+	m := map[int64]fleet.Out{}
+	for _, o := range outs {
+		if o.Kind == fleet.OutDone || o.Kind == fleet.OutFailed {
+			m[o.Job.Req.ID] = o
+		}
+	}
+	return m
+}
+
+func TestHandoff(t *testing.T) {
+	f, err := fleet.New(spec(t), fleet.Options{})
+	require.NoError(t, err)
+	var outs []fleet.Out
+	p := req(0, 1, 0, 40, 10)
+	p.OutputLen = 1
+	require.NoError(t, f.Submit(0, fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
+	run(f, &outs)
+	e := ends(outs)[0]
+	require.Equal(t, fleet.OutDone, e.Kind)
+	require.NotNil(t, e.Handoff)
+	assert.Equal(t, "p0", e.Handoff.Engine)
+	assert.Equal(t, 1, f.Holds())
+
+	// The decode call with the hand-off pulls the KV over p1's NIC.
+	d := req(1, 1, 0, 40, 10)
+	h := *e.Handoff
+	now := f.Now() + time.Millisecond
+	require.NoError(t, f.Submit(now, fleet.Call{Worker: "d1", Req: d, Pull: &h}))
+	run(f, &outs)
+	de := ends(outs)[1]
+	require.Equal(t, fleet.OutDone, de.Kind, de.Job.Failed)
+	assert.Equal(t, "Seed", de.Job.Mode.String())
+	assert.Positive(t, de.Job.TransferBytes)
+	assert.Greater(t, de.Job.TransferEnd, de.Job.TransferStart)
+	assert.Zero(t, f.Holds())
+	var moved int64
+	for _, l := range f.Links() {
+		moved += l.Bytes
+	}
+	assert.Equal(t, de.Job.TransferBytes, moved)
+
+	// The same hand-off again is stale: it was read.
+	d2 := req(2, 1, 0, 40, 10)
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "d2", Req: d2, Pull: &h}))
+	run(f, &outs)
+	assert.Equal(t, fleet.ReasonUnknownRequest, ends(outs)[2].Job.Failed)
+
+	// A wrong engine and another prompt's KV fail too.
+	p3 := req(3, 2, 0, 20, 10)
+	p3.OutputLen = 1
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p3, RemoteDecode: true}))
+	run(f, &outs)
+	h3 := *ends(outs)[3].Handoff
+	bad := h3
+	bad.Engine = "p9"
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "d1", Req: req(4, 2, 0, 20, 10), Pull: &bad}))
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "d1", Req: req(5, 3, 0, 20, 10), Pull: &h3}))
+	run(f, &outs)
+	assert.Equal(t, fleet.ReasonUnknownEngine, ends(outs)[4].Job.Failed)
+	assert.Equal(t, fleet.ReasonMismatch, ends(outs)[5].Job.Failed)
+
+	// Expired: the hold outlives the abort timeout.
+	p6 := req(6, 4, 0, 20, 10)
+	p6.OutputLen = 1
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p6, RemoteDecode: true}))
+	run(f, &outs)
+	h6 := *ends(outs)[6].Handoff
+	require.NoError(t, f.Submit(f.Now()+fleet.DefaultHoldTimeout+time.Second, fleet.Call{Worker: "d0", Req: req(7, 4, 0, 20, 10), Pull: &h6}))
+	run(f, &outs)
+	assert.Equal(t, fleet.ReasonExpired, ends(outs)[7].Job.Failed)
+
+	checkResidency(t, f, outs)
+}
+
+func checkResidency(t *testing.T, f *fleet.Fleet, outs []fleet.Out) {
+	t.Helper()
+	r := replay{}
+	r.apply(outs)
+	for _, w := range f.Workers() {
+		if w.State == fleet.StateGone {
+			assert.Empty(t, r.blocks(w.Name), w.Name)
+			continue
+		}
+		assert.ElementsMatch(t, f.Residency(w.Name), r.blocks(w.Name), w.Name)
+	}
+}
+
+// Local prefill on a decode worker, a session's next turn served from its
+// residency, and the cached blocks measured by the published index.
+func TestLocalAndResidency(t *testing.T) {
+	f, err := fleet.New(spec(t), fleet.Options{})
+	require.NoError(t, err)
+	var outs []fleet.Out
+	id := int64(0)
+	for s := int32(0); s < 6; s++ {
+		require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: fmt.Sprint("d", s%3), Req: req(id, s, 0, 30, 10)}))
+		id++
+	}
+	run(f, &outs)
+	// Turn 1 of every session, on the same worker: its first 30 blocks are
+	// published there.
+	for s := int32(0); s < 6; s++ {
+		require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: fmt.Sprint("d", s%3), Req: req(id, s, 1, 45, 10)}))
+		id++
+	}
+	run(f, &outs)
+	e := ends(outs)
+	for i := int64(6); i < 12; i++ {
+		require.Equal(t, fleet.OutDone, e[i].Kind)
+		assert.Equal(t, 30, e[i].CachedBlocks, "request %d", i)
+		assert.Equal(t, "Direct", e[i].Job.Mode.String())
+		assert.GreaterOrEqual(t, e[i].Job.CachedTokens, 30*24)
+	}
+	checkResidency(t, f, outs)
+}
+
+func TestDrainAndAdd(t *testing.T) {
+	f, err := fleet.New(spec(t), fleet.Options{Startup: func(topology.Worker) time.Duration { return 2 * time.Second }})
+	require.NoError(t, err)
+	var outs []fleet.Out
+	for i := range int64(4) {
+		require.NoError(t, f.Submit(0, fleet.Call{Worker: "d2", Req: req(i, int32(i), 0, 50, 10)}))
+	}
+	require.NoError(t, f.Drain(0, "d2"))
+	err = f.Submit(0, fleet.Call{Worker: "d2", Req: req(9, 9, 0, 10, 0)})
+	assert.ErrorIs(t, err, fleet.ErrDraining)
+	require.NoError(t, f.Add(0, topology.Worker{Name: "d4"}, fleet.RoleDecode, "d1"))
+	err = f.Submit(0, fleet.Call{Worker: "d4", Req: req(10, 10, 0, 10, 0)})
+	assert.ErrorIs(t, err, fleet.ErrNotReady)
+	run(f, &outs)
+	e := ends(outs)
+	for i := range int64(4) {
+		assert.Equal(t, fleet.OutDone, e[i].Kind, "in-flight request %d of the drained worker", i)
+	}
+	w, _ := f.Worker("d2")
+	assert.Equal(t, fleet.StateGone, w.State)
+	w, _ = f.Worker("d4")
+	assert.Equal(t, fleet.StateReady, w.State)
+	assert.Equal(t, 2*time.Second, w.ReadyAt)
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "d4", Req: req(11, 11, 0, 10, 0)}))
+	run(f, &outs)
+	assert.Equal(t, fleet.OutDone, ends(outs)[11].Kind)
+	checkResidency(t, f, outs)
+	// A new decode worker is reachable from p1 like d1.
+	p := req(12, 12, 0, 20, 0)
+	p.OutputLen = 1
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
+	run(f, &outs)
+	h := *ends(outs)[12].Handoff
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "d4", Req: req(13, 12, 0, 20, 0), Pull: &h}))
+	run(f, &outs)
+	assert.Equal(t, fleet.OutDone, ends(outs)[13].Kind)
+}
+
+// Same calls, same outputs.
+func TestDeterministic(t *testing.T) {
+	once := func() string {
+		f, err := fleet.New(spec(t), fleet.Options{})
+		require.NoError(t, err)
+		var outs []fleet.Out
+		for i := range int64(20) {
+			_ = f.Submit(time.Duration(i)*time.Millisecond, fleet.Call{Worker: fmt.Sprint("d", i%3), Req: req(i, int32(i%5), int(i/5), 20+int(i), 5)})
+		}
+		run(f, &outs)
+		s := ""
+		for _, o := range outs {
+			s += fmt.Sprintf("%d %v %s %v %v|", o.Kind, o.At, o.Worker, o.Stored, o.Removed)
+		}
+		return s
+	}
+	assert.Equal(t, once(), once())
+}

@@ -1,0 +1,37 @@
+package fleetserve
+
+import (
+	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/topology"
+)
+
+// RunResult turns a served fleet's outcome into the usual run outputs
+// (output.Write): per_request.csv has one row per HTTP request, with the
+// worker that served it (p for a prefill call, d for a decode call; a
+// pulled decode call names its prefill worker in p too), its mode (Vanilla:
+// a prefill call; Seed: a decode call whose KV was pulled, transfer_bytes
+// moved; Direct: a decode call prefilled locally) and its timeline;
+// links.csv the NICs' load; summary.json the tallies. A failed request is
+// a failed row with its reason.
+func (r *Result) RunResult(spec *topology.Spec) (*actors.Result, error) {
+	col := metrics.NewCollector(r.Prefill, r.Decode)
+	for _, j := range r.Jobs {
+		if err := col.Add(j); err != nil {
+			return nil, err
+		}
+	}
+	recs := col.Records()
+	tally := metrics.TallyOf(recs, false)
+	sum := tally.Summary()
+	sum.Scenario = spec.Name
+	sum.Policy = "endpoints" // the scenario's router was bypassed
+	sum.Seed = spec.Workload.Seed
+	sum.ScenarioDigest, sum.Vars = spec.Digest, spec.Vars
+	sum.Clock = metrics.Clock{Mode: topology.ClockWall, TimeScale: r.Scale}
+	if r.Partial {
+		metrics.MarkPartial(&sum, "drain-timeout", r.Unfinished)
+	}
+	sum.Warnings = metrics.Warnings(sum)
+	return &actors.Result{Summary: sum, Records: recs, End: r.End, Wall: r.Wall, Links: r.Links}, nil
+}

@@ -1,0 +1,683 @@
+package fleetserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/fleet"
+	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/kvevents"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/serve"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// PortRange is a range of TCP ports [First, Last]; the zero value picks a
+// free port for each listener.
+type PortRange struct{ First, Last int }
+
+// Options configure Run; zero fields take the defaults in brackets.
+type Options struct {
+	// Admin is the admin API's address ["127.0.0.1:8000"]; its host is
+	// also the workers' host.
+	Admin       string
+	AllowRemote bool
+	// Ports are the workers' HTTP ports, one per worker in listing order
+	// (scenario's prefill workers, then decode workers, then added ones);
+	// KVPorts their KV-events ports. The zero range picks free ports.
+	Ports, KVPorts PortRange
+	// TimeScale: emulated = wall × TimeScale [the scenario's, or 1].
+	TimeScale float64
+	// Model served by every worker ["pdemu"].
+	Model string
+	// MaxInFlight per worker [4096].
+	MaxInFlight int
+	// HoldTimeout: how long a prefill worker keeps a hand-off's KV
+	// [fleet.DefaultHoldTimeout].
+	HoldTimeout time.Duration
+	// Startup of an added worker: StartupFixed + the weights of one GPU
+	// over WeightsBandwidth bytes/s (0: no load time). docs/MODEL.md.
+	StartupFixed     time.Duration
+	WeightsBandwidth float64
+	// EndpointsFile, when set, gets the listing (JSON), rewritten on every
+	// change.
+	EndpointsFile string
+	// Ready is called once every endpoint listens, with the listing.
+	Ready func(Listing)
+	// DrainTimeout bounds the final drain [5m].
+	DrainTimeout time.Duration
+	Logger       hclog.Logger
+}
+
+// Endpoint is one worker in the listing.
+type Endpoint struct {
+	Worker   string `json:"worker"`
+	Role     string `json:"role"`
+	URL      string `json:"url"`
+	KVEvents string `json:"kv_events"`
+	KVTopic  string `json:"kv_topic"`
+	EngineID string `json:"engine_id"`
+	State    string `json:"state"`
+	GPU      string `json:"gpu"`
+	Model    string `json:"model"`
+}
+
+// Listing is the machine-readable list of endpoints.
+type Listing struct {
+	Model    string     `json:"model"`
+	Admin    string     `json:"admin"`
+	Workers  []Endpoint `json:"workers"`
+	Emulated float64    `json:"emulated_seconds"`
+}
+
+// Result is a served run's outcome.
+type Result struct {
+	Jobs    []*gpu.Job // every ended request, in end order
+	Prefill []string   // worker names by role index (the jobs' P)
+	Decode  []string   // (the jobs' D)
+	Links   *metrics.LinkRecorder // links.csv: the KV transfers' load on every NIC
+	End     time.Duration
+	Wall    time.Duration
+	Scale   float64
+	// Partial: the final drain timed out; Unfinished requests never ended.
+	Partial    bool
+	Unfinished int
+	// Residency is every listed worker's KV blocks at the end, by its own
+	// state (what its KV events add up to; fleet.Fleet.Residency).
+	Residency map[string][]uint64
+	// KV events published, dropped (queue full) and failed, summed over
+	// the workers.
+	KVSent, KVDropped, KVFailed int64
+}
+
+type endpoint struct {
+	name    string
+	role    fleet.Role
+	srv     *serve.Server
+	httpSrv *http.Server
+	ln      net.Listener
+	url     string
+	pub     *kvevents.Publisher
+	topic   string
+	state   fleet.State
+	gone    chan struct{} // closed when its server stopped
+}
+
+// ticket carries a request's hand-off fields between the HTTP handler and
+// the driver.
+type ticket struct {
+	mu           sync.Mutex
+	remoteDecode bool
+	pull         *fleet.Handoff
+	handoff      *fleet.Handoff // the prefill's result
+}
+
+type ticketKey struct{}
+
+type fleetServer struct {
+	opts  Options
+	spec  *topology.Spec
+	log   hclog.Logger
+	scale float64
+	host  string
+	bt    int
+
+	mu        sync.Mutex
+	f         *fleet.Fleet
+	br        *serve.Bridge
+	start     time.Time
+	eps       map[string]*endpoint
+	order     []string
+	tickets   map[int64]*ticket
+	reqs      map[int64]*workload.Request
+	sessions  map[string]int32 // worker/local session → fleet session
+	jobs      []*gpu.Job
+	links     *metrics.LinkRecorder
+	linkSeen  map[string]bool
+	nextPort  int
+	nextKV    int
+	closing   bool
+	admitted  int64
+	ended     int64
+	wake      chan struct{}
+	kvTotals  [3]int64
+	wg        sync.WaitGroup
+	adminURL  string
+	serveOpts serve.Options
+}
+
+// Run serves spec's workers until ctx is done, then drains every worker
+// (new requests get 503, requests in flight run to their end) and returns
+// the outputs.
+func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
+	if o.Admin == "" {
+		o.Admin = "127.0.0.1:8000"
+	}
+	if err := serve.CheckListen(o.Admin, o.AllowRemote); err != nil {
+		return nil, err
+	}
+	if o.Model == "" {
+		o.Model = "pdemu"
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 5 * time.Minute
+	}
+	log := o.Logger
+	if log == nil {
+		log = hclog.New(&hclog.LoggerOptions{Name: "pdemu-fleet", Level: hclog.Warn})
+	}
+	scale := o.TimeScale
+	if scale <= 0 {
+		scale = spec.Workload.TimeScale
+	}
+	if scale <= 0 {
+		scale = 1
+	}
+	s := &fleetServer{opts: o, spec: spec, log: log, scale: scale, bt: 24,
+		eps: map[string]*endpoint{}, tickets: map[int64]*ticket{}, reqs: map[int64]*workload.Request{},
+		sessions: map[string]int32{}, links: metrics.NewLinkRecorder(), linkSeen: map[string]bool{}, wake: make(chan struct{}, 1),
+		nextPort: o.Ports.First, nextKV: o.KVPorts.First}
+	s.host, _ = portOf(o.Admin)
+	f, err := fleet.New(spec, fleet.Options{HoldTimeout: o.HoldTimeout, Startup: s.startup})
+	if err != nil {
+		return nil, err
+	}
+	s.f = f
+	s.br = serve.NewBridge(serve.BridgeOptions{TimeScale: scale, StepGuess: func(worker string, r *workload.Request) time.Duration {
+		if wi, ok := s.workerSpec(worker); ok {
+			if p, err := cluster.PerfFor(wi); err == nil {
+				return p.DecodeStepTime(1, int64(r.InputLen))
+			}
+		}
+		return 20 * time.Millisecond
+	}})
+	s.serveOpts = serve.Options{Model: o.Model, MaxInFlight: o.MaxInFlight, AllowRemote: o.AllowRemote, Logger: log,
+		BlockTokens: s.bt, DrainTimeout: o.DrainTimeout}
+
+	// Admin first (a busy port fails before anything starts), then the
+	// workers, then the clock.
+	adminLn, err := net.Listen("tcp", o.Admin)
+	if err != nil {
+		return nil, fmt.Errorf("fleet admin: %w", err)
+	}
+	s.adminURL = "http://" + adminLn.Addr().String()
+	var startErr error
+	for _, wi := range f.Workers() {
+		if err := s.open(wi); err != nil {
+			startErr = err
+			break
+		}
+	}
+	if startErr != nil {
+		_ = adminLn.Close()
+		s.closeAll()
+		return nil, startErr
+	}
+	s.start = time.Now()
+	s.br.Attach(s.emulated)
+	admin := &http.Server{Handler: s.adminMux(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute}
+	go func() { _ = admin.Serve(adminLn) }()
+	loopDone := make(chan struct{})
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	go func() {
+		defer close(loopDone)
+		s.loop(loopCtx)
+	}()
+	s.mu.Lock()
+	s.publishStates()
+	s.writeListing()
+	l := s.listing()
+	s.mu.Unlock()
+	if o.Ready != nil {
+		o.Ready(l)
+	}
+
+	<-ctx.Done()
+	// Drain: every worker stops taking requests and finishes its own.
+	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+	defer cancel()
+	_ = admin.Shutdown(dctx)
+	s.mu.Lock()
+	s.closing = true
+	eps := make([]*endpoint, 0, len(s.eps))
+	for _, n := range s.order {
+		if ep := s.eps[n]; ep != nil {
+			eps = append(eps, ep)
+		}
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, ep := range eps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = ep.httpSrv.Shutdown(dctx)
+		}()
+	}
+	wg.Wait()
+	partial := false
+	for {
+		s.mu.Lock()
+		left := s.admitted - s.ended
+		s.mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if dctx.Err() != nil {
+			partial = true
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopLoop()
+	<-loopDone
+	s.mu.Lock()
+	unfinished := int(s.admitted - s.ended)
+	residency := map[string][]uint64{}
+	for _, wi := range s.f.Workers() {
+		if wi.State != fleet.StateGone {
+			residency[wi.Name] = s.f.Residency(wi.Name)
+		}
+	}
+	if partial {
+		s.br.Abort("the drain timed out")
+	}
+	s.mu.Unlock()
+	s.br.Wait()
+	s.closeAll()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pre, dec := s.f.Names()
+	res := &Result{Jobs: s.jobs, Prefill: pre, Decode: dec, Links: s.links, End: s.f.Now(), Wall: time.Since(s.start),
+		Scale: scale, Partial: partial, Unfinished: unfinished, Residency: residency,
+		KVSent: s.kvTotals[0], KVDropped: s.kvTotals[1], KVFailed: s.kvTotals[2]}
+	if o.EndpointsFile != "" {
+		_ = os.Remove(o.EndpointsFile) // nothing listens any more
+	}
+	if partial {
+		return res, fmt.Errorf("fleet: the drain timed out after %v with %d requests in flight", o.DrainTimeout, unfinished)
+	}
+	return res, nil
+}
+
+func (s *fleetServer) emulated() time.Duration {
+	return time.Duration(float64(time.Since(s.start)) * s.scale)
+}
+
+func (s *fleetServer) workerSpec(name string) (topology.Worker, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wi, ok := s.f.Worker(name)
+	return wi.Spec, ok
+}
+
+// startup is an added worker's start-up delay (docs/MODEL.md §9).
+func (s *fleetServer) startup(w topology.Worker) time.Duration {
+	d := s.opts.StartupFixed
+	if s.opts.WeightsBandwidth > 0 {
+		if p, err := cluster.PerfFor(w); err == nil {
+			d += time.Duration(p.WeightBytesPerGPU() / s.opts.WeightsBandwidth * float64(time.Second))
+		}
+	}
+	return d
+}
+
+func (s *fleetServer) port(next *int, r PortRange) (int, error) {
+	if r.First == 0 && r.Last == 0 {
+		return 0, nil
+	}
+	if *next > r.Last {
+		return 0, fmt.Errorf("fleet: the port range %d-%d is used up", r.First, r.Last)
+	}
+	p := *next
+	*next++
+	return p, nil
+}
+
+// open starts worker wi's endpoint and KV publisher (s.mu held or not
+// yet shared).
+func (s *fleetServer) open(wi fleet.WorkerInfo) error {
+	hp, err := s.port(&s.nextPort, s.opts.Ports)
+	if err != nil {
+		return err
+	}
+	kp, err := s.port(&s.nextKV, s.opts.KVPorts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.host, fmt.Sprint(hp)))
+	if err != nil {
+		return fmt.Errorf("worker %s: %w", wi.Name, err)
+	}
+	topic := fmt.Sprintf("kv@%s@%s", wi.Name, s.opts.Model)
+	pub, err := kvevents.Listen(fmt.Sprintf("tcp://%s", net.JoinHostPort(s.host, fmt.Sprint(kp))), topic)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("worker %s: %w", wi.Name, err)
+	}
+	ep := &endpoint{name: wi.Name, role: wi.Role, ln: ln, url: "http://" + ln.Addr().String(), pub: pub, topic: topic,
+		state: wi.State, gone: make(chan struct{})}
+	so := s.serveOpts
+	so.Listen = ln.Addr().String()
+	srv, err := serve.New(so, &workerCluster{s: s, name: wi.Name})
+	if err != nil {
+		_ = ln.Close()
+		_ = pub.Close(time.Second)
+		return err
+	}
+	ep.srv = srv
+	ep.httpSrv = &http.Server{
+		Handler:           &front{s: s, ep: ep, next: srv.Handler()},
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	s.eps[wi.Name] = ep
+	s.order = append(s.order, wi.Name)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(ep.gone)
+		_ = ep.httpSrv.Serve(ln)
+	}()
+	return nil
+}
+
+// closeAll stops every endpoint still open.
+func (s *fleetServer) closeAll() {
+	s.mu.Lock()
+	eps := make([]*endpoint, 0, len(s.eps))
+	for _, ep := range s.eps {
+		eps = append(eps, ep)
+	}
+	s.mu.Unlock()
+	for _, ep := range eps {
+		s.closeEndpoint(ep)
+	}
+}
+
+func (s *fleetServer) closeEndpoint(ep *endpoint) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = ep.httpSrv.Shutdown(ctx)
+	sent, dropped, failed := ep.pub.Stats()
+	_ = ep.pub.Close(2 * time.Second)
+	sent2, _, _ := ep.pub.Stats()
+	s.mu.Lock()
+	if s.eps[ep.name] == ep {
+		delete(s.eps, ep.name)
+		s.kvTotals[0] += max(sent, sent2)
+		s.kvTotals[1] += dropped
+		s.kvTotals[2] += failed
+	}
+	s.mu.Unlock()
+}
+
+// loop drives the fleet on the wall clock.
+func (s *fleetServer) loop(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		now := s.emulated()
+		s.f.Advance(now)
+		s.dispatch(now)
+		next, ok := s.f.NextEvent()
+		s.mu.Unlock()
+		wait := time.Hour
+		if ok {
+			wait = max(time.Duration(float64(next-now)/s.scale), 0) + 50*time.Microsecond
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.f.Advance(s.emulated())
+			s.dispatch(s.f.Now())
+			s.mu.Unlock()
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (s *fleetServer) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch turns the fleet's outputs into stream events, KV batches and
+// listing changes (s.mu held).
+func (s *fleetServer) dispatch(now time.Duration) {
+	outs := s.f.Take()
+	batches := map[string]*kvevents.Batch{}
+	var order []string
+	changed := false
+	var gone []*endpoint
+	for _, o := range outs {
+		switch o.Kind {
+		case fleet.OutFirst:
+			j := o.Job
+			s.br.FirstToken(j.Req.ID, o.Worker, j.Arrival, j.FirstToken, now)
+		case fleet.OutDone, fleet.OutFailed:
+			j := o.Job
+			if tk := s.tickets[j.Req.ID]; tk != nil {
+				tk.mu.Lock()
+				tk.handoff = o.Handoff
+				tk.mu.Unlock()
+				delete(s.tickets, j.Req.ID)
+			}
+			delete(s.reqs, j.Req.ID)
+			cached := min(o.CachedBlocks*s.bt, max(j.Req.InputLen-1, 0))
+			e := serve.End{ID: j.Req.ID, Worker: o.Worker, Mode: j.Mode.String(), CachedTokens: cached,
+				Arrival: j.Arrival, FirstToken: j.FirstToken, Done: j.Done, Failed: j.Failed, Now: now}
+			if j.Mode.UsesPrefill() && j.P >= 0 {
+				pre, _ := s.f.Names()
+				if j.P < len(pre) {
+					e.Prefill = pre[j.P]
+				}
+			}
+			s.br.Ended(e)
+			s.jobs = append(s.jobs, j)
+			s.ended++
+		case fleet.OutKV:
+			b := batches[o.Worker]
+			if b == nil {
+				b = &kvevents.Batch{TS: o.At.Seconds()}
+				batches[o.Worker] = b
+				order = append(order, o.Worker)
+			}
+			if len(o.Stored) > 0 {
+				b.Events = append(b.Events, kvevents.Event{Kind: kvevents.BlockStored, Hashes: o.Stored, Parent: o.Parent,
+					HasParent: o.HasParent, BlockSize: s.bt, Medium: kvevents.MediumGPU})
+			}
+			if len(o.Removed) > 0 {
+				b.Events = append(b.Events, kvevents.Event{Kind: kvevents.BlockRemoved, Hashes: o.Removed, Medium: kvevents.MediumGPU})
+			}
+		case fleet.OutWorker:
+			changed = true
+			if ep := s.eps[o.Worker]; ep != nil {
+				ep.state = o.State
+				if o.State == fleet.StateGone {
+					gone = append(gone, ep)
+				}
+			}
+		}
+	}
+	for _, w := range order {
+		if ep := s.eps[w]; ep != nil {
+			if err := ep.pub.Publish(*batches[w]); err != nil {
+				s.log.Warn("kv events", "worker", w, "error", err)
+			}
+		}
+	}
+	// Gone: the listing drops it; its server and publisher close once
+	// its last events went out (closeEndpoint flushes the publisher).
+	for _, ep := range gone {
+		go s.closeEndpoint(ep)
+	}
+	s.publishStates()
+	s.sampleLinks(now)
+	if changed {
+		s.writeListing()
+	}
+}
+
+func (s *fleetServer) publishStates() {
+	for _, wi := range s.f.Workers() {
+		if wi.State == fleet.StateGone {
+			continue
+		}
+		s.br.SetWorker(serve.WorkerState{Name: wi.Name, Role: string(wi.Role), Running: wi.Running, Waiting: wi.Waiting,
+			KVUsed: wi.KVUsed, KVCap: wi.KVCap})
+	}
+	for _, l := range s.f.Links() {
+		s.br.SetLink(serve.LinkState{Name: l.Name, Bytes: l.Bytes, Utilisation: min(1, float64(l.Active))})
+	}
+}
+
+func (s *fleetServer) sampleLinks(now time.Duration) {
+	for _, l := range s.f.Links() {
+		if !s.linkSeen[l.Name] {
+			if l.Active == 0 {
+				continue // idle so far: no row
+			}
+			s.linkSeen[l.Name] = true
+			s.links.NIC(l.Name, l.LineRate)
+		}
+		s.links.Link(now, l.Name, l.InFlight, l.Rate, l.Active)
+	}
+}
+
+// listing is the current listing (s.mu held).
+func (s *fleetServer) listing() Listing {
+	l := Listing{Model: s.opts.Model, Admin: s.adminURL, Workers: []Endpoint{}, Emulated: s.emulated().Seconds()}
+	for _, wi := range s.f.Workers() {
+		ep := s.eps[wi.Name]
+		if ep == nil || wi.State == fleet.StateGone {
+			continue
+		}
+		l.Workers = append(l.Workers, Endpoint{Worker: wi.Name, Role: string(wi.Role), URL: ep.url, KVEvents: ep.pub.Endpoint(),
+			KVTopic: ep.topic, EngineID: wi.Name, State: string(wi.State), GPU: wi.Spec.GPU, Model: wi.Spec.Model})
+	}
+	return l
+}
+
+func (s *fleetServer) writeListing() {
+	if s.opts.EndpointsFile == "" {
+		return
+	}
+	b, _ := json.MarshalIndent(s.listing(), "", "  ")
+	tmp := s.opts.EndpointsFile + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		s.log.Warn("endpoints file", "error", err)
+		return
+	}
+	if err := os.Rename(tmp, s.opts.EndpointsFile); err != nil {
+		s.log.Warn("endpoints file", "error", err)
+	}
+}
+
+// workerCluster is one worker's serve.Cluster.
+type workerCluster struct {
+	s    *fleetServer
+	name string
+}
+
+var errStarting = errors.New("the worker is starting (loading its weights)")
+
+func (c *workerCluster) Submit(ctx context.Context, r *workload.Request) (<-chan serve.Event, error) {
+	s := c.s
+	tk, _ := ctx.Value(ticketKey{}).(*ticket)
+	if tk == nil {
+		tk = &ticket{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.emulated()
+	s.f.Advance(now)
+	s.dispatch(now)
+	wi, ok := s.f.Worker(c.name)
+	switch {
+	case !ok || wi.State == fleet.StateGone:
+		return nil, fleet.ErrGone
+	case wi.State == fleet.StateStarting:
+		return nil, errStarting
+	case wi.State == fleet.StateDraining || s.closing:
+		return nil, fleet.ErrDraining
+	}
+	// One fleet-wide session index per (worker, session): each worker's
+	// server numbers its own sessions.
+	key := c.name + "/" + r.SessionName
+	sid, seen := s.sessions[key]
+	if !seen {
+		sid = int32(len(s.sessions))
+		s.sessions[key] = sid
+	}
+	r.Session, r.SessionName = sid, key
+	events, err := s.br.Submit(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if got, ok, _ := s.br.Take(); !ok || got != r {
+		// Every Submit goes through s.mu, so the Bridge's queue holds
+		// exactly this request; anything else is a bug worth shouting.
+		s.log.Error("the bridge's queue is out of step", "want", r.ID, "got", got)
+	}
+	tk.mu.Lock()
+	call := fleet.Call{Worker: c.name, Req: r, RemoteDecode: tk.remoteDecode, Pull: tk.pull}
+	tk.mu.Unlock()
+	s.tickets[r.ID] = tk
+	s.reqs[r.ID] = r
+	if err := s.f.Submit(now, call); err != nil {
+		// The stream exists: end it as failed (nothing is lost).
+		delete(s.tickets, r.ID)
+		s.br.Ended(serve.End{ID: r.ID, Worker: c.name, Arrival: now, Done: now, Failed: err.Error(), Now: now})
+		s.jobs = append(s.jobs, &gpu.Job{Req: r, P: -1, D: -1, Arrival: now, Done: now, Failed: err.Error()})
+		s.admitted++
+		s.ended++
+		return events, nil
+	}
+	s.admitted++
+	s.dispatch(now)
+	s.kick()
+	return events, nil
+}
+
+func (c *workerCluster) Snapshot() serve.Snapshot {
+	all := c.s.br.Snapshot()
+	out := serve.Snapshot{Emulated: all.Emulated, Lag: all.Lag}
+	for _, w := range all.Workers {
+		if w.Name == c.name {
+			out.Workers = append(out.Workers, w)
+		}
+	}
+	prefix := c.name + "/"
+	for _, l := range all.Links {
+		if len(l.Name) > len(prefix) && l.Name[:len(prefix)] == prefix {
+			out.Links = append(out.Links, l)
+		}
+	}
+	return out
+}

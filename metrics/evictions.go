@@ -1,0 +1,42 @@
+package metrics
+
+import (
+	"encoding/csv"
+	"io"
+	"strconv"
+	"time"
+)
+
+// EvictionRow is one row of evictions.csv: a decode worker dropped a
+// session's KV.
+type EvictionRow struct {
+	At      time.Duration
+	Worker  string
+	Session string
+	Tokens  int    // KV tokens dropped
+	Cause   string // gpu.EvictCause's name: capacity, transfer-failed, session-end, worker-crashed
+	For     int64  // the request whose room it made (capacity) or whose transfer failed; -1: none
+}
+
+// EvictionsHeader is the header of evictions.csv.
+var EvictionsHeader = []string{"time_ms", "worker", "session", "tokens", "cause", "for_request"}
+
+// WriteEvictions writes evictions.csv (rows in the order given: time order,
+// then worker order).
+func WriteEvictions(w io.Writer, rows []EvictionRow) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(EvictionsHeader); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		forReq := ""
+		if r.For >= 0 {
+			forReq = strconv.FormatInt(r.For, 10)
+		}
+		if err := cw.Write([]string{fms(r.At), r.Worker, r.Session, strconv.Itoa(r.Tokens), r.Cause, forReq}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
