@@ -41,7 +41,18 @@ var (
 // NewMetrics registers the metrics of model on a new registry; snap (may be
 // nil) is read on every scrape for the cluster-state series.
 func NewMetrics(model string, snap func() Snapshot) *Metrics {
+	return NewMetricsWith(model, snap, nil)
+}
+
+// NewMetricsWith is NewMetrics with labels added to every series (e.g.
+// group="1" for 'pdemu serve --group 1/N', so a fleet's scrapes stay
+// apart); nil adds none.
+func NewMetricsWith(model string, snap func() Snapshot, labels prometheus.Labels) *Metrics {
 	reg := prometheus.NewRegistry()
+	var r prometheus.Registerer = reg
+	if len(labels) > 0 {
+		r = prometheus.WrapRegistererWith(labels, reg)
+	}
 	wl := []string{"model_name", "worker"}
 	m := &Metrics{
 		Registry: reg,
@@ -73,10 +84,10 @@ func NewMetrics(model string, snap func() Snapshot) *Metrics {
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pdemu_http_requests_in_flight",
 			Help: "Requests admitted and not yet ended."}),
 	}
-	reg.MustRegister(m.ttft, m.itl, m.e2e, m.prompt, m.generation, m.cacheQ, m.cacheHit, m.success,
+	r.MustRegister(m.ttft, m.itl, m.e2e, m.prompt, m.generation, m.cacheQ, m.cacheHit, m.success,
 		m.modes, m.failed, m.httpErrors, m.disconnects, m.inflight)
 	if snap != nil {
-		reg.MustRegister(&snapshotCollector{model: model, snap: snap})
+		r.MustRegister(&snapshotCollector{model: model, snap: snap})
 	}
 	return m
 }

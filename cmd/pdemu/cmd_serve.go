@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,7 @@ type serveFlags struct {
 	out         string
 	force       bool
 	logLevel    string
+	groups      serveGroupFlags // --group, --emit k8s (cmd_servegroup.go)
 }
 
 func newServeCmd() *cobra.Command {
@@ -86,6 +88,7 @@ partial if the drain was cut).
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of an earlier run in --out")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE (repeatable)")
+	f.groups.register(c)
 	return c
 }
 
@@ -97,14 +100,29 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if f.maxInFlight <= 0 {
 		return usageErr("--max-in-flight must be > 0, got %d", f.maxInFlight)
 	}
-	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
+	group, err := parseGroup(f.groups.group)
 	if err != nil {
 		return err
+	}
+	emit := f.groups.emit != ""
+	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force || emit)
+	if err != nil {
+		return err
+	}
+	if emit {
+		return emitServe(cmd, f, file, spec)
+	}
+	if spec, err = groupSpec(spec, group); err != nil {
+		return err
+	}
+	var labels map[string]string
+	if group != nil {
+		labels = map[string]string{"group": strconv.Itoa(group.Index)}
 	}
 	stopIsNormal.Store(true)
 	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
 		HTTP: serve.Options{
-			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log,
+			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
 			Ready: func(a net.Addr) {
 				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
 			},
@@ -117,6 +135,11 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	}
 	if err := output.Write(f.out, res.Result, output.WriteOptions{Force: f.force}); err != nil {
 		return errors.Join(runErr, err)
+	}
+	if group != nil {
+		if err := writeGroupParams(f.out, file, f, spec, group); err != nil {
+			return errors.Join(runErr, err)
+		}
 	}
 	s := res.Summary
 	fmt.Fprintf(stderr, "pdemu: served %d requests (%d failed) in %s; report lag p99 %v emulated; outputs in %s\n",
