@@ -170,3 +170,36 @@ func TestCompareEmit(t *testing.T) {
 		assert.Equal(t, 2, exitCode(err), "%v: %v", c, err)
 	}
 }
+
+// --outputs keeps only the files asked for (summary.json always, listing
+// them); compare.csv from summary and per_request equals the one from
+// every file.
+func TestOutputsSubset(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := runCLI(t, "run", "--outputs", "per_request", "--var", "sessions=3", "--max-requests", "20", "-q", "--out", dir)
+	require.NoError(t, err)
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"per_request.csv", "summary.json"}, names, "no other file, not even a temporary one")
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "\"written\": [\n      \"per_request.csv\",\n      \"summary.json\"\n    ]")
+
+	all, some := t.TempDir(), t.TempDir()
+	plan := []string{"compare", "1p3d-mlx5", "--seeds", "2", "--var", "sessions=3", "--max-requests", "20", "-q"}
+	_, _, err = runCLI(t, append(plan, "--out", all)...)
+	require.NoError(t, err)
+	_, _, err = runCLI(t, append(plan, "--out", some, "--outputs", "summary,per_request")...)
+	require.NoError(t, err)
+	x, _ := os.ReadFile(filepath.Join(all, "compare.csv"))
+	y, _ := os.ReadFile(filepath.Join(some, "compare.csv"))
+	assert.Equal(t, string(x), string(y))
+
+	_, _, err = runCLI(t, "run", "--outputs", "routing", "--out", t.TempDir())
+	assert.Equal(t, 2, exitCode(err))
+	assert.ErrorContains(t, err, `unknown output "routing"`)
+}
