@@ -147,3 +147,25 @@ func BenchmarkMesh64P192D(b *testing.B) {
 		}
 	}
 }
+
+// The dynamic "link" over setproduct that base/pd.hcl used before the
+// mesh, for the ratio (BenchmarkMesh64P192D).
+func BenchmarkDynamicLinks64P192D(b *testing.B) {
+	src := []byte(meshWorkers(64, 192) + `
+dynamic "link" {
+  for_each = setproduct(range(64), range(192))
+  labels   = ["p${link.value[0]}", "d${link.value[1]}"]
+  content {
+    transport = "rdma"
+    device    = "mlx5_${link.value[1]}"
+    bandwidth = "200Gbps"
+  }
+}
+`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse("bench.hcl", src, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
