@@ -149,6 +149,19 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		format = &f.format
 	}
 	warnedWall := false // Execute loads the runs one after the other
+	// A shard loads and checks the whole plan but writes only its own
+	// runs' directories: only those must be usable (the others may hold
+	// the outputs of the shards that ran before it).
+	mine := map[string]bool{}
+	for _, r := range runs {
+		mine[r.Name] = true
+	}
+	if shard != nil {
+		clear(mine)
+		for _, r := range shard.Select(runs) {
+			mine[r.Name] = true
+		}
+	}
 	load := func(p report.Params) (*topology.Spec, error) {
 		trace := ""
 		if traceSet {
@@ -168,7 +181,7 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		if err := o.apply(spec); err != nil {
 			return nil, err
 		}
-		if err := checkBeforeRun(spec, p, f, traceSet, stderr); err != nil {
+		if err := checkBeforeRun(spec, p, f, traceSet, mine[p.Name], stderr); err != nil {
 			return nil, err
 		}
 		if spec.Workload.Clock == topology.ClockWall && f.jobs > 1 && !warnedWall {

@@ -84,7 +84,7 @@ func TestShardProcessesMatchOneProcess(t *testing.T) {
 	assert.Contains(t, out, "report of 8 runs")
 
 	a, b := tree(t, filepath.Join(one, "runs")), tree(t, filepath.Join(shared, "runs"))
-	assert.Len(t, a, 8*9, "8 runs × (8 output files + params.json)")
+	assert.Len(t, a, 8*10, "8 runs × (9 output files + params.json)")
 	require.Equal(t, len(a), len(b))
 	for name, content := range a {
 		assert.True(t, bytes.Equal(content, b[name]), "%s differs between the shards and one process", name)
