@@ -115,7 +115,7 @@ func emitPlan(cmd *cobra.Command, f *compareFlags, scens []string, runs []report
 		out := dist.ResultsMount
 		b, err := dist.RenderJob(dist.JobSpec{
 			Name: name, Image: d.image, Args: shardArgs(f, scens, out),
-			MergeArgs:   []string{"report", out, "--out", filepath.Join(out, "report.html")},
+			MergeArgs:   mergeArgs(out),
 			Completions: n, Parallelism: d.parallelism, BackoffLimitPerIndex: 2,
 			ClaimName: d.pvc, CPU: d.cpu, Memory: d.memory, Digest: digest,
 		})
@@ -136,7 +136,7 @@ func emitPlan(cmd *cobra.Command, f *compareFlags, scens []string, runs []report
 		cpus, _ := strconv.Atoi(d.cpu)
 		s, err := dist.Slurm(dist.SlurmSpec{
 			Name: name, Pdemu: d.pdemuPath, Args: shardArgs(f, scens, out),
-			MergeArgs: []string{"report", out, "--out", filepath.Join(out, "report.html")},
+			MergeArgs: mergeArgs(out),
 			Tasks:     n, Parallel: d.parallelism, Dir: wd, Logs: out, CPUs: cpus,
 			Memory: strings.TrimSuffix(d.memory, "i"), Digest: digest,
 		})
@@ -173,4 +173,11 @@ func shardNote(sh *compare.Shard, plan int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (shard %s of a %d-run plan)", sh, plan)
+}
+
+// mergeArgs is the merge step of an emitted plan: the report of every
+// shard under out, titled as 'pdemu compare' titles it, so that report.html
+// and plots/ too are byte-identical to one process's.
+func mergeArgs(out string) []string {
+	return []string{"report", out, "--out", filepath.Join(out, "report.html"), "--title", "pdemu compare"}
 }

@@ -79,7 +79,7 @@ func TestShardProcessesMatchOneProcess(t *testing.T) {
 			assert.True(t, os.IsNotExist(err), "a shard writes no compare.csv of its own")
 		}
 	}
-	out, code = pdemu(nil, "report", shared, "--out", filepath.Join(shared, "report.html"))
+	out, code = pdemu(nil, "report", shared, "--out", filepath.Join(shared, "report.html"), "--title", "pdemu compare")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "report of 8 runs")
 
@@ -89,7 +89,7 @@ func TestShardProcessesMatchOneProcess(t *testing.T) {
 	for name, content := range a {
 		assert.True(t, bytes.Equal(content, b[name]), "%s differs between the shards and one process", name)
 	}
-	for _, f := range []string{"compare.csv", "compare.json", "plan.json"} {
+	for _, f := range []string{"compare.csv", "compare.json", "plan.json", "report.html", "plots/ttft_cdf.svg", "plots/mode_mix.svg"} {
 		x, err := os.ReadFile(filepath.Join(one, f))
 		require.NoError(t, err)
 		y, err := os.ReadFile(filepath.Join(shared, f))
