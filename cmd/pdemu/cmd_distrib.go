@@ -62,7 +62,10 @@ func (d *distFlags) parseShard() (*compare.Shard, error) {
 }
 
 // shardArgs are the arguments one shard runs: the comparison's own
-// (scenarios, axes, options) with --shard env and --out out.
+// (scenarios, axes, options) with --shard env and --out out, and --force:
+// a shard owns its runs' directories, and an index retried after a crash
+// must replace what the crashed attempt left (else it would exit 2, which
+// fails the index for good).
 func shardArgs(f *compareFlags, scens []string, out string) []string {
 	args := append([]string{"compare"}, scens...)
 	if f.router != "" {
@@ -92,7 +95,10 @@ func shardArgs(f *compareFlags, scens []string, out string) []string {
 	if f.outputs != "" {
 		args = append(args, "--outputs", f.outputs)
 	}
-	return append(args, "--shard", "env", "--jobs", "1", "-q", "--out", out)
+	if f.maxFailed != output.DefaultMaxFailed {
+		args = append(args, "--max-failed", strconv.FormatFloat(f.maxFailed, 'g', -1, 64))
+	}
+	return append(args, "--shard", "env", "--jobs", "1", "-q", "--force", "--out", out)
 }
 
 // emit prints the k8s-job or slurm form of the plan instead of running it.

@@ -70,15 +70,24 @@ func TestShardProcessesMatchOneProcess(t *testing.T) {
 	}
 	out, code := pdemu(nil, append(shardPlan, "--out", one)...)
 	require.Equal(t, 0, code, out)
+	// As the emitted Job runs them: --shard env --force into one volume.
+	index := func(i int) (string, int) {
+		return pdemu([]string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i), "PDEMU_SHARD_COUNT=3"},
+			append(shardPlan, "--shard", "env", "--force", "--out", shared)...)
+	}
 	for i := range 3 {
-		out, code := pdemu([]string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i), "PDEMU_SHARD_COUNT=3"},
-			append(shardPlan, "--shard", "env", "--out", shared)...)
+		out, code := index(i)
 		require.Equal(t, 0, code, out)
 		if i == 0 {
 			_, err := os.Stat(filepath.Join(shared, "compare.csv"))
 			assert.True(t, os.IsNotExist(err), "a shard writes no compare.csv of its own")
 		}
 	}
+	// Index 1 crashed before its last summary.json was renamed into place,
+	// and Kubernetes retries it: the retry replaces what it left.
+	require.NoError(t, os.Remove(filepath.Join(shared, "runs", "vanilla-pd-1p3d__seed=4", "summary.json")))
+	out, code = index(1)
+	require.Equal(t, 0, code, out)
 	out, code = pdemu(nil, "report", shared, "--out", filepath.Join(shared, "report.html"), "--title", "pdemu compare")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "report of 8 runs")
@@ -150,7 +159,7 @@ func TestCompareEmit(t *testing.T) {
 	var job batchv1.Job
 	require.NoError(t, yaml.UnmarshalStrict([]byte(strings.Split(stdout, "\n---\n")[0]), &job))
 	assert.EqualValues(t, 3, *job.Spec.Completions)
-	assert.Equal(t, []string{"compare", "1p3d-mlx5", "vanilla-pd-1p3d", "--seeds", "4", "--shard", "env", "--jobs", "1", "-q", "--out", "/results"},
+	assert.Equal(t, []string{"compare", "1p3d-mlx5", "vanilla-pd-1p3d", "--seeds", "4", "--shard", "env", "--jobs", "1", "-q", "--force", "--out", "/results"},
 		job.Spec.Template.Spec.Containers[0].Args)
 	_, err = os.Stat(filepath.Join(out, "runs"))
 	assert.True(t, os.IsNotExist(err), "--emit runs nothing")
@@ -158,7 +167,7 @@ func TestCompareEmit(t *testing.T) {
 	stdout, _, err = runCLI(t, "compare", "1p3d-mlx5", "--seeds", "5", "--emit", "slurm", "--out", out, "--pdemu", "/opt/pdemu")
 	require.NoError(t, err)
 	assert.Contains(t, stdout, "#SBATCH --array=0-4\n", "one task per run by default")
-	assert.Contains(t, stdout, "exec /opt/pdemu compare 1p3d-mlx5 --seeds 5 --shard env --jobs 1 -q --out "+out+"\n")
+	assert.Contains(t, stdout, "exec /opt/pdemu compare 1p3d-mlx5 --seeds 5 --shard env --jobs 1 -q --force --out "+out+"\n")
 
 	for _, c := range [][]string{
 		{"--emit", "helm"},
