@@ -31,6 +31,7 @@ type fileHCL struct {
 	Decode    []workerHCL   `hcl:"decode,block"`
 	Fused     []workerHCL   `hcl:"fused,block"`
 	Links     []linkHCL     `hcl:"link,block"`
+	Mesh      []meshHCL     `hcl:"mesh,block"` // mesh.go
 	Routers   []routerHCL   `hcl:"router,block"`
 	Workloads []workloadHCL `hcl:"workload,block"`
 

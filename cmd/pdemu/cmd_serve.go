@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +38,8 @@ type serveFlags struct {
 	logLevel    string
 	maxFailed   float64
 	bodyTimeout time.Duration
-	fleet       fleetFlags // --endpoints workers (cmd_serve_fleet.go)
+	fleet       fleetFlags      // --endpoints workers (cmd_serve_fleet.go)
+	groups      serveGroupFlags // --group, --emit k8s (cmd_servegroup.go)
 }
 
 func newServeCmd() *cobra.Command {
@@ -98,6 +100,7 @@ partial if the drain was cut).
 	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when more than this share of the requests served failed (negative: no limit; aborted requests are not failures)")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE (repeatable)")
 	f.fleet.register(c)
+	f.groups.register(c)
 	return c
 }
 
@@ -119,12 +122,28 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if err := f.fleet.check(); err != nil {
 		return err
 	}
-	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
+	group, err := parseGroup(f.groups.group)
 	if err != nil {
 		return err
 	}
+	emit := f.groups.emit != ""
+	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force || emit)
+	if err != nil {
+		return err
+	}
+	if emit {
+		return emitServe(cmd, f, file, spec)
+	}
+	if spec, err = groupSpec(spec, group); err != nil {
+		return err
+	}
 	if f.fleet.workers() {
+		// One endpoint per worker of the scenario, or of group I of N.
 		return cmdServeFleet(cmd, f, log, spec)
+	}
+	var labels map[string]string
+	if group != nil {
+		labels = map[string]string{"group": strconv.Itoa(group.Index)}
 	}
 	stopIsNormal.Store(true)
 	cut, cutNow := context.WithCancelCause(context.Background())
@@ -133,7 +152,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
 		Cut: cut,
 		HTTP: serve.Options{
-			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log,
+			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
 			ReadTimeout: f.bodyTimeout,
 			Ready: func(a net.Addr) {
 				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
@@ -147,6 +166,11 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	}
 	if err := output.Write(f.out, res.Result, output.WriteOptions{Force: f.force}); err != nil {
 		return errors.Join(runErr, err)
+	}
+	if group != nil {
+		if err := writeGroupParams(f.out, file, f, spec, group); err != nil {
+			return errors.Join(runErr, err)
+		}
 	}
 	s := res.Summary
 	fmt.Fprintf(stderr, "pdemu: served %d requests (%d failed) in %s; report lag p99 %v emulated; outputs in %s\n",
