@@ -285,6 +285,7 @@ func Warnings(s Summary) []string {
 	if s.Requests.Failed > 0 {
 		w = append(w, FailureMessage(s.Requests))
 	}
+	w = append(w, SLOWarnings(s.SLO)...)
 	for _, b := range s.Balance {
 		if b.Warn {
 			w = append(w, fmt.Sprintf("imbalance: %s worker %s served %.1f%% of the %d %s requests (%.2f× an even share of %.1f%%; least busy %.1f%%)",

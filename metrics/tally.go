@@ -23,12 +23,12 @@ import (
 // per request with keepArrivals) and counters per session, bucket, worker and
 // emulated second with arrivals (sparse: bins): never a whole Record.
 type Tally struct {
-	total, completed, failed int
-	failReasons              map[string]int
-	usedP                    int
-	end                      time.Duration
-	modes                    map[string]int
-	prompt, gen              int64
+	total, completed, failed, aborted int
+	failReasons                       map[string]int
+	usedP                             int
+	end                               time.Duration
+	modes                             map[string]int
+	prompt, gen                       int64
 
 	// Per completed request, in the order added.
 	ttft, e2e, tpot durs // tpot: only the defined ones (≥ 0)
@@ -48,6 +48,8 @@ type Tally struct {
 
 	keepArrivals bool
 	arrivals     []RecoverRow
+
+	sloRows []sloRow // one per ended request (slo.go)
 }
 
 // SessionCount is one session's share of the records (sessions.csv):
@@ -125,6 +127,12 @@ func (t *Tally) Add(r *Record) {
 	if t.keepArrivals {
 		t.arrivals = append(t.arrivals, RecoverRow{ID: r.ID, Arrival: r.Arrival, TTFT: r.TTFT, Failed: r.Failed, Direct: r.Mode == "Direct"})
 	}
+	if r.State == StateAborted {
+		// The client went away (serve): neither met nor missed the SLO.
+		t.aborted++
+		return
+	}
+	t.sloRows = append(t.sloRows, sloRow{sess: r.SessionIdx, failed: r.Failed, arrival: r.Arrival, ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E})
 	if r.Failed {
 		t.failed++
 		t.failReasons[r.Reason]++
@@ -168,8 +176,8 @@ func (t *Tally) Arrivals() *Arrivals { return t.windows.Clone() }
 func (t *Tally) Ended() int { return t.total }
 
 // counts returns the request totals (as Summarize counts them).
-func counts(total, completed, failed int, reasons map[string]int) Counts {
-	c := Counts{Total: total, Completed: completed, Failed: failed, FailReasons: map[string]int{}}
+func counts(total, completed, failed, aborted int, reasons map[string]int) Counts {
+	c := Counts{Total: total, Completed: completed, Failed: failed, Aborted: aborted, FailReasons: map[string]int{}}
 	for r, n := range reasons {
 		c.FailReasons[r] = n
 	}
@@ -182,7 +190,7 @@ func counts(total, completed, failed int, reasons map[string]int) Counts {
 // Summary is Summarize of the records tallied.
 func (t *Tally) Summary() Summary {
 	var s Summary
-	s.Requests = counts(t.total, t.completed, t.failed, t.failReasons)
+	s.Requests = counts(t.total, t.completed, t.failed, t.aborted, t.failReasons)
 	ttft := t.ttft.slice()
 	s.TTFT = QuantilesMS(ttft)
 	s.E2E = QuantilesMS(t.e2e.slice())
@@ -287,7 +295,7 @@ func (t *Tally) Buckets() []BucketSummary {
 				bt, be = append(bt, ttft[i]), append(be, e2e[i])
 			}
 		}
-		s := BucketSummary{Bucket: t.bucketNames[bi], Requests: counts(b.n, b.completed, b.failed, b.failReasons),
+		s := BucketSummary{Bucket: t.bucketNames[bi], Requests: counts(b.n, b.completed, b.failed, b.n-b.completed-b.failed, b.failReasons),
 			TTFT: QuantilesMS(bt), E2E: QuantilesMS(be)}
 		s.LengthBucketMatch = round3(float64(b.match) / float64(b.n))
 		if b.prompt > 0 {

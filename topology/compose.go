@@ -57,7 +57,7 @@ const maxExtendsDepth = 8
 // singletonBlocks are matched by type alone when merging.
 var singletonBlocks = map[string]bool{
 	"router": true, "workload": true, "global_router": true, "local_router": true,
-	"generator": true, "content": true,
+	"generator": true, "content": true, "mesh": true,
 }
 
 // ParseFS parses the scenario name in fsys: like Parse, with extends
