@@ -231,6 +231,10 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	outputs, note := largeRunOutputs(spec, outputs, routingLogAsked(cmd.Flags().Changed("outputs"), f.set))
+	if note != "" { // even with -q: a file the user may expect is missing
+		fmt.Fprintln(stderr, note)
+	}
 	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force, Outputs: outputs}})
 	if err != nil {
 		return err
