@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -48,6 +49,24 @@ type Move struct {
 	High   float64 `json:"at_high"`
 	LowOK  bool    `json:"low_in_tolerance"`
 	HighOK bool    `json:"high_in_tolerance"`
+	// Unfitted: the figure with a fitted parameter at its unfitted value
+	// (NaN, omitted, for the others).
+	Unfitted   float64 `json:"-"`
+	UnfittedOK bool    `json:"-"`
+}
+
+// MarshalJSON writes at_unfitted only where there is one (JSON has no NaN).
+func (m Move) MarshalJSON() ([]byte, error) {
+	type plain Move
+	out := struct {
+		plain
+		AtUnfitted *float64 `json:"at_unfitted,omitempty"`
+		UnfitOK    *bool    `json:"unfitted_in_tolerance,omitempty"`
+	}{plain: plain(m)}
+	if !math.IsNaN(m.Unfitted) {
+		out.AtUnfitted, out.UnfitOK = &m.Unfitted, &m.UnfittedOK
+	}
+	return json.Marshal(out)
 }
 
 // span is the largest distance of the ends from the base.
@@ -65,10 +84,17 @@ func sensitivityDefs(seed uint64, short bool) []runDef {
 		if !p.Varied() {
 			continue
 		}
-		for _, end := range []struct {
+		ends := []struct {
 			tag string
 			v   float64
-		}{{"low", p.Low}, {"high", p.High}} {
+		}{{"low", p.Low}, {"high", p.High}}
+		if p.HasUnfitted {
+			ends = append(ends, struct {
+				tag string
+				v   float64
+			}{"unfitted", p.Unfitted})
+		}
+		for _, end := range ends {
 			for _, r := range []struct {
 				name, file string
 				vars       map[string]string
@@ -107,11 +133,16 @@ func sensitivity(seed uint64, base *seedRuns, by map[string]*runOut) *Sensitivit
 				v := d.value(k)
 				return v, d.ok(v)
 			}
-			m := Move{Param: p.Name, Label: p.Label}
+			m := Move{Param: p.Name, Label: p.Label, Unfitted: math.NaN()}
 			m.Low, m.LowOK = at("low")
 			m.High, m.HighOK = at("high")
+			crosses := m.LowOK != fs.BaseOK || m.HighOK != fs.BaseOK
+			if p.HasUnfitted {
+				m.Unfitted, m.UnfittedOK = at("unfitted")
+				crosses = crosses || m.UnfittedOK != fs.BaseOK
+			}
 			fs.Moves = append(fs.Moves, m)
-			if m.LowOK != fs.BaseOK || m.HighOK != fs.BaseOK {
+			if crosses {
 				fs.DecidedBy = append(fs.DecidedBy, p.Name)
 			}
 		}
@@ -155,7 +186,11 @@ func (s *Sensitivity) table() Table {
 		d := defs[i]
 		var moves []string
 		for _, m := range fs.Moves[:min(5, len(fs.Moves))] {
-			moves = append(moves, fmt.Sprintf("%s (%s): %s → %s", m.Param, m.Label, d.format(m.Low), d.format(m.High)))
+			mv := fmt.Sprintf("%s (%s): %s → %s", m.Param, m.Label, d.format(m.Low), d.format(m.High))
+			if !math.IsNaN(m.Unfitted) {
+				mv += fmt.Sprintf(", unfitted %s", d.format(m.Unfitted))
+			}
+			moves = append(moves, mv)
 		}
 		dec := "—"
 		if len(fs.DecidedBy) > 0 {

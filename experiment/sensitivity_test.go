@@ -9,18 +9,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSensitivityDefs: two ends × four runs for every varied parameter,
-// each a run of a parameter set to that end.
+// TestSensitivityDefs: two ends (three with an unfitted value) × four runs
+// for every varied parameter, each a run of a parameter set to that end.
 func TestSensitivityDefs(t *testing.T) {
-	n := 0
+	n, u := 0, 0
 	for _, p := range Params() {
 		if p.Varied() {
 			n++
 			require.True(t, p.Label == LabelFitted || p.Label == LabelAssumed, p.Name)
+			if p.HasUnfitted {
+				u++
+				require.Equal(t, LabelFitted, p.Label, p.Name)
+			}
 		}
 	}
 	defs := sensitivityDefs(1, true)
-	require.Len(t, defs, 8*n)
+	require.Len(t, defs, 8*n+4*u, "low and high, and unfitted where there is one, × 4 runs")
+	require.Equal(t, "", defs[indexOf(defs, sensName("tcp_rate", "unfitted", "v2-tcp"))].vars["tcp_rate"], "no rate cap")
 	names := map[string]bool{}
 	for _, d := range defs {
 		require.False(t, names[d.name], d.name)
@@ -52,7 +57,7 @@ func TestSensitivityDecides(t *testing.T) {
 	base := &seedRuns{rep.outs["v2-tcp-s1"], rep.outs["v2-rdma-s1"], rep.outs["v1-tcp-s1"], rep.outs["dp4-s1"]}
 	by := map[string]*runOut{}
 	for _, p := range Params() {
-		for _, end := range []string{"low", "high"} {
+		for _, end := range []string{"low", "high", "unfitted"} {
 			by[sensName(p.Name, end, "v2-tcp")], by[sensName(p.Name, end, "v2-rdma")] = base.kvc, base.kvcR
 			by[sensName(p.Name, end, "v1-tcp")], by[sensName(p.Name, end, "dp4")] = base.v1, base.dp
 		}
