@@ -33,7 +33,7 @@ type SensitivityParam struct {
 // FigureSensitivity is how far each parameter moves one figure.
 type FigureSensitivity struct {
 	Figure string  `json:"figure"`
-	Base   float64 `json:"base"` // the figure on the same seed, every parameter at its default
+	Base   float64 `json:"-"` // the figure on the same seed, every parameter at its default (JSON: base, null for NaN)
 	BaseOK bool    `json:"base_in_tolerance"`
 	Moves  []Move  `json:"moves"` // by decreasing |high − low| effect
 	// DecidedBy are the parameters at whose low or high value the figure
@@ -55,17 +55,41 @@ type Move struct {
 	UnfittedOK bool    `json:"-"`
 }
 
-// MarshalJSON writes at_unfitted only where there is one (JSON has no NaN).
+// nullable is x, or nil for NaN (a figure with nothing to measure, e.g. no
+// reseed in a variant): JSON has no NaN.
+func nullable(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// MarshalJSON writes the ends as numbers or null, and at_unfitted only
+// where there is one.
 func (m Move) MarshalJSON() ([]byte, error) {
-	type plain Move
 	out := struct {
-		plain
+		Param      string   `json:"param"`
+		Label      string   `json:"label"`
+		Low        *float64 `json:"at_low"`
+		High       *float64 `json:"at_high"`
+		LowOK      bool     `json:"low_in_tolerance"`
+		HighOK     bool     `json:"high_in_tolerance"`
 		AtUnfitted *float64 `json:"at_unfitted,omitempty"`
 		UnfitOK    *bool    `json:"unfitted_in_tolerance,omitempty"`
-	}{plain: plain(m)}
+	}{Param: m.Param, Label: m.Label, Low: nullable(m.Low), High: nullable(m.High), LowOK: m.LowOK, HighOK: m.HighOK}
 	if !math.IsNaN(m.Unfitted) {
-		out.AtUnfitted, out.UnfitOK = &m.Unfitted, &m.UnfittedOK
+		out.AtUnfitted, out.UnfitOK = nullable(m.Unfitted), &m.UnfittedOK
 	}
+	return json.Marshal(out)
+}
+
+// MarshalJSON writes a NaN base as null.
+func (f FigureSensitivity) MarshalJSON() ([]byte, error) {
+	type plain FigureSensitivity
+	out := struct {
+		plain
+		Base *float64 `json:"base"`
+	}{plain: plain(f), Base: nullable(f.Base)}
 	return json.Marshal(out)
 }
 

@@ -3,6 +3,8 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,4 +81,21 @@ func TestSensitivityDecides(t *testing.T) {
 	require.NoError(t, rep.WriteHTML(&b))
 	assert.Contains(t, b.String(), "<svg")
 	assert.Contains(t, b.String(), "Sensitivity (seed 1)")
+}
+
+// TestJSONNaN: a figure or sensitivity end with nothing to measure (NaN)
+// is null in report.json, not an encoding error.
+func TestJSONNaN(t *testing.T) {
+	rep := &Report{Figures: []Figure{{Name: "x", Value: math.NaN()}},
+		Sensitivity: &Sensitivity{Figures: []FigureSensitivity{{Figure: "x", Base: math.NaN(),
+			Moves: []Move{{Param: "p", Low: math.NaN(), High: 1, Unfitted: math.NaN()}}}}}}
+	var b bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&b))
+	assert.Contains(t, b.String(), `"value": null`)
+	assert.Contains(t, b.String(), `"base": null`)
+	assert.Contains(t, b.String(), `"at_low": null`)
+	assert.NotContains(t, b.String(), "at_unfitted")
+	var back Report
+	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
+	assert.True(t, math.IsNaN(back.Figures[0].Value))
 }
