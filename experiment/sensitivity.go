@@ -20,6 +20,16 @@ type Sensitivity struct {
 	Params []SensitivityParam `json:"params"`
 	// Figures has one entry per figure of the table, in table order.
 	Figures []FigureSensitivity `json:"figures"`
+	// Deciders counts, per parameter, the figures whose verdict it decides
+	// (most first; parameters that decide none are left out).
+	Deciders []Decider `json:"deciders"`
+}
+
+// Decider is a parameter and how many figures' verdicts it decides.
+type Decider struct {
+	Param   string `json:"param"`
+	Label   string `json:"label"`
+	Figures int    `json:"figures"`
 }
 
 // SensitivityParam is one varied parameter.
@@ -173,7 +183,36 @@ func sensitivity(seed uint64, base *seedRuns, by map[string]*runOut) *Sensitivit
 		sort.SliceStable(fs.Moves, func(i, j int) bool { return fs.Moves[i].span(fs.Base) > fs.Moves[j].span(fs.Base) })
 		s.Figures = append(s.Figures, fs)
 	}
+	for _, p := range varied {
+		d := Decider{Param: p.Name, Label: p.Label}
+		for _, fs := range s.Figures {
+			for _, n := range fs.DecidedBy {
+				if n == p.Name {
+					d.Figures++
+				}
+			}
+		}
+		if d.Figures > 0 {
+			s.Deciders = append(s.Deciders, d)
+		}
+	}
+	sort.SliceStable(s.Deciders, func(i, j int) bool { return s.Deciders[i].Figures > s.Deciders[j].Figures })
 	return s
+}
+
+// decidersLine is "large_append_prob (assumed) decides 11 of 23 verdicts, ...".
+func (s *Sensitivity) decidersLine() string {
+	if len(s.Deciders) == 0 {
+		return "No parameter at either end of its range changes any verdict."
+	}
+	out := "Parameters that decide verdicts (the figure crosses its tolerance at the parameter's low, high or unfitted value): "
+	for i, d := range s.Deciders {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s (%s) %d of %d", d.Param, d.Label, d.Figures, len(s.Figures))
+	}
+	return out + "."
 }
 
 // applySensitivity sets each figure's DecidedBy and re-classes a figure

@@ -73,6 +73,13 @@ func TestSensitivityDecides(t *testing.T) {
 	rep.applySensitivity()
 	f := rep.Figure("Direct share, KVC v2 1P3D")
 	require.NotNil(t, f)
+	if rep.Sensitivity.Figures[0].BaseOK {
+		require.Len(t, rep.Sensitivity.Deciders, 1)
+		d := rep.Sensitivity.Deciders[0]
+		assert.Equal(t, "tcp_rate", d.Param)
+		assert.Equal(t, LabelFitted, d.Label)
+		assert.GreaterOrEqual(t, d.Figures, 1, "the Direct share and every figure computed from the swapped run")
+	}
 	if f.InTolerance {
 		assert.Equal(t, []string{"tcp_rate"}, f.DecidedBy)
 		assert.Equal(t, VerdictDependsFitted, f.Verdict, "tcp_rate is fitted")
