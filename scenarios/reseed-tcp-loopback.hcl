@@ -82,13 +82,11 @@ dynamic "decode" {
 # (rate x 0.5 until a restore; degradations compound), fault { at = "60s"
 # cut = true } (fails every transfer in flight with reason "link: ..."),
 # fault { at = "90s" restore = true } (ends the cut and every degradation).
-dynamic "link" {
-  content {
-    transport = "tcp"
-    device    = "lo"
-    max_rate  = var.path_rate
-    latency   = "50us"
-  }
+mesh {
+  transport = "tcp"
+  device    = "lo"
+  max_rate  = var.path_rate
+  latency   = "50us"
 }
 
 # KVC-Router: 1p3d-mlx5.hcl's block (the paper's parameters, net_capacity =

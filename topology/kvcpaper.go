@@ -51,7 +51,7 @@ var paramInclusiveMatch = routerParam{
 // a kvc router block does not set epsilon. The paper's 1P3D evaluation
 // (§7) uses 2: its scenarios say so explicitly.
 func defaultEpsilon(rh *routerHCL, spec *Spec) {
-	if spec.Router.Policy != "kvc" || len(spec.Decode) == 0 || rh == nil || rh.Body == nil {
+	if pol := lookupPolicy(spec.Router.Policy); pol == nil || !pol.epsilonIsD || len(spec.Decode) == 0 || rh == nil || rh.Body == nil {
 		return
 	}
 	attrs, _ := rh.Body.JustAttributes()

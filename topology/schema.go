@@ -31,6 +31,7 @@ type fileHCL struct {
 	Decode    []workerHCL   `hcl:"decode,block"`
 	Fused     []workerHCL   `hcl:"fused,block"`
 	Links     []linkHCL     `hcl:"link,block"`
+	Mesh      []meshHCL     `hcl:"mesh,block"` // mesh.go
 	Routers   []routerHCL   `hcl:"router,block"`
 	Workloads []workloadHCL `hcl:"workload,block"`
 
@@ -43,6 +44,9 @@ type fileHCL struct {
 	// fault schedules.
 	Recovery []recoveryHCL `hcl:"recovery,block"`
 	Chaos    []chaosHCL    `hcl:"chaos,block"`
+
+	// The run's service-level objective (slo.go).
+	SLOs []sloHCL `hcl:"slo,block"`
 }
 
 // bucketHCL is a bucket block. Its attributes are kept as expressions so

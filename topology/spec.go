@@ -45,6 +45,11 @@ type Spec struct {
 	// with (recorded in summary.json).
 	Vars map[string]string
 	Set  []string
+	// SLO is the run's service-level objective (slo block, or the
+	// defaults).
+	SLO SLO
+	// RouterSwap is what Options.Router (--router) did; nil without it.
+	RouterSwap *RouterSwap
 
 	Prefill  []Worker // in file order
 	Decode   []Worker // in file order
