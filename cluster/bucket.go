@@ -35,6 +35,8 @@ type bucketNode struct {
 	rec      *metrics.LinkRecorder // links.csv (nil: not recorded)
 
 	f *bucketFaults // nil: no faults
+	// evictions are the instances' prefix-cache evictions (evictions.csv).
+	evictions []metrics.EvictionRow
 }
 
 // fetch is a prefix being copied from another instance of the bucket.
@@ -209,6 +211,8 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 				n.send(n.collector, JobEnded{ev.Job}, 0)
 			case gpu.EvBlocksEvicted:
 				n.local.Evicted(i, ev.Blocks, now)
+				n.evictions = append(n.evictions, metrics.EvictionRow{At: now, Worker: n.series[i].Worker,
+					Tokens: ev.Tokens, Cause: ev.Cause.String(), For: -1}) // kvcause.go
 			}
 		}
 		n.series[i].Observe(now, c.Used(), c.Queued(), c.Running())
