@@ -39,6 +39,7 @@ var useLines = map[string]string{
 	"pdemu trace stats":           "pdemu trace stats PATH [flags]",
 	"pdemu trace gen":             "pdemu trace gen [flags]",
 	"pdemu version":               "pdemu version [flags]",
+	"pdemu gpus":                  "pdemu gpus [flags]",
 	"pdemu completion":            "pdemu completion [command]",
 	"pdemu completion bash":       "pdemu completion bash",
 	"pdemu completion zsh":        "pdemu completion zsh [flags]",
