@@ -40,6 +40,7 @@ var useLines = map[string]string{
 	"pdemu trace gen":             "pdemu trace gen [flags]",
 	"pdemu version":               "pdemu version [flags]",
 	"pdemu gpus":                  "pdemu gpus [flags]",
+	"pdemu show":                  "pdemu show SCENARIO [flags]",
 	"pdemu capacity":              "pdemu capacity SCENARIO... --out DIR [flags]",
 	"pdemu completion":            "pdemu completion [command]",
 	"pdemu completion bash":       "pdemu completion bash",

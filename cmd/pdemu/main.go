@@ -185,7 +185,7 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newRunCmd(), newCompareCmd(), newCapacityCmd(), newServeCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(), newGPUsCmd(),
+	root.AddCommand(newRunCmd(), newCompareCmd(), newCapacityCmd(), newServeCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newShowCmd(), newModelsCmd(), newGPUsCmd(),
 		newScenariosCmd(), newTraceCmd(), newVersionCmd())
 	// cobra's shell completion, created now so its help has examples too.
 	root.InitDefaultCompletionCmd()
