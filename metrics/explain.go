@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // SchemaVersion is the version of the output files' schema
@@ -377,7 +379,7 @@ func DigestPath(path string) (string, error) {
 		return "", err
 	}
 	hashFile := func(p string) ([]byte, error) {
-		f, err := os.Open(p)
+		f, err := regular.Open(p)
 		if err != nil {
 			return nil, err
 		}

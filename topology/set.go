@@ -334,10 +334,15 @@ func (ov *overrides) unused() hcl.Diagnostics {
 		pathRng := st.rng
 		pathRng.Start = hcl.Pos{Line: 1, Column: 1}
 		pathRng.End = hcl.Pos{Line: 1, Column: 1 + len(p), Byte: len(p)}
+		hint := didYouMean(p, known)
+		if attr := st.path[len(st.path)-1]; st.path[0] == "link" && ov.seen["mesh."+attr] {
+			// The shipped bases link their workers with one mesh block.
+			hint = fmt.Sprintf(" This scenario's links come from its mesh block: --set mesh.%s=... sets it on every link.", attr)
+		}
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError, Summary: "Unknown --set path",
 			Detail: fmt.Sprintf("%q names no attribute of this scenario.%s A path is block type, labels and attribute, e.g. router.tau_append, decode.d1.kv_budget_tokens or decode.*.gpu.",
-				p, didYouMean(p, known)),
+				p, hint),
 			Subject: pathRng.Ptr(),
 		})
 	}

@@ -372,4 +372,7 @@ type Generator struct {
 	Content        string // swebench content model ("paper", "v0", "v1-stress")
 	Requests       int    // swebench total requests
 	ActiveSessions int    // swebench: sessions kept active at once (0 = the real timeline)
+	// SWEBench are the swebench content-model attributes the scenario set
+	// (topology/swebench_params.go; nil fields: the content model's defaults).
+	SWEBench SWEBenchParams
 }

@@ -59,6 +59,7 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 	}
 
 	c.links(spec, fh.Links, byName, order)
+	c.mesh(spec, fh.Mesh, ctx) // mesh.go: every pair the link blocks left out
 
 	// Routing: one router block, or the bucket form.
 	if fh.usesBuckets() {

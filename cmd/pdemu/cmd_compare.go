@@ -374,7 +374,7 @@ func compareSLOCheck(f *compareFlags, res *compare.Result) error {
 }
 
 func newReportCmd() *cobra.Command {
-	var out, plots, title string
+	var out, plots, title, baseline string
 	c := &cobra.Command{
 		Use:   "report RUN_DIR... [--out FILE]",
 		Short: "Build the HTML report (and compare.csv/json) from existing run directories",
@@ -387,9 +387,17 @@ runs/* are used. Runs of a 'pdemu compare' plan (params.json records
 its digest and their rows) come in plan order, so the shards of a plan
 run with --shard merge into the report of the whole plan; runs of
 different plans, or a plan row missing or given twice, are refused
-(exit 2) naming the rows. Runs without a plan follow in the order given.`,
+(exit 2) naming the rows. Runs without a plan follow in the order given.
+
+Runs are grouped by workload (trace); each group's runs are compared with
+its baseline: --baseline RUN (a run name), or the first run with status
+ok; on the other workloads, the run with the same configuration. Failed,
+partial and error runs are marked and refused as a baseline. Only
+summary.json is required in a run directory: the page says which plots
+leave a run out for want of its other files.`,
 		Example: `  pdemu report out/kvc out/vanilla --out kvc-vs-vanilla.html
-  pdemu report cmp                      # a compare directory: cmp/runs/*`,
+  pdemu report cmp                      # a compare directory: cmp/runs/*
+  pdemu report cmp --baseline vanilla-pd-1p3d__trace=swe --out cmp/report.html`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("report needs at least one RUN_DIR")
@@ -416,7 +424,7 @@ different plans, or a plan row missing or given twice, are refused
 			if plots == "" {
 				plots = filepath.Join(filepath.Dir(out), "plots")
 			}
-			page, err := report.Build(title, filepath.Dir(out), runs)
+			page, err := report.BuildWith(report.Options{Title: title, BaseDir: filepath.Dir(out), Baseline: baseline}, runs)
 			if err != nil {
 				return badInput(err)
 			}
@@ -441,12 +449,18 @@ different plans, or a plan row missing or given twice, are refused
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "report of %d runs in %s (plots in %s)\n", len(runs), out, plots)
+			for _, r := range rows {
+				if r.Status != report.StatusOK {
+					fmt.Fprintf(cmd.ErrOrStderr(), "pdemu: warning: run %s is %s (%s): marked in the report, not compared\n", r.Run, r.Status, r.StatusDetail)
+				}
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&out, "out", "report.html", "HTML file to write")
 	c.Flags().StringVar(&plots, "plots", "", "directory for the SVG files (default: plots/ beside --out)")
 	c.Flags().StringVar(&title, "title", "pdemu report", "report title")
+	c.Flags().StringVar(&baseline, "baseline", "", "the run the others are compared with (default: the first run with status ok)")
 	return c
 }
 

@@ -175,6 +175,10 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if f.wallTimeout <= 0 {
 		return usageErr("--wall-timeout must be > 0, got %v", f.wallTimeout)
 	}
+	outputs, err := output.ParseOutputs(f.outputs)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	if cmd.Flags().Changed("trace") {
 		f.scenarioFlags.trace = f.trace
 	}
@@ -230,10 +234,6 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	}
 	// The records go to disk as the requests end (memory bounded by the
 	// requests in flight, not the run's length).
-	outputs, err := output.ParseOutputs(f.outputs)
-	if err != nil {
-		return usageErr("%v", err)
-	}
 	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force, Outputs: outputs}})
 	if err != nil {
 		return err

@@ -22,16 +22,16 @@ func TestGPUsListsThePresets(t *testing.T) {
 // A bandwidth above what the NIC's max_rate lets through is flagged by
 // validate and run; the default 200 Gb/s (8 % above RDMA's ceiling) is not.
 func TestBandwidthWithoutEffectWarns(t *testing.T) {
-	_, stderr, err := runCLI(t, "validate", "1p3d-mlx5", "--set", "link.*.*.bandwidth=400Gbps")
+	_, stderr, err := runCLI(t, "validate", "1p3d-mlx5", "--set", "mesh.bandwidth=400Gbps")
 	require.NoError(t, err)
 	assert.Contains(t, stderr, "3 NICs (p0/mlx5_0, ...): bandwidth 400 Gb/s has no effect above 184 Gb/s")
 	_, stderr, err = runCLI(t, "validate", "1p3d-mlx5")
 	require.NoError(t, err)
 	assert.NotContains(t, stderr, "has no effect")
-	_, stderr, err = runCLI(t, "run", "--set", "link.*.*.bandwidth=800Gbps", "--max-requests", "5", "--out", t.TempDir(), "-q")
+	_, stderr, err = runCLI(t, "run", "--set", "mesh.bandwidth=800Gbps", "--max-requests", "5", "--out", t.TempDir(), "-q")
 	require.NoError(t, err)
 	assert.Contains(t, stderr, "bandwidth 800 Gb/s has no effect")
-	_, stderr, err = runCLI(t, "run", "--set", "link.*.*.bandwidth=800Gbps", "--set", "link.*.*.max_rate=100GB/s", "--max-requests", "5", "--out", t.TempDir(), "-q")
+	_, stderr, err = runCLI(t, "run", "--set", "mesh.bandwidth=800Gbps", "--set", "mesh.max_rate=100GB/s", "--max-requests", "5", "--out", t.TempDir(), "-q")
 	require.NoError(t, err)
 	assert.NotContains(t, stderr, "has no effect", "max_rate raised: the bandwidth counts")
 }
