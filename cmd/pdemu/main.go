@@ -29,6 +29,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/compare"
 	"github.com/pdemu/pdemu/internal/suggest"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/topology"
@@ -138,6 +139,12 @@ func main() {
 	if err != nil {
 		var de *topology.DiagError
 		if errors.As(err, &de) {
+			// Say which run's scenario the diagnostics are about (compare
+			// loads several: an --set may apply to one and not another).
+			var le *compare.LoadError
+			if errors.As(err, &le) {
+				fmt.Fprintf(os.Stderr, "pdemu: run %s:\n", le.Run)
+			}
 			_ = de.Write(os.Stderr, false)
 		} else {
 			fmt.Fprintln(os.Stderr, "pdemu:", err)
