@@ -191,6 +191,12 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		if err := f.sloFlags.apply(spec); err != nil {
 			return nil, err
 		}
+		for _, w := range noEffectWarnings(spec) {
+			if !swapSaid[w] { // once per distinct warning
+				swapSaid[w] = true
+				fmt.Fprintf(stderr, "pdemu: warning: run %s: %s\n", p.Name, w)
+			}
+		}
 		if err := checkBeforeRun(spec, p, f, traceSet, mine[p.Name], stderr); err != nil {
 			return nil, err
 		}

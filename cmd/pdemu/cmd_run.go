@@ -195,6 +195,9 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if err := f.sloFlags.apply(spec); err != nil {
 		return err
 	}
+	for _, w := range noEffectWarnings(spec) {
+		fmt.Fprintln(stderr, "pdemu: warning: "+w)
+	}
 	// Before anything runs: the trace exists and parses, and its requests
 	// fit the cluster's context and KV pools.
 	fc, err := preflight(spec, f.skipBad, cmd.Flags().Changed("trace"))
