@@ -78,6 +78,14 @@ type Table struct {
 	Header []string
 	Rows   [][]string
 	idx    map[string]int
+	// floats caches columns parsed as numbers (see column); Rows must
+	// not change once a column was read.
+	floats map[string]floatColumn
+}
+
+type floatColumn struct {
+	v   []float64
+	err error
 }
 
 // Has reports whether the table has column name.
@@ -110,14 +118,6 @@ func (t *Table) Float(i int, name string) (float64, error) {
 		return 0, fmt.Errorf("row %d column %s: %w", i+2, name, err)
 	}
 	return v, nil
-}
-
-// rows are t's data rows (none for a nil table).
-func (t *Table) rows() [][]string {
-	if t == nil {
-		return nil
-	}
-	return t.Rows
 }
 
 // readTable reads a CSV file with a header line. A missing file gives

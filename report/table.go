@@ -155,17 +155,18 @@ func MakeRow(r *Run) (Row, error) {
 		}
 		row.ModeShare[m] = round(share, 4)
 	}
-	t := r.Requests
-	for i := range t.rows() {
+	if t := r.Requests; t != nil {
 		for _, c := range []struct {
 			col string
 			dst *int64
 		}{{"append_tokens", &row.PrefilledTokens}, {"cached_tokens", &row.CachedTokens}, {"transfer_bytes", &row.TransferBytes}} {
-			v, err := t.Float(i, c.col)
+			vs, err := column(t, c.col)
 			if err != nil {
 				return Row{}, err
 			}
-			*c.dst += int64(v)
+			for _, v := range vs {
+				*c.dst += int64(v)
+			}
 		}
 	}
 	fc, err := faultCounts(r)
