@@ -120,7 +120,12 @@ func tableColumns(rows []Row) []tableColumn {
 	}
 	if gp {
 		cols = append(cols, tableColumn{Head: "goodput", get: opt(func(s *SLOFigures) *float64 { return s.GoodputRPS }),
-			format: func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " req/s" }})
+			format: func(v float64) string {
+				if math.Abs(v) < 10 {
+					return strconv.FormatFloat(v, 'g', 3, 64) + " req/s" // 0.0404, not 0.04
+				}
+				return strconv.FormatFloat(v, 'f', 1, 64) + " req/s"
+			}})
 	}
 	return cols
 }
