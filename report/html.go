@@ -391,7 +391,7 @@ func resultRows(r *Run) [][2]string {
 			parts = append(parts, fmt.Sprintf("%.1f %% of sessions", 100**f.SessionAttainment))
 		}
 		if f.GoodputRPS != nil {
-			parts = append(parts, fmt.Sprintf("goodput %.2f req/s", *f.GoodputRPS))
+			parts = append(parts, fmt.Sprintf("goodput %.3g req/s", *f.GoodputRPS))
 		}
 		rows = append(rows, [2]string{"SLO", strings.Join(parts, ", ")})
 	}
