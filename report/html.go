@@ -57,6 +57,15 @@ type Options struct {
 	// configuration is that workload's baseline. A run that is not ok is
 	// refused.
 	Baseline string
+	// Failed are runs that ended without a summary.json (their error
+	// instead): listed loudly, never as figures.
+	Failed []FailedRun
+}
+
+// FailedRun is a run of the study that wrote no results.
+type FailedRun struct {
+	Name  string
+	Error string
 }
 
 // Build renders the report of runs (at least one) with the default
@@ -72,7 +81,7 @@ func Build(title, baseDir string, runs []*Run) (*Page, error) {
 // results and time series.
 func BuildWith(o Options, runs []*Run) (*Page, error) {
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("report: no runs")
+		return nil, fmt.Errorf("report: no runs with results")
 	}
 	rows, err := MakeRows(runs)
 	if err != nil {
@@ -206,6 +215,7 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 		"Title":    o.Title,
 		"Status":   statusCounts(rows),
 		"Overload": overloadNote(rows),
+		"Failed":   o.Failed,
 		"Missing":  missing,
 		"Columns":  cols,
 		"NCols":    len(cols) + 2,
@@ -469,6 +479,7 @@ figcaption { font-size: 12px; color: #555; }
 <body>
 <h1>{{.Title}}</h1>
 {{if .Status}}<div class="warn"><b>Not every run is a clean result.</b> {{.Status}}</div>
+{{end}}{{if .Failed}}<div class="warn"><b>{{len .Failed}} run{{if ne (len .Failed) 1}}s{{end}} of this study wrote no results</b> and {{if ne (len .Failed) 1}}are{{else}}is{{end}} in no table or plot below:<ul>{{range .Failed}}<li>{{.Name}}: {{.Error}}</li>{{end}}</ul></div>
 {{end}}{{if .Overload}}<div class="warn"><b>Overload.</b> {{.Overload}}</div>
 {{end}}{{if .Missing}}<div class="note">Runs kept with fewer outputs: {{range $i, $m := .Missing}}{{if $i}}; {{end}}{{$m}}{{end}}. Their rows come from summary.json; the figures the absent files would give are shown as – and the plots they would feed leave them out.</div>
 {{end}}<h2 id="table">Comparison</h2>

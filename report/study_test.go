@@ -525,3 +525,14 @@ func TestRunsWithoutRequestsDrawNoEmptyAxes(t *testing.T) {
 	assert.Contains(t, o, "row(notok): kvc__trace=cc | empty no requests")
 	assert.Contains(t, o, "row(notok): vanilla__trace=cc | failed 40 of 40 requests failed (100.0 %)")
 }
+
+// Runs that wrote no results (a compare run that failed before its
+// summary.json) are listed loudly with their errors.
+func TestFailedRunsWithoutResultsAreListed(t *testing.T) {
+	root, runs := loadStudy(t, studyFixtures()[:1])
+	page, err := BuildWith(Options{Title: "s", BaseDir: root,
+		Failed: []FailedRun{{Name: "dp4__trace=cc", Error: "workload: stat traces/cc: no such file or directory"}}}, runs)
+	require.NoError(t, err)
+	assert.Contains(t, outline(t, page.HTML),
+		"[warn] 1 run of this study wrote no results and is in no table or plot below:dp4__trace=cc: workload: stat traces/cc: no such file or directory")
+}
