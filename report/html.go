@@ -92,7 +92,14 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 		return nil, err
 	}
 	cols := tableColumns(rows)
-	mix, err := modeMixFigure(runs)
+	// The mode mix and the runs' sections follow the table: by workload.
+	var ordered []*Run
+	var orderedRows []Row
+	for _, g := range groups {
+		ordered = append(ordered, g.Runs...)
+		orderedRows = append(orderedRows, g.Rows...)
+	}
+	mix, err := modeMixFigure(ordered)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +155,8 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 	}
 
 	var sections []runSection
-	for i, r := range runs {
+	rows = orderedRows
+	for i, r := range ordered {
 		id := SanitizeName(r.Name)
 		dir := r.Dir
 		if rel, err := filepath.Rel(o.BaseDir, r.Dir); err == nil && !strings.HasPrefix(rel, "..") {
@@ -205,7 +213,7 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 	}
 
 	var missing []string
-	for _, r := range runs {
+	for _, r := range ordered {
 		if len(r.Missing) > 0 {
 			missing = append(missing, r.Name+" (no "+strings.Join(r.Missing, ", no ")+")")
 		}

@@ -536,3 +536,22 @@ func TestFailedRunsWithoutResultsAreListed(t *testing.T) {
 	assert.Contains(t, outline(t, page.HTML),
 		"[warn] 1 run of this study wrote no results and is in no table or plot below:dp4__trace=cc: workload: stat traces/cc: no such file or directory")
 }
+
+// Runs given with their workloads interleaved are shown by workload, in
+// the table, the mode mix and the runs' sections alike.
+func TestRunsShownByWorkload(t *testing.T) {
+	all := studyFixtures()
+	root, runs := loadStudy(t, []fixture{all[0], all[3], all[1]}) // cc, swe, cc
+	page, err := BuildWith(Options{Title: "s", BaseDir: root}, runs)
+	require.NoError(t, err)
+	o := outline(t, page.HTML)
+	var sections []string
+	for _, l := range strings.Split(o, "\n") {
+		if strings.HasPrefix(l, "### ") {
+			sections = append(sections, strings.TrimPrefix(l, "### "))
+		}
+	}
+	assert.Equal(t, []string{"kvc__trace=cc", "vanilla__trace=cc", "kvc__trace=swe"}, sections)
+	mix := string(page.Figures[0].SVG)
+	assert.Greater(t, strings.Index(mix, ">vanilla__trace=cc<"), strings.Index(mix, ">kvc__trace=swe<"), "the mode mix lists runs top-down in the table order (its labels are drawn bottom-up)")
+}
