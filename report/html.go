@@ -486,6 +486,7 @@ figcaption { font-size: 12px; color: #555; }
 </head>
 <body>
 <h1>{{.Title}}</h1>
+<p class="small"><a href="#table">Comparison</a> · <a href="#mode-mix">Mode mix</a>{{range .Groups}} · <a href="#{{.ID}}">{{.Label}}</a>{{end}} · <a href="#runs">Runs</a></p>
 {{if .Status}}<div class="warn"><b>Not every run is a clean result.</b> {{.Status}}</div>
 {{end}}{{if .Failed}}<div class="warn"><b>{{len .Failed}} run{{if ne (len .Failed) 1}}s{{end}} of this study wrote no results</b> and {{if ne (len .Failed) 1}}are{{else}}is{{end}} in no table or plot below:<ul>{{range .Failed}}<li>{{.Name}}: {{.Error}}</li>{{end}}</ul></div>
 {{end}}{{if .Overload}}<div class="warn"><b>Overload.</b> {{.Overload}}</div>
