@@ -29,6 +29,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // File is one file of a trace.
@@ -160,10 +161,20 @@ type Progress interface {
 	Done()
 }
 
+// defaultClient gives up on a server that does not answer within a
+// minute; a body that stalls is stopped by the context (SIGINT), its
+// bytes kept for the next run.
+var defaultClient = &http.Client{Transport: &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	TLSHandshakeTimeout:   30 * time.Second,
+	ResponseHeaderTimeout: time.Minute,
+	IdleConnTimeout:       time.Minute,
+}}
+
 // Fetcher downloads catalog traces into Dir.
 type Fetcher struct {
 	Dir    string
-	Client *http.Client // nil: http.DefaultClient
+	Client *http.Client // nil: defaultClient (proxy from the environment, header timeout)
 	// Base replaces https://raw.githubusercontent.com (tests serve the
 	// files locally).
 	Base     string
@@ -316,7 +327,7 @@ func (f *Fetcher) download(ctx context.Context, url, part string, file File, hav
 	}
 	client := f.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultClient
 	}
 	resp, err := client.Do(req)
 	if err != nil {
