@@ -11,7 +11,8 @@
 // both hashes. An interrupted download resumes from its .part file with
 // an HTTP Range request (a server that ignores Range restarts it from
 // zero). A file already present with the right hash is not downloaded
-// again. Nothing here runs at import time or reads the wall clock.
+// again. Nothing here runs at import time; the network is reached only
+// through Fetcher (tests serve the files with net/http/httptest).
 package tracefetch
 
 import (
