@@ -12,7 +12,9 @@
 // an HTTP Range request (a server that ignores Range restarts it from
 // zero). A file already present with the right hash is not downloaded
 // again. Nothing here runs at import time; the network is reached only
-// through Fetcher (tests serve the files with net/http/httptest).
+// through Fetcher (tests serve the files with net/http/httptest). Run one
+// fetch at a time per cache: two fetching the same file into one .part
+// fail its checksum (and remove it) rather than leave a wrong file.
 package tracefetch
 
 import (
