@@ -269,6 +269,16 @@ func (f *Fetcher) fetchFile(ctx context.Context, t Trace, file File, dir string)
 	}
 	size := kept + n
 	sum := hex.EncodeToString(h.Sum(nil))
+	if size == file.Size && sum == file.SHA256 {
+		// What was received is right; check what is on disk too (another
+		// process writing the same .part, a disk that lost a write) before
+		// the file takes its name.
+		if dsum, dn, err := hashFile(part); err != nil {
+			return res, fmt.Errorf("tracefetch: %w", err)
+		} else if dn != size || dsum != sum {
+			size, sum = dn, dsum
+		}
+	}
 	if size != file.Size || sum != file.SHA256 {
 		_ = os.Remove(part)
 		return res, fmt.Errorf("tracefetch: %s: checksum mismatch: got %d bytes with sha256 %s, want %d bytes with sha256 %s; the download was removed (the source changed or the transfer was corrupted: run the command again, and report it if it persists)",
