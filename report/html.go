@@ -173,8 +173,14 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 				sec.Notes = append(sec.Notes, "no instances.csv in the directory: no KV occupancy or queue plots")
 			}
 		}
-		if r.Links != nil && len(r.Links.Rows) == 0 {
+		switch {
+		case r.Links == nil:
+			sec.Notes = append(sec.Notes, "no links.csv in the directory: no link plot")
+		case len(r.Links.Rows) == 0:
 			sec.Notes = append(sec.Notes, "no KV link carried a transfer (links.csv has no rows): no link plot")
+		}
+		if r.RouterWindows == nil {
+			sec.Notes = append(sec.Notes, "no router_windows.csv in the directory: no router counters plot")
 		}
 		for _, f := range []func() (*Figure, error){
 			func() (*Figure, error) {
