@@ -60,7 +60,6 @@ type Bridge struct {
 	onAbort, onAbortDone func(id int64)
 }
 
-
 // BridgeOptions configure a Bridge.
 type BridgeOptions struct {
 	// TimeScale is the run's time scale (emulated = wall × scale) [1].
