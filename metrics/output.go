@@ -103,6 +103,10 @@ type Summary struct {
 	// Faults sums faults.csv (absent without faults).
 	Faults *FaultSummary `json:"faults,omitempty"`
 
+	// SLO is the run's SLO attainment, goodput and overload verdict
+	// (metrics/slo.go; absent when no SLO was given).
+	SLO *SLOSummary `json:"slo,omitempty"`
+
 	TTFTParts  PartsSummary `json:"ttft_parts_ms"`
 	TTFTTail   TailParts    `json:"ttft_tail"`
 	TPOT       Tail         `json:"tpot_ms"`

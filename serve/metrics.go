@@ -78,7 +78,18 @@ var DashboardFamilies = []string{
 // nil) is read on every scrape for the cluster-state series, and once now
 // for the workers whose per-request series start at zero.
 func NewMetrics(model string, snap func() Snapshot) *Metrics {
+	return NewMetricsWith(model, snap, nil)
+}
+
+// NewMetricsWith is NewMetrics with labels added to every series (e.g.
+// group="1" for 'pdemu serve --group 1/N', so a fleet's scrapes stay
+// apart); nil adds none.
+func NewMetricsWith(model string, snap func() Snapshot, labels prometheus.Labels) *Metrics {
 	reg := prometheus.NewRegistry()
+	var r prometheus.Registerer = reg
+	if len(labels) > 0 {
+		r = prometheus.WrapRegistererWith(labels, reg)
+	}
 	wl := []string{"model_name", "worker"}
 	hist := func(name, help string, b []float64) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b}, wl)
@@ -122,12 +133,12 @@ func NewMetrics(model string, snap func() Snapshot) *Metrics {
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pdemu_http_requests_in_flight",
 			Help: "Requests admitted and not yet ended."}),
 	}
-	reg.MustRegister(m.ttft, m.itl, m.e2e, m.prompt, m.generation, m.cacheQ, m.cacheHit, m.success,
+	r.MustRegister(m.ttft, m.itl, m.e2e, m.prompt, m.generation, m.cacheQ, m.cacheHit, m.success,
 		m.modes, m.failed, m.httpErrors, m.disconnects, m.inflight,
 		m.tpot, m.promptLen, m.genLen, m.maxGen, m.queue, m.prefill, m.decode, m.late,
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	if snap != nil {
-		reg.MustRegister(&snapshotCollector{model: model, snap: snap})
+		r.MustRegister(&snapshotCollector{model: model, snap: snap})
 		// Every per-request family is there from the start, at zero, for
 		// each worker that can end a request.
 		for _, w := range snap().Workers {

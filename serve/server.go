@@ -65,6 +65,9 @@ type Options struct {
 	// Ready, when set, is called by Run with the bound address.
 	Ready  func(addr net.Addr)
 	Logger hclog.Logger
+	// Labels are added to every metric on /metrics (pdemu serve --group
+	// sets group).
+	Labels map[string]string
 }
 
 func (o Options) withDefaults() Options {
@@ -152,7 +155,7 @@ func New(opts Options, cl Cluster) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, cl: cl, sess: newSessions(opts.MaxSessions), created: time.Now().Unix(), launch: rand.Uint64()}
-	s.met = NewMetrics(opts.Model, cl.Snapshot)
+	s.met = NewMetricsWith(opts.Model, cl.Snapshot, opts.Labels)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/chat/completions", s.post(s.chat))
 	s.mux.HandleFunc("/v1/completions", s.post(s.completion))

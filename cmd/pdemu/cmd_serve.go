@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,8 @@ type serveFlags struct {
 	logLevel    string
 	maxFailed   float64
 	bodyTimeout time.Duration
+	fleet       fleetFlags      // --endpoints workers (cmd_serve_fleet.go)
+	groups      serveGroupFlags // --group, --emit k8s (cmd_servegroup.go)
 }
 
 func newServeCmd() *cobra.Command {
@@ -67,7 +70,8 @@ partial if the drain was cut).
 		Example: `  pdemu serve
   pdemu serve vanilla-pd-1p3d --listen 127.0.0.1:9000
   pdemu serve --time-scale 10 --set router.tau_append=4096 --out served
-  pdemu serve --listen 127.0.0.1:8001 --out served --force   # then: OPENAI_BASE_URL=http://127.0.0.1:8001/v1 my-agent`,
+  pdemu serve --listen 127.0.0.1:8001 --out served --force   # then: OPENAI_BASE_URL=http://127.0.0.1:8001/v1 my-agent
+  pdemu serve 1p3d-mlx5 --endpoints workers --endpoints-file fleet.json   # one vLLM-like endpoint per worker`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErr("serve takes at most one SCENARIO, got %d", len(args))
@@ -95,6 +99,8 @@ partial if the drain was cut).
 	fl.DurationVar(&f.bodyTimeout, "body-timeout", 10*time.Second, "a request body must arrive within this (else 408); bodies are read before admission, so slow ones hold no --max-in-flight slot")
 	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when more than this share of the requests served failed (negative: no limit; aborted requests are not failures)")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE (repeatable)")
+	f.fleet.register(c)
+	f.groups.register(c)
 	return c
 }
 
@@ -113,9 +119,31 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if f.maxInFlight <= 0 {
 		return usageErr("--max-in-flight must be > 0, got %d", f.maxInFlight)
 	}
-	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
+	if err := f.fleet.check(); err != nil {
+		return err
+	}
+	group, err := parseGroup(f.groups.group)
 	if err != nil {
 		return err
+	}
+	emit := f.groups.emit != ""
+	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force || emit)
+	if err != nil {
+		return err
+	}
+	if emit {
+		return emitServe(cmd, f, file, spec)
+	}
+	if spec, err = groupSpec(spec, group); err != nil {
+		return err
+	}
+	if f.fleet.workers() {
+		// One endpoint per worker of the scenario, or of group I of N.
+		return cmdServeFleet(cmd, f, log, spec)
+	}
+	var labels map[string]string
+	if group != nil {
+		labels = map[string]string{"group": strconv.Itoa(group.Index)}
 	}
 	stopIsNormal.Store(true)
 	cut, cutNow := context.WithCancelCause(context.Background())
@@ -132,7 +160,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 		Cut:     cut,
 		Records: st,
 		HTTP: serve.Options{
-			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log,
+			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
 			ReadTimeout: f.bodyTimeout,
 			Ready: func(a net.Addr) {
 				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
@@ -146,6 +174,11 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	}
 	if err := st.Write(res.Result); err != nil {
 		return errors.Join(runErr, err)
+	}
+	if group != nil {
+		if err := writeGroupParams(f.out, file, f, spec, group); err != nil {
+			return errors.Join(runErr, err)
+		}
 	}
 	s := res.Summary
 	fmt.Fprintf(stderr, "pdemu: served %d requests (%d failed) in %s; report lag p99 %v emulated; outputs in %s\n",

@@ -177,7 +177,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 described in HCL, replaying agentic multi-turn workloads in virtual
 (deterministic) or wall-clock time, and compares runs in one HTML report.`,
 		Example: `  pdemu run                                  # the embedded default scenario
-  pdemu run dp4 --trace ../shared/traces/weka-claude-code
+  pdemu run claude-code-dp4                  # the Claude Code sessions (../shared/traces) on 4-way DP
   pdemu compare 1p3d-mlx5 vanilla-pd-1p3d --seeds 2 --out cmp
   pdemu scenarios`,
 		SilenceUsage:  true,
@@ -198,6 +198,7 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagValues(cmd) }
 	root.AddCommand(newRunCmd(), newCompareCmd(), newServeCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
 		newScenariosCmd(), newTraceCmd(), newVersionCmd())
 	// cobra's shell completion, created now so its help has examples too.

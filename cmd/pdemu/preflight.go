@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"path/filepath"
 	"strings"
 
 	"github.com/pdemu/pdemu/cluster"
@@ -166,12 +167,15 @@ func seeded(spec *topology.Spec) bool {
 
 // checkBeforeRun is compare's preflight of one run, called while every
 // run is loaded and before any starts: its run directory is usable
-// (another run's outputs need --force), its workload opens and fits, and
+// (another run's outputs need --force; only for the runs this process
+// writes: writes is false for another shard's), its workload opens and fits, and
 // --seeds on a workload that does not draw from its seed is flagged once
 // per scenario.
-func checkBeforeRun(spec *topology.Spec, p report.Params, f *compareFlags, traceSet bool, stderr io.Writer) error {
-	if err := output.CheckDir(compare.RunDir(f.out, p.Name), f.force); err != nil {
-		return err
+func checkBeforeRun(spec *topology.Spec, p report.Params, f *compareFlags, traceSet, writes bool, stderr io.Writer) error {
+	if writes {
+		if err := output.CheckDir(compare.RunDir(f.out, p.Name), f.force); err != nil {
+			return err
+		}
 	}
 	fc, err := preflight(spec, f.skipBad, traceSet)
 	if err != nil {
@@ -190,4 +194,9 @@ func checkBeforeRun(spec *topology.Spec, p report.Params, f *compareFlags, trace
 			p.Name, f.seeds, f.seeds)
 	}
 	return nil
+}
+
+// scenarioLabel is a scenario argument without its directory and .hcl.
+func scenarioLabel(s string) string {
+	return strings.TrimSuffix(filepath.Base(s), ".hcl")
 }
