@@ -75,7 +75,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte) {
 		s.fail(w, e)
 		return
 	}
-	if e := checkParams(body, true); e != nil {
+	if e := checkParams(body, true, s.opts.ExtraParams); e != nil {
 		s.fail(w, e)
 		return
 	}
@@ -123,7 +123,7 @@ func (s *Server) completion(w http.ResponseWriter, r *http.Request, body []byte)
 		s.fail(w, e)
 		return
 	}
-	if e := checkParams(body, false); e != nil {
+	if e := checkParams(body, false, s.opts.ExtraParams); e != nil {
 		s.fail(w, e)
 		return
 	}

@@ -62,6 +62,10 @@ type Options struct {
 	// DrainTimeout bounds the graceful drain of Run [5m]: in-flight requests
 	// are served to their end unless it expires.
 	DrainTimeout time.Duration
+	// ExtraParams are request parameters the embedding front end reads
+	// itself (fleetserve: kv_transfer_params); the server accepts them.
+	// Every other parameter not in its table is refused (params.go).
+	ExtraParams []string
 	// Ready, when set, is called by Run with the bound address.
 	Ready  func(addr net.Addr)
 	Logger hclog.Logger
