@@ -131,12 +131,16 @@ runs=$(ls "$work/sharded/runs" | wc -l)
 log "3 array tasks wrote $runs runs (task logs: $(cat "$work/sharded"/pdemu-*.out | wc -c) bytes)"
 
 # The merge step, as the script's comment gives it (a dependent job).
-mjid=$(sbatch --parsable --job-name=merge --output="$work/merge.out" \
-  --wrap "$work/pdemu report $work/sharded --out $work/sharded/report.html")
+# The comment line is a shell command once $jid is set: run it as written.
+merge=$(sed -n 's/^#   \(sbatch --dependency=afterok:\$jid .*\)$/\1/p' "$work/array.sh")
+[ -n "$merge" ] || { echo "== slurm: FAILED: no merge step in the emitted script"; cat "$work/array.sh"; exit 1; }
+mjid=$(eval "${merge/sbatch /sbatch --parsable --output=$work/merge.out }")
 waitfor 120 "merge $mjid" sh -c "[ -z \"\$(squeue -h -j $mjid 2>/dev/null)\" ]" ||
   { echo "== slurm: FAILED: merge job still queued"; exit 1; }
 grep -q "report of 8 runs" "$work/merge.out" || { echo "== slurm: FAILED: merge:"; cat "$work/merge.out"; exit 1; }
 
 cmp "$work/one/compare.csv" "$work/sharded/compare.csv"
+cmp "$work/one/report.html" "$work/sharded/report.html"
+diff -r "$work/one/plots" "$work/sharded/plots"
 diff -r "$work/one/runs" "$work/sharded/runs"
-log "OK: 8 runs as a 3-task Slurm array, merged compare.csv and every run's files byte-identical to one process"
+log "OK: 8 runs as a 3-task Slurm array; the merged compare.csv, report.html, plots and every run's files are byte-identical to one process"

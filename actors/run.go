@@ -165,7 +165,13 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	if opts.Started != nil && spec.Workload.Clock != topology.ClockWall {
 		return nil, fmt.Errorf("injecting messages from outside needs the wall clock (this run's clock is virtual)")
 	}
-	cl, err := cluster.Build(spec, src)
+	// A wall run's --wall-timeout covers building the cluster too (a
+	// 256P768D full mesh builds 196,608 links before its clock starts).
+	var deadline time.Time // zero: none
+	if d := wallTimeout(opts.WallTimeout); spec.Workload.Clock == topology.ClockWall && d > 0 {
+		deadline = time.Now().Add(d)
+	}
+	cl, err := buildBy(spec, src, deadline, wallTimeout(opts.WallTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +193,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	pids, shells := spawnShells(ps.sys, cl, clk, rs, isVirtual(clk))
 
 	start := time.Now()
-	runErr := drive(ctx, clk, pids, cl.Driver, rs, opts)
+	runErr := drive(ctx, clk, pids, cl.Driver, rs, opts, deadline)
 	end := clk.Now()
 	// The sample interval, widened now that the horizon is known so that
 	// instances.csv stays within topology.MaxSampleRows (output.Write
@@ -245,8 +251,43 @@ func newClock(sys *actor.ActorSystem, wl topology.Workload, rs *runState) Clock 
 
 func isVirtual(clk Clock) bool { _, ok := clk.(*VirtualClock); return ok }
 
-// drive starts the driver and runs the clock until the run ends.
-func drive(ctx context.Context, clk Clock, pids []*actor.PID, driver cluster.Addr, rs *runState, opts Options) error {
+// wallTimeout is Options.WallTimeout, or its default for 0 (negative:
+// none).
+func wallTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return 30 * time.Minute
+	}
+	return d
+}
+
+// buildBy builds the cluster, giving up at deadline (zero: never) with
+// the --wall-timeout error; the abandoned build ends on its own.
+func buildBy(spec *topology.Spec, src workload.Source, deadline time.Time, timeout time.Duration) (*cluster.Cluster, error) {
+	if deadline.IsZero() {
+		return cluster.Build(spec, src)
+	}
+	type built struct {
+		cl  *cluster.Cluster
+		err error
+	}
+	ch := make(chan built, 1)
+	go func() {
+		cl, err := cluster.Build(spec, src)
+		ch <- built{cl, err}
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case b := <-ch:
+		return b.cl, b.err
+	case <-t.C:
+		return nil, &errWallTimeout{fmt.Errorf("the cluster did not build within %v (--wall-timeout covers the build)", timeout)}
+	}
+}
+
+// drive starts the driver and runs the clock until the run ends (a wall
+// run until deadline at the latest; zero: no deadline).
+func drive(ctx context.Context, clk Clock, pids []*actor.PID, driver cluster.Addr, rs *runState, opts Options, deadline time.Time) error {
 	clk.Send(0, 0, pids[driver], cluster.Start{}, 0)
 	if v, ok := clk.(*VirtualClock); ok {
 		return v.Run(ctx, opts.Horizon)
@@ -259,12 +300,8 @@ func drive(ctx context.Context, clk Clock, pids []*actor.PID, driver cluster.Add
 		opts.Started(in)
 	}
 	var timeout <-chan time.Time
-	d := opts.WallTimeout
-	if d == 0 {
-		d = 30 * time.Minute
-	}
-	if d > 0 {
-		t := time.NewTimer(d)
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -274,7 +311,7 @@ func drive(ctx context.Context, clk Clock, pids []*actor.PID, driver cluster.Add
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timeout:
-		return &errWallTimeout{fmt.Errorf("wall-clock run did not finish within %v (--wall-timeout)", d)}
+		return &errWallTimeout{fmt.Errorf("wall-clock run did not finish within %v (--wall-timeout)", wallTimeout(opts.WallTimeout))}
 	}
 }
 

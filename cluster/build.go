@@ -33,7 +33,7 @@ type nicSpec struct {
 	name     string
 	prefill  int
 	nic      *transfer.NIC
-	rateCap  []float64 // by decode index; 0 = no link from this NIC
+	rateCap  rateCaps // by decode index; 0 = no link from this NIC
 	bytesTok int64
 }
 
@@ -191,7 +191,7 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		}
 		cost, slow := faultCost(w, p)
 		cfg := gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
-			SnapshotBackup:  spec.Router.Policy == "kvc" && !spec.Router.PrefillCacheBackup,
+			SnapshotBackup:  Registry[PolicyKey{TierPD, spec.Router.Policy}].SnapshotBackup && !spec.Router.PrefillCacheBackup,
 			FallbackRefresh: spec.Router.DPSync}
 		pw, err := gpu.NewPrefillWorker(cfg, cost)
 		if err != nil {
@@ -227,14 +227,14 @@ func buildPD(spec *topology.Spec) (*built, error) {
 			return nil, err
 		}
 		ns := nicSpec{name: cfg.Name, prefill: pi, nic: nic,
-			rateCap: make([]float64, len(spec.Decode)), bytesTok: b.perfP[pi].KVBytesPerToken()}
+			bytesTok: b.perfP[pi].KVBytesPerToken()}
 		for _, li := range n.Links {
 			l := spec.Links[li]
 			di, ok := decIdx[l.To]
 			if !ok {
 				return nil, fmt.Errorf("link %s -> %s: unknown endpoint", l.From, l.To)
 			}
-			ns.rateCap[di] = l.Bandwidth
+			ns.rateCap.set(di, l.Bandwidth)
 		}
 		b.nics = append(b.nics, ns)
 	}
@@ -272,8 +272,7 @@ func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 		if g.Kind == "burst" {
 			src, err = workload.NewBurst(workload.BurstConfig{})
 		} else {
-			src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: g.Sessions, Requests: g.Requests,
-				Content: g.Content, ActiveSessions: g.ActiveSessions, BlockTokens: g.BlockTokens}, w.Seed)
+			src, err = workload.NewSWEBench(swebenchConfig(g), w.Seed) // cluster/swebench.go
 		}
 		src = workload.Limit(src, w.MaxRequests)
 	default:

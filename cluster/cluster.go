@@ -113,15 +113,14 @@ func names(ws []topology.Worker) []string {
 // checkLinks: every prefill worker needs a link to every decode worker
 // (topology validates this; a hand-built Spec may not).
 func (b *built) checkLinks(spec *topology.Spec) error {
-	for pi := range b.prefill {
-		for d := range b.decode {
-			linked := false
-			for _, n := range b.nics {
-				linked = linked || (n.prefill == pi && n.rateCap[d] > 0)
-			}
-			if !linked {
-				return fmt.Errorf("no link from %s to %s", spec.Prefill[pi].Name, spec.Decode[d].Name)
-			}
+	nd := len(b.decode)
+	linked := make([]bool, len(b.prefill)*nd)
+	for _, n := range b.nics {
+		n.rateCap.each(func(d int, _ float64) { linked[n.prefill*nd+d] = true })
+	}
+	for i, ok := range linked {
+		if !ok {
+			return fmt.Errorf("no link from %s to %s", spec.Prefill[i/nd].Name, spec.Decode[i%nd].Name)
 		}
 	}
 	return nil
@@ -161,11 +160,7 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 			inflight: map[uint64]*gpu.Job{}, name: n.name, rec: c.links, f: linkFaults[ni]}
 		links, linkPrefill = append(links, ln), append(linkPrefill, n.prefill)
 		a := c.add(ln, "link:"+n.name, KindLink)
-		for d, rc := range n.rateCap {
-			if rc > 0 {
-				pres[n.prefill].links[d] = a
-			}
-		}
+		n.rateCap.each(func(d int, _ float64) { pres[n.prefill].links[d] = a })
 	}
 	if spec.Router.DPSync { // D→P incremental KV sync (dpsync.go)
 		wireSync(decs, rtr.prefill, links, linkPrefill)

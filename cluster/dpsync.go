@@ -112,7 +112,7 @@ func (n *linkNode) startSync(now time.Duration, m SyncXfer) {
 	s.next++
 	id := syncIDBase + s.next
 	s.flying[id] = m.Sync
-	n.nic.Start(now, id, int64(m.Sync.Tokens)*n.bytesPerToken, n.rateCap[m.Sync.D])
+	n.nic.Start(now, id, int64(m.Sync.Tokens)*n.bytesPerToken, n.rateCap.at(m.Sync.D))
 }
 
 // syncDone handles a completion if it is a sync's; it reports whether it

@@ -59,11 +59,7 @@ func (c *Cluster) wireFaults(spec *topology.Spec, b *built, rtr *routerNode, dec
 	links := make([]*linkFaults, len(b.nics))
 	nicDs := make([][]int, len(b.nics))
 	for ni, n := range b.nics {
-		for d, rc := range n.rateCap {
-			if rc > 0 {
-				nicDs[ni] = append(nicDs[ni], d)
-			}
-		}
+		n.rateCap.each(func(d int, _ float64) { nicDs[ni] = append(nicDs[ni], d) })
 	}
 	events := buildSchedule(spec, b.topoNICs, nicDs)
 	if len(events) == 0 {

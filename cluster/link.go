@@ -14,7 +14,7 @@ type linkNode struct {
 	outbox
 	nic           *transfer.NIC
 	bytesPerToken int64
-	rateCap       []float64 // per decode index: the link's own line rate
+	rateCap       rateCaps // per decode index: the link's own line rate (ratecaps.go)
 	decode        []Addr
 	inflight      map[uint64]*gpu.Job
 	f             *linkFaults           // nil: no faults
@@ -33,7 +33,7 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 		j.TransferStart = now
 		id := uint64(j.Req.ID)
 		n.inflight[id] = j
-		n.nic.Start(now, id, j.TransferBytes, n.rateCap[j.D])
+		n.nic.Start(now, id, j.TransferBytes, n.rateCap.at(j.D))
 	}
 	n.nic.Advance(now)
 	rd := n.nic.Ready()

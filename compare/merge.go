@@ -13,6 +13,12 @@ import (
 	"github.com/pdemu/pdemu/report"
 )
 
+// entry is one run directory given to Merge (p nil: no plan).
+type entry struct {
+	dir string
+	p   *report.Params
+}
+
 // MergeError is a set of run directories that is not one whole plan:
 // runs of different plans, or rows missing or given twice. Problems
 // names every row at fault; the CLI exits 2 on it (bad input).
@@ -36,10 +42,6 @@ func (e *MergeError) Error() string {
 // and the rows missing (by name when a plan.json beside a runs/ directory
 // lists them).
 func Merge(dirs []string) ([]string, error) {
-	type entry struct {
-		dir string
-		p   *report.Params
-	}
 	entries := make([]entry, 0, len(dirs))
 	planned := 0
 	for _, d := range dirs {
@@ -109,6 +111,7 @@ func Merge(dirs []string) ([]string, error) {
 			}
 		}
 	}
+	problems = append(problems, sameInputs(at)...)
 	var missing []string
 	ordered := make([]string, 0, size)
 	for i, list := range at {
@@ -145,4 +148,47 @@ func short(digest string) string {
 		return digest[:len("sha256:")+12]
 	}
 	return digest
+}
+
+// sameInputs checks what the plan digest cannot see: that the rows of one
+// scenario read the same scenario files (summary.json's scenario_digest)
+// and that every row was run by the same pdemu version. Shards run on
+// other machines, from other images or checkouts, differ here; rows
+// without a summary.json are left to the loader.
+func sameInputs(at [][]entry) []string {
+	type first struct {
+		val string
+		row int
+	}
+	digests := map[string]first{}
+	var version *first
+	var problems []string
+	for i, list := range at {
+		for _, e := range list {
+			b, err := os.ReadFile(filepath.Join(e.dir, "summary.json"))
+			if err != nil {
+				continue
+			}
+			var s struct {
+				Version string `json:"pdemu_version"`
+				Digest  string `json:"scenario_digest"`
+			}
+			if json.Unmarshal(b, &s) != nil {
+				continue
+			}
+			if f, ok := digests[e.p.Scenario]; !ok {
+				digests[e.p.Scenario] = first{s.Digest, i}
+			} else if f.val != s.Digest {
+				problems = append(problems, fmt.Sprintf("rows %d and %d (%s) read different files for scenario %s (scenario_digest %s and %s): the shards did not see the same scenario",
+					f.row, i, e.p.Name, e.p.Scenario, short(f.val), short(s.Digest)))
+			}
+			if version == nil {
+				version = &first{s.Version, i}
+			} else if version.val != s.Version {
+				problems = append(problems, fmt.Sprintf("rows %d and %d (%s) were run by different pdemu versions (%s and %s)",
+					version.row, i, e.p.Name, version.val, s.Version))
+			}
+		}
+	}
+	return problems
 }

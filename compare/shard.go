@@ -199,3 +199,27 @@ func readPlan(dir string) *planDoc {
 	}
 	return &d
 }
+
+// GroupParams are the params.json of group g of a scenario served by
+// 'pdemu serve --group I/N': row I of an N-row plan whose digest covers
+// the scenario's digest, --var, --set, the router and N, so the groups of
+// one fleet merge (Merge) into one study and groups of different fleets
+// do not.
+func GroupParams(scenario, scenarioDigest, router string, vars map[string]string, set []string, g Shard) report.Params {
+	b, err := json.Marshal(struct {
+		Scenario, Digest, Router string
+		Vars                     map[string]string
+		Set                      []string
+		Groups                   int
+	}{scenario, scenarioDigest, router, vars, set, g.Count})
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	idx := g.Index
+	return report.Params{
+		Name:     report.SanitizeName(fmt.Sprintf("%s__group=%d-of-%d", strings.TrimSuffix(filepath.Base(scenario), ".hcl"), g.Index, g.Count)),
+		Scenario: scenario, Router: router, Set: set, Vars: vars, Varied: []string{"group"},
+		PlanIndex: &idx, PlanSize: g.Count, PlanDigest: "sha256:" + hex.EncodeToString(sum[:]),
+	}
+}

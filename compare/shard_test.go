@@ -208,3 +208,29 @@ func TestMerge(t *testing.T) {
 		assert.Contains(t, err.Error(), "plan "+other[0].PlanDigest[:19]+" (8 rows): 4 run(s) given: row 1 (1p3d-mlx5__seed=2)")
 	})
 }
+
+// Rows of one scenario that read different files, or rows of different
+// pdemu versions, do not merge: the plan digest cannot see either.
+func TestMergeChecksSummaries(t *testing.T) {
+	runs, err := compare.Plan{Scenarios: []string{"1p3d-mlx5"}, Seeds: 3}.Runs()
+	require.NoError(t, err)
+	summary := func(version, digest string) []byte {
+		return []byte(fmt.Sprintf(`{"pdemu_version": %q, "scenario_digest": %q}`, version, digest))
+	}
+	write := func(dirs []string, sums ...[]byte) {
+		for i, d := range dirs {
+			require.NoError(t, os.WriteFile(filepath.Join(d, "summary.json"), sums[i], 0o644))
+		}
+	}
+	dirs := writeShards(t, t.TempDir(), runs, func(int) bool { return true })
+	write(dirs, summary("v1", "sha256:aaaa"), summary("v1", "sha256:aaaa"), summary("v1", "sha256:aaaa"))
+	_, err = compare.Merge(dirs)
+	require.NoError(t, err)
+
+	write(dirs, summary("v1", "sha256:aaaa"), summary("v1", "sha256:bbbb"), summary("v2", "sha256:aaaa"))
+	_, err = compare.Merge(dirs)
+	var me *compare.MergeError
+	require.ErrorAs(t, err, &me)
+	assert.Contains(t, err.Error(), "rows 0 and 1 (1p3d-mlx5__seed=2) read different files for scenario 1p3d-mlx5")
+	assert.Contains(t, err.Error(), "rows 0 and 2 (1p3d-mlx5__seed=3) were run by different pdemu versions (v1 and v2)")
+}

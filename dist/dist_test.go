@@ -48,8 +48,8 @@ func strict(t *testing.T, doc []byte, v any) {
 
 var jobSpec = dist.JobSpec{
 	Name: "pdemu-28d9f93eb4", Image: "registry.example/pdemu:v1",
-	Args:        []string{"compare", "1p3d-mlx5", "vanilla-pd-1p3d", "--seeds", "4", "--shard", "env", "--jobs", "1", "-q", "--out", "/results"},
-	MergeArgs:   []string{"report", "/results", "--out", "/results/report.html"},
+	Args:        []string{"compare", "1p3d-mlx5", "vanilla-pd-1p3d", "--seeds", "4", "--shard", "env", "--jobs", "1", "-q", "--force", "--out", "/results"},
+	MergeArgs:   []string{"report", "/results", "--out", "/results/report.html", "--title", "pdemu compare"},
 	Completions: 8, Parallelism: 3, BackoffLimitPerIndex: 2, ClaimName: "pdemu-results",
 	CPU: "1", Memory: "2Gi", Digest: "sha256:28d9f93eb467a545b78f49776914fbd887b9112e9f21a753ad403850ed682069",
 }

@@ -9,11 +9,9 @@
 extends = "1p3d-mlx5.hcl"
 name    = "1p3d-tcp"
 
-dynamic "link" {
-  content {
-    transport = "tcp"
-    device    = "lo"
-    bandwidth = "25Gbps"
-    latency   = "50us"
-  }
+mesh {
+  transport = "tcp"
+  device    = "lo"
+  bandwidth = "25Gbps"
+  latency   = "50us"
 }

@@ -20,11 +20,9 @@ variable "decodes" {
 }
 
 # Each prefill worker has one 400 Gb/s NIC, shared by its four links.
-dynamic "link" {
-  content {
-    device    = "mlx5_0"
-    bandwidth = "400Gbps"
-  }
+mesh {
+  device    = "mlx5_0"
+  bandwidth = "400Gbps"
 }
 
 # epsilon is left out on purpose: a kvc block without it gets the spec's

@@ -43,7 +43,7 @@ dynamic "prefill" {
   content {
     gpu = "H100-SXM"
     # Re-prefill time. The default MFU (0.35, gpu/perf.go DefaultMFU) is
-    # fitted to vLLM/SGLang measurements at <= 32K tokens; at 40-60K tokens
+    # assumed (no fit exists; checked only at <= 32K tokens); at 40-60K tokens
     # about 78 % of this model's prefill FLOPs are causal attention (e.g.
     # 50K tokens: 9.8e14 of 1.26e15 FLOPs), and with 0.35 a cold 50K / 60K
     # prefill takes 3.63 s / 5.04 s, above the paper's 1.5-3 s. 0.57 puts
@@ -82,13 +82,11 @@ dynamic "decode" {
 # (rate x 0.5 until a restore; degradations compound), fault { at = "60s"
 # cut = true } (fails every transfer in flight with reason "link: ..."),
 # fault { at = "90s" restore = true } (ends the cut and every degradation).
-dynamic "link" {
-  content {
-    transport = "tcp"
-    device    = "lo"
-    max_rate  = var.path_rate
-    latency   = "50us"
-  }
+mesh {
+  transport = "tcp"
+  device    = "lo"
+  max_rate  = var.path_rate
+  latency   = "50us"
 }
 
 # KVC-Router: 1p3d-mlx5.hcl's block (the paper's parameters, net_capacity =

@@ -57,7 +57,7 @@ func (s *Spec) NICs() ([]NIC, error) {
 				Prefill: l.From, Device: l.Device, Transport: l.Transport, Bandwidth: l.Bandwidth,
 				Latency: l.Latency, Efficiency: l.Efficiency, MaxRate: l.MaxRate, Setup: l.Setup,
 			})
-			counts = append(counts, map[LinkFault]int{})
+			counts = append(counts, nil) // made by the first link with faults
 		} else {
 			firstLink := &s.Links[nics[n].Links[0]]
 			for _, p := range nicProps {
@@ -68,6 +68,12 @@ func (s *Spec) NICs() ([]NIC, error) {
 			}
 		}
 		nics[n].Links = append(nics[n].Links, i)
+		if len(l.Faults) == 0 {
+			continue
+		}
+		if counts[n] == nil {
+			counts[n] = map[LinkFault]int{}
+		}
 		mine := map[LinkFault]int{}
 		for _, f := range l.Faults {
 			mine[f]++

@@ -59,7 +59,7 @@ func TestSet(t *testing.T) {
 				assert.Equal(t, 4, s.Workload.Replay.MaxConcurrent)
 				assert.False(t, s.Workload.Replay.SharePrefix)
 			}},
-		{"durations and sizes as in the file", "1p3d-tcp.hcl", []string{"link.*.*.latency=20us", "link.*.*.bandwidth=100Gbps", "prefill.p0.reserved_memory=2GiB"},
+		{"durations and sizes as in the file", "1p3d-tcp.hcl", []string{"mesh.latency=20us", "mesh.bandwidth=100Gbps", "prefill.p0.reserved_memory=2GiB"},
 			func(t *testing.T, s *Spec) {
 				assert.Equal(t, 20*time.Microsecond, s.Links[0].Latency)
 				assert.Equal(t, 12.5e9, s.Links[2].Bandwidth)
@@ -94,6 +94,8 @@ func TestSetErrors(t *testing.T) {
 			[]string{"--set router.tau_apend=4096:1:1:", "Unknown --set path", `Did you mean "router.tau_append"?`}},
 		{"unknown worker", []string{"decode.d7.kv_budget_tokens=1"},
 			[]string{"Unknown --set path", `Did you mean "decode.d0.kv_budget_tokens"?`}},
+		{"a link path on a mesh", []string{"link.*.*.latency=20us"},
+			[]string{"Unknown --set path", "links come from its mesh block: --set mesh.latency=... sets it on every link"}},
 		{"not a parameter of this policy", []string{"router.cache_threshold=0.5"},
 			[]string{"Unknown --set path"}},
 		{"bad value: the file's error, naming the argument", []string{"router.rho=2"},
@@ -126,11 +128,23 @@ func TestRouterSwap(t *testing.T) {
 		scenario, router string
 		check            func(t *testing.T, s *Spec)
 	}{
-		{"1p3d-mlx5.hcl", "vanilla", func(t *testing.T, s *Spec) { assert.Equal(t, DefaultRouter("vanilla"), s.Router) }},
+		{"1p3d-mlx5.hcl", "vanilla", func(t *testing.T, s *Spec) {
+			assert.Equal(t, DefaultRouter("vanilla"), s.Router)
+			require.NotNil(t, s.RouterSwap)
+			assert.Equal(t, "kvc", s.RouterSwap.From)
+			assert.False(t, s.RouterSwap.Kept)
+			assert.Contains(t, s.RouterSwap.Dropped, "net_capacity", "the settings a swap drops are listed")
+			assert.Contains(t, s.RouterSwap.String(), "dropped: alpha, block_tokens, epsilon, net_capacity")
+		}},
+		// The scenario's own policy: its settings stay (it used to reset
+		// them to the defaults: 37 % Direct instead of 65 %).
 		{"1p3d-mlx5.hcl", "kvc", func(t *testing.T, s *Spec) {
-			want := DefaultRouter("kvc")
-			want.Epsilon = len(s.Decode) // ε defaults to |D| (kvcpaper.go)
-			assert.Equal(t, want, s.Router, "the policy's defaults, not the file's net_capacity")
+			own, err := parseEmbedded("1p3d-mlx5.hcl", Options{})
+			require.NoError(t, err)
+			assert.Equal(t, own.Router, s.Router, "the file's net_capacity, epsilon, ...")
+			assert.True(t, s.Router.NetCapacity)
+			require.NotNil(t, s.RouterSwap)
+			assert.True(t, s.RouterSwap.Kept)
 		}},
 		{"vanilla-pd-1p3d.hcl", "kv_score", func(t *testing.T, s *Spec) { assert.Equal(t, "kv_score", s.Router.Policy) }},
 		{"dp4.hcl", "least_loaded", func(t *testing.T, s *Spec) {

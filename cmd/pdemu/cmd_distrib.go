@@ -62,7 +62,10 @@ func (d *distFlags) parseShard() (*compare.Shard, error) {
 }
 
 // shardArgs are the arguments one shard runs: the comparison's own
-// (scenarios, axes, options) with --shard env and --out out.
+// (scenarios, axes, options) with --shard env and --out out, and --force:
+// a shard owns its runs' directories, and an index retried after a crash
+// must replace what the crashed attempt left (else it would exit 2, which
+// fails the index for good).
 func shardArgs(f *compareFlags, scens []string, out string) []string {
 	args := append([]string{"compare"}, scens...)
 	if f.router != "" {
@@ -92,7 +95,10 @@ func shardArgs(f *compareFlags, scens []string, out string) []string {
 	if f.outputs != "" {
 		args = append(args, "--outputs", f.outputs)
 	}
-	return append(args, "--shard", "env", "--jobs", "1", "-q", "--out", out)
+	if f.maxFailed != output.DefaultMaxFailed {
+		args = append(args, "--max-failed", strconv.FormatFloat(f.maxFailed, 'g', -1, 64))
+	}
+	return append(args, "--shard", "env", "--jobs", "1", "-q", "--force", "--out", out)
 }
 
 // emit prints the k8s-job or slurm form of the plan instead of running it.
@@ -115,7 +121,7 @@ func emitPlan(cmd *cobra.Command, f *compareFlags, scens []string, runs []report
 		out := dist.ResultsMount
 		b, err := dist.RenderJob(dist.JobSpec{
 			Name: name, Image: d.image, Args: shardArgs(f, scens, out),
-			MergeArgs:   []string{"report", out, "--out", filepath.Join(out, "report.html")},
+			MergeArgs:   mergeArgs(out),
 			Completions: n, Parallelism: d.parallelism, BackoffLimitPerIndex: 2,
 			ClaimName: d.pvc, CPU: d.cpu, Memory: d.memory, Digest: digest,
 		})
@@ -136,7 +142,7 @@ func emitPlan(cmd *cobra.Command, f *compareFlags, scens []string, runs []report
 		cpus, _ := strconv.Atoi(d.cpu)
 		s, err := dist.Slurm(dist.SlurmSpec{
 			Name: name, Pdemu: d.pdemuPath, Args: shardArgs(f, scens, out),
-			MergeArgs: []string{"report", out, "--out", filepath.Join(out, "report.html")},
+			MergeArgs: mergeArgs(out),
 			Tasks:     n, Parallel: d.parallelism, Dir: wd, Logs: out, CPUs: cpus,
 			Memory: strings.TrimSuffix(d.memory, "i"), Digest: digest,
 		})
@@ -173,4 +179,11 @@ func shardNote(sh *compare.Shard, plan int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (shard %s of a %d-run plan)", sh, plan)
+}
+
+// mergeArgs is the merge step of an emitted plan: the report of every
+// shard under out, titled as 'pdemu compare' titles it, so that report.html
+// and plots/ too are byte-identical to one process's.
+func mergeArgs(out string) []string {
+	return []string{"report", out, "--out", filepath.Join(out, "report.html"), "--title", "pdemu compare"}
 }

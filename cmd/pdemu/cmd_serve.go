@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +22,10 @@ import (
 // stopped, so after a complete drain main exits 0 instead of 130/143.
 var stopIsNormal atomic.Bool
 
+// onSecondSignal, set by serve, is what main calls on a second signal
+// (with its stop_by name): stop waiting for the drain.
+var onSecondSignal atomic.Value
+
 type serveFlags struct {
 	scenarioFlags
 	listen      string
@@ -30,7 +36,10 @@ type serveFlags struct {
 	out         string
 	force       bool
 	logLevel    string
-	fleet       fleetFlags // --endpoints workers (cmd_serve_fleet.go)
+	maxFailed   float64
+	bodyTimeout time.Duration
+	fleet       fleetFlags      // --endpoints workers (cmd_serve_fleet.go)
+	groups      serveGroupFlags // --group, --emit k8s (cmd_servegroup.go)
 }
 
 func newServeCmd() *cobra.Command {
@@ -87,8 +96,11 @@ partial if the drain was cut).
 	fl.StringVar(&f.out, "out", "pdemu-serve-out", "where the run's outputs are written when the server stops")
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of an earlier run in --out")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
+	fl.DurationVar(&f.bodyTimeout, "body-timeout", 10*time.Second, "a request body must arrive within this (else 408); bodies are read before admission, so slow ones hold no --max-in-flight slot")
+	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when more than this share of the requests served failed (negative: no limit; aborted requests are not failures)")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE (repeatable)")
 	f.fleet.register(c)
+	f.groups.register(c)
 	return c
 }
 
@@ -97,23 +109,51 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if f.timeScale < 0 {
 		return usageErr("--time-scale must be > 0, got %g", f.timeScale)
 	}
+	if err := serve.CheckListen(f.listen, f.allowRemote); err != nil {
+		// As run's --metrics-listen: bad input (2), naming the flag.
+		return usageErr("--listen %s: not a loopback address; pass --allow-remote to serve beyond this machine (anyone who can reach it can use it)", f.listen)
+	}
+	if f.bodyTimeout <= 0 {
+		return usageErr("--body-timeout must be > 0, got %v", f.bodyTimeout)
+	}
 	if f.maxInFlight <= 0 {
 		return usageErr("--max-in-flight must be > 0, got %d", f.maxInFlight)
 	}
 	if err := f.fleet.check(); err != nil {
 		return err
 	}
-	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force)
+	group, err := parseGroup(f.groups.group)
 	if err != nil {
 		return err
 	}
+	emit := f.groups.emit != ""
+	log, spec, err := f.loadForRun(file, f.logLevel, stderr, f.out, f.force || emit)
+	if err != nil {
+		return err
+	}
+	if emit {
+		return emitServe(cmd, f, file, spec)
+	}
+	if spec, err = groupSpec(spec, group); err != nil {
+		return err
+	}
 	if f.fleet.workers() {
+		// One endpoint per worker of the scenario, or of group I of N.
 		return cmdServeFleet(cmd, f, log, spec)
 	}
+	var labels map[string]string
+	if group != nil {
+		labels = map[string]string{"group": strconv.Itoa(group.Index)}
+	}
 	stopIsNormal.Store(true)
+	cut, cutNow := context.WithCancelCause(context.Background())
+	defer cutNow(nil)
+	onSecondSignal.Store(func(name string) { cutNow(actors.StopCause(name)) })
 	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
+		Cut: cut,
 		HTTP: serve.Options{
-			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log,
+			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
+			ReadTimeout: f.bodyTimeout,
 			Ready: func(a net.Addr) {
 				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
 			},
@@ -127,6 +167,11 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if err := output.Write(f.out, res.Result, output.WriteOptions{Force: f.force}); err != nil {
 		return errors.Join(runErr, err)
 	}
+	if group != nil {
+		if err := writeGroupParams(f.out, file, f, spec, group); err != nil {
+			return errors.Join(runErr, err)
+		}
+	}
 	s := res.Summary
 	fmt.Fprintf(stderr, "pdemu: served %d requests (%d failed) in %s; report lag p99 %v emulated; outputs in %s\n",
 		s.Requests.Total, s.Requests.Failed, res.Wall.Round(time.Millisecond), res.Lag.P99.Round(time.Microsecond), f.out)
@@ -136,5 +181,10 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 		// The drain was cut: outputs written, partial; the code says why.
 		return &exitError{output.StopCode(partial.StoppedBy), runErr}
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	// As run: too many failed requests is exit 3 (a server that served
+	// nothing is not an error).
+	return output.Check(res.Result, output.CheckOptions{MaxFailed: f.maxFailed, AllowEmpty: true})
 }

@@ -70,16 +70,25 @@ func TestShardProcessesMatchOneProcess(t *testing.T) {
 	}
 	out, code := pdemu(nil, append(shardPlan, "--out", one)...)
 	require.Equal(t, 0, code, out)
+	// As the emitted Job runs them: --shard env --force into one volume.
+	index := func(i int) (string, int) {
+		return pdemu([]string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i), "PDEMU_SHARD_COUNT=3"},
+			append(shardPlan, "--shard", "env", "--force", "--out", shared)...)
+	}
 	for i := range 3 {
-		out, code := pdemu([]string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i), "PDEMU_SHARD_COUNT=3"},
-			append(shardPlan, "--shard", "env", "--out", shared)...)
+		out, code := index(i)
 		require.Equal(t, 0, code, out)
 		if i == 0 {
 			_, err := os.Stat(filepath.Join(shared, "compare.csv"))
 			assert.True(t, os.IsNotExist(err), "a shard writes no compare.csv of its own")
 		}
 	}
-	out, code = pdemu(nil, "report", shared, "--out", filepath.Join(shared, "report.html"))
+	// Index 1 crashed before its last summary.json was renamed into place,
+	// and Kubernetes retries it: the retry replaces what it left.
+	require.NoError(t, os.Remove(filepath.Join(shared, "runs", "vanilla-pd-1p3d__seed=4", "summary.json")))
+	out, code = index(1)
+	require.Equal(t, 0, code, out)
+	out, code = pdemu(nil, "report", shared, "--out", filepath.Join(shared, "report.html"), "--title", "pdemu compare")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "report of 8 runs")
 
@@ -89,7 +98,7 @@ func TestShardProcessesMatchOneProcess(t *testing.T) {
 	for name, content := range a {
 		assert.True(t, bytes.Equal(content, b[name]), "%s differs between the shards and one process", name)
 	}
-	for _, f := range []string{"compare.csv", "compare.json", "plan.json"} {
+	for _, f := range []string{"compare.csv", "compare.json", "plan.json", "report.html", "plots/ttft_cdf.svg", "plots/mode_mix.svg"} {
 		x, err := os.ReadFile(filepath.Join(one, f))
 		require.NoError(t, err)
 		y, err := os.ReadFile(filepath.Join(shared, f))
@@ -150,7 +159,7 @@ func TestCompareEmit(t *testing.T) {
 	var job batchv1.Job
 	require.NoError(t, yaml.UnmarshalStrict([]byte(strings.Split(stdout, "\n---\n")[0]), &job))
 	assert.EqualValues(t, 3, *job.Spec.Completions)
-	assert.Equal(t, []string{"compare", "1p3d-mlx5", "vanilla-pd-1p3d", "--seeds", "4", "--shard", "env", "--jobs", "1", "-q", "--out", "/results"},
+	assert.Equal(t, []string{"compare", "1p3d-mlx5", "vanilla-pd-1p3d", "--seeds", "4", "--shard", "env", "--jobs", "1", "-q", "--force", "--out", "/results"},
 		job.Spec.Template.Spec.Containers[0].Args)
 	_, err = os.Stat(filepath.Join(out, "runs"))
 	assert.True(t, os.IsNotExist(err), "--emit runs nothing")
@@ -158,7 +167,7 @@ func TestCompareEmit(t *testing.T) {
 	stdout, _, err = runCLI(t, "compare", "1p3d-mlx5", "--seeds", "5", "--emit", "slurm", "--out", out, "--pdemu", "/opt/pdemu")
 	require.NoError(t, err)
 	assert.Contains(t, stdout, "#SBATCH --array=0-4\n", "one task per run by default")
-	assert.Contains(t, stdout, "exec /opt/pdemu compare 1p3d-mlx5 --seeds 5 --shard env --jobs 1 -q --out "+out+"\n")
+	assert.Contains(t, stdout, "exec /opt/pdemu compare 1p3d-mlx5 --seeds 5 --shard env --jobs 1 -q --force --out "+out+"\n")
 
 	for _, c := range [][]string{
 		{"--emit", "helm"},
@@ -169,4 +178,37 @@ func TestCompareEmit(t *testing.T) {
 		_, _, err := runCLI(t, append([]string{"compare", "1p3d-mlx5", "--out", out}, c...)...)
 		assert.Equal(t, 2, exitCode(err), "%v: %v", c, err)
 	}
+}
+
+// --outputs keeps only the files asked for (summary.json always, listing
+// them); compare.csv from summary and per_request equals the one from
+// every file.
+func TestOutputsSubset(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := runCLI(t, "run", "--outputs", "per_request", "--var", "sessions=3", "--max-requests", "20", "-q", "--out", dir)
+	require.NoError(t, err)
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"per_request.csv", "summary.json"}, names, "no other file, not even a temporary one")
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "\"written\": [\n      \"per_request.csv\",\n      \"summary.json\"\n    ]")
+
+	all, some := t.TempDir(), t.TempDir()
+	plan := []string{"compare", "1p3d-mlx5", "--seeds", "2", "--var", "sessions=3", "--max-requests", "20", "-q"}
+	_, _, err = runCLI(t, append(plan, "--out", all)...)
+	require.NoError(t, err)
+	_, _, err = runCLI(t, append(plan, "--out", some, "--outputs", "summary,per_request")...)
+	require.NoError(t, err)
+	x, _ := os.ReadFile(filepath.Join(all, "compare.csv"))
+	y, _ := os.ReadFile(filepath.Join(some, "compare.csv"))
+	assert.Equal(t, string(x), string(y))
+
+	_, _, err = runCLI(t, "run", "--outputs", "routing", "--out", t.TempDir())
+	assert.Equal(t, 2, exitCode(err))
+	assert.ErrorContains(t, err, `unknown output "routing"`)
 }
