@@ -15,7 +15,7 @@ import (
 	"github.com/pdemu/pdemu/workload"
 )
 
-func spec(t *testing.T) *topology.Spec {
+func spec(t testing.TB) *topology.Spec {
 	t.Helper()
 	src, err := scenarios.Read("1p3d-mlx5")
 	require.NoError(t, err)
