@@ -256,3 +256,44 @@ func TestDeterministic(t *testing.T) {
 	}
 	assert.Equal(t, once(), once())
 }
+
+func specNamed(t testing.TB, name string) *topology.Spec {
+	t.Helper()
+	src, err := scenarios.Read(name)
+	require.NoError(t, err)
+	s, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
+	require.NoError(t, err)
+	return s
+}
+
+// A fused worker is a whole vLLM pod: its prefix cache is shared across
+// sessions, its events add up to its HBM and DRAM tiers, and a hand-off is
+// refused.
+func TestFused(t *testing.T) {
+	f, err := fleet.New(specNamed(t, "buckets-3"), fleet.Options{})
+	require.NoError(t, err)
+	var outs []fleet.Out
+	for s := int32(0); s < 4; s++ {
+		require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "s0", Req: req(int64(s), s, 0, 30, 10)}))
+	}
+	run(f, &outs)
+	for s := int32(0); s < 4; s++ {
+		require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "s0", Req: req(int64(4+s), s, 1, 40, 10)}))
+	}
+	run(f, &outs)
+	e := ends(outs)
+	for i := int64(0); i < 8; i++ {
+		require.Equal(t, fleet.OutDone, e[i].Kind, "request %d", i)
+		assert.Equal(t, "Fused", e[i].Job.Mode.String())
+	}
+	assert.Equal(t, 30, e[4].CachedBlocks, "the session's previous prompt")
+	assert.Equal(t, 10, e[1].CachedBlocks, "the shared system prompt of another session")
+	assert.GreaterOrEqual(t, e[4].Job.CachedTokens, 30*24)
+	err = f.Submit(f.Now(), fleet.Call{Worker: "s0", Req: req(99, 9, 0, 10, 0), RemoteDecode: true})
+	assert.Error(t, err)
+	checkResidency(t, f, outs)
+	jobs := f.Ended()
+	f.ResolveColumns(jobs)
+	_, dec := f.Names()
+	assert.Equal(t, "s0", dec[jobs[0].D])
+}

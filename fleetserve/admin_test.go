@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/fleetserve"
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
 )
 
 func post(t *testing.T, url, body string) (int, map[string]any) {
@@ -125,4 +127,34 @@ func TestStartupDelay(t *testing.T) {
 	// the worker must not be ready before, however fast the machine).
 	assert.GreaterOrEqual(t, ready, 1200*time.Millisecond)
 	fu.stop(t)
+}
+
+// A bucketed scenario's fused workers are plain vLLM-like pods.
+func TestFusedEndpoints(t *testing.T) {
+	src, err := scenarios.Read("buckets-3")
+	require.NoError(t, err)
+	spec, err := topology.Parse("<embedded>/buckets-3", src, topology.Options{})
+	require.NoError(t, err)
+	fu := startFleetOf(t, spec, fleetserve.Options{TimeScale: 10})
+	require.Len(t, fu.listing.Workers, len(spec.Fused))
+	var s0 string
+	for _, w := range fu.listing.Workers {
+		assert.Equal(t, "fused", w.Role)
+		if w.Worker == "s0" {
+			s0 = w.URL + "/v1/chat/completions"
+		}
+	}
+	msgs := `"messages":[{"role":"user","content":"` + strings.Repeat("look at the code. ", 20) + `"}]`
+	code, m := post(t, s0, `{"model":"pdemu","max_tokens":4,`+msgs+`}`)
+	require.Equal(t, 200, code, "%v", m)
+	assert.Equal(t, "Fused", m["pdemu"].(map[string]any)["mode"])
+	code, m = post(t, s0, `{"model":"pdemu","max_tokens":4,`+msgs+`,"kv_transfer_params":{"do_remote_decode":true}}`)
+	assert.Equal(t, 400, code)
+	assert.Equal(t, "kv_transfer_params", errParam(m))
+	fu.stop(t)
+	rr, err := fu.res.RunResult(spec)
+	require.NoError(t, err)
+	require.Len(t, rr.Records, 1)
+	assert.Equal(t, "s0", rr.Records[0].D)
+	assert.Equal(t, "Fused", rr.Records[0].Mode)
 }

@@ -98,6 +98,12 @@ func (h *front) completion(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		tk.remoteDecode = kv != nil && kv.DoRemoteDecode
+	case fleet.RoleFused:
+		if kv != nil && (kv.DoRemoteDecode || kv.DoRemotePrefill) {
+			apiErr(w, http.StatusBadRequest, "invalid_request_error", "kv_transfer_params", "",
+				"%s is a fused worker: it serves requests whole, without a P/D hand-off", h.ep.name)
+			return
+		}
 	case fleet.RoleDecode:
 		if kv != nil && kv.DoRemoteDecode {
 			apiErr(w, http.StatusBadRequest, "invalid_request_error", "kv_transfer_params", "",

@@ -46,6 +46,11 @@ type fleetUnderTest struct {
 
 func startFleet(t *testing.T, o fleetserve.Options) *fleetUnderTest {
 	t.Helper()
+	return startFleetOf(t, loadSpec(t), o)
+}
+
+func startFleetOf(t *testing.T, spec *topology.Spec, o fleetserve.Options) *fleetUnderTest {
+	t.Helper()
 	o.Admin = "127.0.0.1:0"
 	ready := make(chan fleetserve.Listing, 1)
 	o.Ready = func(l fleetserve.Listing) { ready <- l }
@@ -53,7 +58,7 @@ func startFleet(t *testing.T, o fleetserve.Options) *fleetUnderTest {
 	fu := &fleetUnderTest{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(fu.done)
-		fu.res, fu.err = fleetserve.Run(ctx, loadSpec(t), o)
+		fu.res, fu.err = fleetserve.Run(ctx, spec, o)
 	}()
 	select {
 	case fu.listing = <-ready:
