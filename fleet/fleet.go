@@ -183,6 +183,7 @@ type Fleet struct {
 	out     []Out
 	ended   []*gpu.Job
 	hints   map[*gpu.Job]hint
+	purgeAt int // purge expired holds when there are this many
 }
 
 // DefaultHoldTimeout is vLLM's VLLM_NIXL_ABORT_REQUEST_TIMEOUT default.
@@ -197,7 +198,7 @@ func New(spec *topology.Spec, o Options) (*Fleet, error) {
 	if o.HoldTimeout <= 0 {
 		o.HoldTimeout = DefaultHoldTimeout
 	}
-	f := &Fleet{opts: o, spec: spec, byName: map[string]*worker{}, holds: map[string]*Handoff{}, hints: map[*gpu.Job]hint{}}
+	f := &Fleet{opts: o, spec: spec, byName: map[string]*worker{}, holds: map[string]*Handoff{}, hints: map[*gpu.Job]hint{}, purgeAt: 1024}
 	nics, err := spec.NICs()
 	if err != nil {
 		return nil, err
@@ -615,6 +616,9 @@ func (f *Fleet) stepPrefill(now time.Duration, w *worker) {
 				ho.BlockIDs[i] = i
 			}
 			f.holds[ho.RequestID] = ho
+			if len(f.holds) >= f.purgeAt {
+				f.purge(j.PrefillEnd)
+			}
 		}
 		f.endWith(j.PrefillEnd, w, j, OutDone, ho)
 	}
@@ -1039,6 +1043,18 @@ func (f *Fleet) Residency(name string) []uint64 {
 		})
 	}
 	return sortedKeys(set)
+}
+
+// purge drops the holds expired at now (nobody pulled them: vLLM frees
+// their blocks after the abort timeout), so the map stays bounded by the
+// holds of the last HoldTimeout.
+func (f *Fleet) purge(now time.Duration) {
+	for id, h := range f.holds {
+		if now > h.Expires {
+			delete(f.holds, id)
+		}
+	}
+	f.purgeAt = max(1024, 2*len(f.holds))
 }
 
 // holdFor is engine's oldest hold of r's prompt (nil if none).

@@ -1,5 +1,5 @@
-// Package fleetserve runs `pdemu serve --endpoints workers`: every prefill
-// and decode worker of a scenario as its own vLLM-compatible OpenAI server
+// Package fleetserve runs `pdemu serve --endpoints workers`: every prefill,
+// decode and fused worker of a scenario as its own vLLM-compatible OpenAI server
 // on its own loopback port, with its own /metrics, /health and /v1/models
 // (package serve's handlers, one serve.Server per worker), its own ZMQ
 // KV-events publisher (package kvevents), vLLM's P/D hand-off through
