@@ -358,9 +358,6 @@ func (s *session) turn(t *testing.T, user string, maxTokens int) *openai.ChatCom
 }
 
 func TestGateway(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loopback fleet with a gateway: a few seconds")
-	}
 	fu := startFleet(t, fleetserve.Options{TimeScale: 10, StartupFixed: 2 * time.Second})
 	require.Len(t, fu.listing.Workers, 4) // p0, d0, d1, d2
 	ctx, cancel := context.WithCancel(context.Background())
