@@ -297,3 +297,54 @@ func TestFused(t *testing.T) {
 	_, dec := f.Names()
 	assert.Equal(t, "s0", dec[jobs[0].D])
 }
+
+// pull runs one prefill call per request on p0 and then, all at the same
+// instant, their decode calls on the given workers; it returns the decode
+// jobs' transfer times.
+func pulls(t *testing.T, f *fleet.Fleet, to []string, blocks int) []time.Duration {
+	t.Helper()
+	var outs []fleet.Out
+	pullRound++
+	base := int64(pullRound) * 1000 // fresh sessions: nothing is resident yet
+	for i := range to {
+		p := req(base+int64(i), int32(base)+int32(i), 0, blocks, 0)
+		p.OutputLen = 1
+		require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
+	}
+	run(f, &outs)
+	e := ends(outs)
+	now := f.Now()
+	for i, d := range to {
+		h := e[base+int64(i)].Handoff
+		require.NotNil(t, h)
+		require.NoError(t, f.Submit(now, fleet.Call{Worker: d, Req: req(base+100+int64(i), int32(base)+int32(i), 0, blocks, 0), Pull: h}))
+	}
+	run(f, &outs)
+	e = ends(outs)
+	var out []time.Duration
+	for i := range to {
+		j := e[base+100+int64(i)].Job
+		require.Empty(t, j.Failed)
+		out = append(out, j.TransferEnd-j.TransferStart)
+	}
+	return out
+}
+
+var pullRound int
+
+// The pull costs what the link model says: TCP is slower than RDMA, and
+// pulls sharing a NIC share its bandwidth.
+func TestPullCost(t *testing.T) {
+	rdma, err := fleet.New(spec(t), fleet.Options{})
+	require.NoError(t, err)
+	alone := pulls(t, rdma, []string{"d0"}, 200)[0]
+	shared := pulls(t, rdma, []string{"d0", "d0"}, 200) // both over p0's NIC to d0
+	apart := pulls(t, rdma, []string{"d1", "d2"}, 200)  // each over its own NIC
+	assert.Greater(t, shared[0], alone*3/2, "two pulls on one NIC share it")
+	assert.Less(t, apart[0], alone*11/10, "pulls on separate NICs do not")
+	tcp, err := fleet.New(specNamed(t, "1p3d-tcp"), fleet.Options{})
+	require.NoError(t, err)
+	slow := pulls(t, tcp, []string{"d0"}, 200)[0]
+	assert.Greater(t, slow, alone, "TCP (%v) is slower than RDMA (%v)", slow, alone)
+	t.Logf("4,800-token pull: RDMA %v alone, %v shared by two, TCP %v", alone, shared[0], slow)
+}
