@@ -158,3 +158,47 @@ func TestFusedEndpoints(t *testing.T) {
 	assert.Equal(t, "s0", rr.Records[0].D)
 	assert.Equal(t, "Fused", rr.Records[0].Mode)
 }
+
+// A decode call may stream (as production-stack's router streams the
+// decode response back): one SSE chunk per token, then [DONE].
+func TestStreamingDecode(t *testing.T) {
+	fu := startFleet(t, fleetserve.Options{TimeScale: 10})
+	url := map[string]string{}
+	for _, w := range fu.listing.Workers {
+		url[w.Worker] = w.URL + "/v1/chat/completions"
+	}
+	msgs := `"messages":[{"role":"user","content":"` + strings.Repeat("stream the answer. ", 20) + `"}]`
+	code, p := post(t, url["p0"], `{"model":"pdemu","max_tokens":1,`+msgs+`,"kv_transfer_params":{"do_remote_decode":true}}`)
+	require.Equal(t, 200, code)
+	kv, _ := json.Marshal(p["kv_transfer_params"])
+	resp, err := http.Post(url["d2"], "application/json", strings.NewReader(`{"model":"pdemu","max_tokens":12,"stream":true,`+
+		`"stream_options":{"include_usage":true},`+msgs+`,"kv_transfer_params":`+string(kv)+`}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n\n")
+	require.Equal(t, "data: [DONE]", lines[len(lines)-1])
+	var tokens int
+	var mode string
+	for _, l := range lines[:len(lines)-1] {
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+			Pdemu *struct{ Mode string } `json:"pdemu"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(l, "data: ")), &c), l)
+		if len(c.Choices) == 1 && c.Choices[0].Delta.Content != "" {
+			tokens++
+		}
+		if c.Pdemu != nil {
+			mode = c.Pdemu.Mode
+		}
+	}
+	assert.Equal(t, 12, tokens)
+	assert.Equal(t, "Seed", mode, "the streamed decode pulled its KV")
+	fu.stop(t)
+}
