@@ -348,3 +348,31 @@ func TestPullCost(t *testing.T) {
 	assert.Greater(t, slow, alone, "TCP (%v) is slower than RDMA (%v)", slow, alone)
 	t.Logf("4,800-token pull: RDMA %v alone, %v shared by two, TCP %v", alone, shared[0], slow)
 }
+
+// Draining a prefill worker waits for the pulls from its NICs; its
+// hand-offs not pulled yet die with it.
+func TestDrainPrefill(t *testing.T) {
+	f, err := fleet.New(spec(t), fleet.Options{})
+	require.NoError(t, err)
+	var outs []fleet.Out
+	for i := range int64(2) {
+		p := req(i, int32(i), 0, 200, 0)
+		p.OutputLen = 1
+		require.NoError(t, f.Submit(0, fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
+	}
+	run(f, &outs)
+	h0, h1 := ends(outs)[0].Handoff, ends(outs)[1].Handoff
+	now := f.Now()
+	require.NoError(t, f.Submit(now, fleet.Call{Worker: "d0", Req: req(10, 0, 0, 200, 0), Pull: h0}))
+	require.NoError(t, f.Drain(now, "p0"))
+	w, _ := f.Worker("p0")
+	assert.Equal(t, fleet.StateDraining, w.State, "a pull from its NIC is in flight")
+	run(f, &outs)
+	assert.Equal(t, fleet.OutDone, ends(outs)[10].Kind)
+	w, _ = f.Worker("p0")
+	assert.Equal(t, fleet.StateGone, w.State)
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "d1", Req: req(11, 1, 0, 200, 0), Pull: h1}))
+	run(f, &outs)
+	assert.Equal(t, fleet.ReasonEngineGone, ends(outs)[11].Job.Failed)
+	checkResidency(t, f, outs)
+}
