@@ -214,8 +214,9 @@ func TestMerge(t *testing.T) {
 func TestMergeChecksSummaries(t *testing.T) {
 	runs, err := compare.Plan{Scenarios: []string{"1p3d-mlx5"}, Seeds: 3}.Runs()
 	require.NoError(t, err)
+	trace := "sha256:1111"
 	summary := func(version, digest string) []byte {
-		return []byte(fmt.Sprintf(`{"pdemu_version": %q, "scenario_digest": %q}`, version, digest))
+		return []byte(fmt.Sprintf(`{"pdemu_version": %q, "scenario_digest": %q, "trace": {"digest": %q}}`, version, digest, trace))
 	}
 	write := func(dirs []string, sums ...[]byte) {
 		for i, d := range dirs {
@@ -233,4 +234,10 @@ func TestMergeChecksSummaries(t *testing.T) {
 	require.ErrorAs(t, err, &me)
 	assert.Contains(t, err.Error(), "rows 0 and 1 (1p3d-mlx5__seed=2) read different files for scenario 1p3d-mlx5")
 	assert.Contains(t, err.Error(), "rows 0 and 2 (1p3d-mlx5__seed=3) were run by different pdemu versions (v1 and v2)")
+
+	write(dirs[:2], summary("v1", "sha256:aaaa"), summary("v1", "sha256:aaaa"))
+	trace = "sha256:2222"
+	write(dirs[2:], summary("v1", "sha256:aaaa"))
+	_, err = compare.Merge(dirs)
+	assert.ErrorContains(t, err, "rows 0 and 2 (1p3d-mlx5__seed=3) replayed different trace files")
 }
