@@ -91,8 +91,8 @@ func checkPartial(res *Result, cl *cluster.Cluster, by string, runErr, nodeErr e
 	if rel := cl.Released(); rel != r.Total+r.Unfinished {
 		errs = append(errs, fmt.Errorf("%d requests were released but %d ended and %d are unfinished", rel, r.Total, r.Unfinished))
 	}
-	if r.Total != r.Completed+r.Failed {
-		errs = append(errs, fmt.Errorf("requests.total %d != completed %d + failed %d", r.Total, r.Completed, r.Failed))
+	if r.Total != r.Completed+r.Failed+r.Aborted {
+		errs = append(errs, fmt.Errorf("requests.total %d != completed %d + failed %d + aborted %d", r.Total, r.Completed, r.Failed, r.Aborted))
 	}
 	return errors.Join(errs...)
 }

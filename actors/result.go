@@ -67,7 +67,15 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	sum.ScenarioDigest, sum.Vars = spec.Digest, spec.Vars
 	if wl.Trace != "" {
 		sum.Trace.Path = wl.Trace
-		if d, err := metrics.DigestPath(wl.Trace); err == nil {
+		if dg, ok := src.(workload.Digester); ok && wl.Trace == workload.Stdin {
+			if d, ok := dg.Digest(); ok {
+				sum.Trace.Digest = d
+			} else {
+				defer func() { // after the loader's warnings
+					res.Summary.Trace.Warnings = append(res.Summary.Trace.Warnings, "no trace digest: standard input was not read to its end")
+				}()
+			}
+		} else if d, err := metrics.DigestPath(wl.Trace); err == nil {
 			sum.Trace.Digest = d
 		}
 	}
@@ -96,7 +104,9 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	if sk, ok := src.(workload.Skipper); ok {
 		sum.Requests.SkippedBad = sk.Skipped()
 	}
-	sum.Warnings = metrics.Warnings(sum) // with the trace's
+	slo := spec.SLO
+	sum.SLO = tally.SLO(metrics.SLO{TTFT: slo.TTFT, TPOT: slo.TPOT, E2E: slo.E2E, Attainment: slo.Attainment}, sum)
+	sum.Warnings = metrics.Warnings(sum) // with the trace's and the SLO's
 	res.Summary = sum
 }
 
@@ -123,8 +133,8 @@ func check(res *Result, cl *cluster.Cluster, runErr, nodeErr error, deadLetters 
 		}
 		errs = append(errs, fmt.Errorf("%d requests were released but %d ended (first missing ids: %v)", read, sum.Requests.Total, lost))
 	}
-	if sum.Requests.Total != sum.Requests.Completed+sum.Requests.Failed {
-		errs = append(errs, fmt.Errorf("requests.total %d != completed %d + failed %d", sum.Requests.Total, sum.Requests.Completed, sum.Requests.Failed))
+	if r := sum.Requests; r.Total != r.Completed+r.Failed+r.Aborted {
+		errs = append(errs, fmt.Errorf("requests.total %d != completed %d + failed %d + aborted %d", r.Total, r.Completed, r.Failed, r.Aborted))
 	}
 	return errors.Join(errs...)
 }

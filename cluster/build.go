@@ -191,7 +191,7 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		}
 		cost, slow := faultCost(w, p)
 		cfg := gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
-			SnapshotBackup:  spec.Router.Policy == "kvc" && !spec.Router.PrefillCacheBackup,
+			SnapshotBackup:  Registry[PolicyKey{TierPD, spec.Router.Policy}].SnapshotBackup && !spec.Router.PrefillCacheBackup,
 			FallbackRefresh: spec.Router.DPSync}
 		pw, err := gpu.NewPrefillWorker(cfg, cost)
 		if err != nil {
@@ -272,8 +272,7 @@ func Source(spec *topology.Spec, skipBad bool) (workload.Source, error) {
 		if g.Kind == "burst" {
 			src, err = workload.NewBurst(workload.BurstConfig{})
 		} else {
-			src, err = workload.NewSWEBench(workload.SWEBenchConfig{Sessions: g.Sessions, Requests: g.Requests,
-				Content: g.Content, ActiveSessions: g.ActiveSessions, BlockTokens: g.BlockTokens}, w.Seed)
+			src, err = workload.NewSWEBench(swebenchConfig(g), w.Seed) // cluster/swebench.go
 		}
 		src = workload.Limit(src, w.MaxRequests)
 	default:

@@ -20,6 +20,9 @@ type decodeNode struct {
 	series    *metrics.Series
 	f         *decodeFaults // nil: no faults
 	sync      *dpSync       // D→P sync (dpsync.go); nil when off
+	// aborts are the Aborts of requests this worker did not hold when they
+	// came (they may still arrive), until their AbortDone.
+	aborts map[int64]bool
 	// evictions are this worker's evictions.csv rows (kvcause.go); they
 	// outlive a crash, which replaces w.
 	evictions []metrics.EvictionRow
@@ -52,6 +55,18 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 		n.w.Run(now, m.Job)
 	case *Wake:
 		n.w.Advance(now)
+	case Abort:
+		if !n.w.Abort(now, m.ID) {
+			if n.aborts == nil {
+				n.aborts = map[int64]bool{}
+			}
+			n.aborts[m.ID] = true
+		}
+	case AbortDone:
+		delete(n.aborts, m.ID)
+	}
+	if len(n.aborts) > 0 {
+		n.abortArrived(now, msg)
 	}
 	rd := n.w.Ready()
 	for _, ev := range rd.Out {
@@ -73,6 +88,24 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 	}
 	n.series.Observe(now, n.w.Used(), n.w.Queued(), n.w.Running())
 	return n.ready(rd.Wake, rd.HasWake)
+}
+
+// abortArrived aborts the job msg brought if its client went away before.
+func (n *decodeNode) abortArrived(now time.Duration, msg any) {
+	var j *gpu.Job
+	switch m := msg.(type) {
+	case Admit:
+		j = m.Job
+	case KVReady:
+		j = m.Job
+	case RunJob:
+		j = m.Job
+	default:
+		return
+	}
+	if n.aborts[j.Req.ID] && n.w.Abort(now, j.Req.ID) {
+		delete(n.aborts, j.Req.ID)
+	}
 }
 
 // decodeFaults is a decode worker's fault state.

@@ -64,3 +64,47 @@ func TestOpenEndedRunFiresFaults(t *testing.T) {
 	assert.GreaterOrEqual(t, before, 2, "chaos.hcl's schedule before 80 s")
 	assert.Equal(t, 40, net.Cluster.Collector().Ended())
 }
+
+// abortAll injects Abort{id} into every decode node at at, and AbortDone
+// at done, as a server's feeder does when request id's client goes away.
+func abortAll(net *clustertest.Net, id int64, at, done time.Duration) {
+	for a, k := range net.Cluster.Kinds {
+		if k == cluster.KindDecode {
+			net.Inject(cluster.Addr(a), at, cluster.Abort{ID: id})
+			net.Inject(cluster.Addr(a), done, cluster.AbortDone{ID: id})
+		}
+	}
+}
+
+// Issue 21 row 2: a request whose client went away leaves the decode
+// batch, whether the Abort finds it there or reaches the workers before
+// it (while it is still being prefilled), and ends once, aborted; the
+// other requests complete.
+func TestOpenEndedAbort(t *testing.T) {
+	for _, at := range []time.Duration{time.Millisecond + 1, 3 * time.Second} {
+		t.Run(fmt.Sprint("abort at ", at), func(t *testing.T) {
+			net, err := clustertest.New(embedded(t, "1p3d-mlx5.hcl"), eof{})
+			require.NoError(t, err)
+			net.Cluster.OpenEnded()
+			for i := range 3 {
+				r := req(int64(i), int32(i), 4000)
+				r.OutputLen = 2000 // ~40 s of decode
+				net.Inject(net.Cluster.Driver, time.Millisecond, cluster.Release{Req: r})
+			}
+			abortAll(net, 1, at, 9*time.Second)
+			net.Inject(net.Cluster.Driver, 10*time.Second, cluster.EndOfInput{})
+			require.NoError(t, net.Run())
+			recs := net.Cluster.Collector().Records()
+			require.Len(t, recs, 3)
+			for _, r := range recs {
+				if r.ID == 1 {
+					assert.Equal(t, "aborted", r.State)
+					assert.Less(t, r.Arrival+r.E2E, 10*time.Second, "it left long before it would have ended")
+				} else {
+					assert.Equal(t, "completed", r.State)
+				}
+			}
+			assert.Empty(t, net.Cluster.InFlight())
+		})
+	}
+}

@@ -21,6 +21,13 @@ type (
 	// EndOfInput tells the driver of an open-ended run (Cluster.OpenEnded)
 	// that no more requests will come from outside.
 	EndOfInput struct{}
+	// Abort tells a decode worker that request ID's client went away (a
+	// served run): the worker aborts it if it holds it, else remembers it
+	// and aborts it when it arrives (gpu.DecodeWorker.Abort).
+	Abort struct{ ID int64 }
+	// AbortDone tells a decode worker that request ID ended: it forgets
+	// the Abort it may still remember.
+	AbortDone struct{ ID int64 }
 	// DriverDone tells the collector how many requests were released.
 	DriverDone struct{ Total int }
 	// NewJob hands a released request to the router.
@@ -123,6 +130,8 @@ var Protocol = []Hop{
 	{Release{}, KindDriver, KindDriver, "request (timer at its release time)", "-"},
 	{Release{}, KindRun, KindDriver, "request from outside, released now (open-ended runs)", "-"},
 	{EndOfInput{}, KindRun, KindDriver, "— (open-ended runs: no more requests from outside)", "-"},
+	{Abort{}, KindRun, KindDecode, "request id whose client went away (served runs)", "-"},
+	{AbortDone{}, KindRun, KindDecode, "request id that ended: forget its Abort", "-"},
 	{NewJob{}, KindDriver, KindRouter, "new Job (P = D = -1, Arrival set)", "router"},
 	{NewJob{}, KindDriver, KindGlobal, "new Job", "global router"},
 	{DriverDone{}, KindDriver, KindCollector, "requests released in total", "-"},

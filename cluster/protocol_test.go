@@ -214,6 +214,7 @@ func TestProtocolWalk(t *testing.T) {
 
 	// An open-ended run (a server's): requests and EndOfInput from outside.
 	open := openEnded(t, "1p3d-mlx5.hcl", 2, time.Millisecond, time.Second)
+	abortAll(open, 1, 2*time.Millisecond, 500*time.Millisecond)
 	open.Tap = func(from cluster.Addr, e cluster.Envelope) {
 		k := cluster.KindRun
 		if from >= 0 {

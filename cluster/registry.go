@@ -49,6 +49,11 @@ type Constructor struct {
 	PD     func(r topology.Router, prefill, decode int) (RouterPolicy, error)
 	Local  func(cfg bucket.LocalConfig, instances int) (bucket.Local, error)
 	Global func(cfg bucket.GlobalConfig, buckets []bucket.BucketConfig) (bucket.Global, error)
+	// SnapshotBackup (P/D): the prefill workers keep the seed-time
+	// snapshot of a session's prefix as its backup, the reseed source of
+	// KVC (docs/MODEL.md §7.6), unless the router sets
+	// prefill_cache_backup.
+	SnapshotBackup bool
 }
 
 // PolicyKey names a policy within its tier (kvc is both a P/D and a local
@@ -59,37 +64,40 @@ type PolicyKey struct {
 }
 
 // Registry is every routing policy the emulator runs, by tier and by the
-// name the HCL uses. Adding a policy means adding one entry here and one
-// to topology's table of names and parameters (TestRegistryMatchesHCL
-// checks that the two agree).
-var Registry = map[PolicyKey]Constructor{
-	{TierPD, "kvc"}: {PD: func(r topology.Router, np, nd int) (RouterPolicy, error) {
+// name the HCL uses. Adding a P/D policy means adding one entry here and
+// one to topology's table of names and parameters; the local and global
+// policies are listed once, by policy/bucket (LocalPolicies,
+// GlobalPolicies), and registered from there. TestRegistryMatchesHCL
+// checks that the tables agree and that no name is in two tiers unless
+// topology declares it shared (kvc).
+var Registry = registry()
+
+func registry() map[PolicyKey]Constructor {
+	r := map[PolicyKey]Constructor{}
+	for k, c := range pdPolicies {
+		r[PolicyKey{TierPD, k}] = c
+	}
+	for _, n := range bucket.LocalPolicies() {
+		r[PolicyKey{TierLocal, n}] = localCtor
+	}
+	for _, n := range bucket.GlobalPolicies() {
+		r[PolicyKey{TierGlobal, n}] = globalCtor
+	}
+	return r
+}
+
+// pdPolicies are the P/D router policies.
+var pdPolicies = map[string]Constructor{
+	"kvc": {PD: func(r topology.Router, np, nd int) (RouterPolicy, error) {
 		return policy.NewKVC(policy.KVCConfig{Alpha: r.Alpha, TauReject: r.TauReject, Epsilon: r.Epsilon, V1: r.V1,
 			DegenerateFallback: r.AllBlacklisted == topology.AllBlacklistedDegenerate, Prefill: np, Decode: nd,
 			OwnOverlap: r.OwnOverlap, LoadFloor: r.LoadFloor})
-	}},
-	{TierPD, "sticky_only"}: {PD: func(_ topology.Router, np, nd int) (RouterPolicy, error) { return policy.NewStickyOnly(np, nd) }},
-	{TierPD, "kv_score"}: {PD: func(r topology.Router, np, nd int) (RouterPolicy, error) {
+	}, SnapshotBackup: true},
+	"sticky_only": {PD: func(_ topology.Router, np, nd int) (RouterPolicy, error) { return policy.NewStickyOnly(np, nd) }},
+	"kv_score": {PD: func(r topology.Router, np, nd int) (RouterPolicy, error) {
 		return policy.NewKVScore(policy.KVScoreConfig{Alpha: r.Alpha, Prefill: np, Decode: nd})
 	}},
-	{TierPD, "vanilla"}: {PD: func(_ topology.Router, np, nd int) (RouterPolicy, error) { return policy.NewVanilla(np, nd) }},
-
-	{TierLocal, bucket.PolicyRandom}:         localCtor,
-	{TierLocal, bucket.PolicyRoundRobin}:     localCtor,
-	{TierLocal, bucket.PolicyLeastLoaded}:    localCtor,
-	{TierLocal, bucket.PolicyLeastTokens}:    localCtor,
-	{TierLocal, bucket.PolicyCacheScore}:     localCtor,
-	{TierLocal, bucket.PolicyTTLAware}:       localCtor,
-	{TierLocal, bucket.PolicyPrecise}:        localCtor,
-	{TierLocal, bucket.PolicyCacheLoad}:      localCtor,
-	{TierLocal, bucket.PolicyEstimatedTTFT}:  localCtor,
-	{TierLocal, bucket.PolicyPrefixAffinity}: localCtor,
-	{TierLocal, bucket.PolicyCacheAffinity}:  localCtor,
-	{TierLocal, bucket.PolicyKVC}:            localCtor,
-	{TierLocal, bucket.PolicyCacheAwareDP}:   localCtor,
-
-	{TierGlobal, bucket.PolicyStrictInputLength}: globalCtor,
-	{TierGlobal, bucket.PolicyBucketScore}:       globalCtor,
+	"vanilla": {PD: func(_ topology.Router, np, nd int) (RouterPolicy, error) { return policy.NewVanilla(np, nd) }},
 }
 
 // policy/bucket implements every local (global) policy behind one

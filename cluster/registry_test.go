@@ -32,6 +32,25 @@ func TestRegistryMatchesHCL(t *testing.T) {
 	assert.Equal(t, topology.GlobalPolicies(), global, "global_router policies")
 	assert.Equal(t, bucket.LocalPolicies(), local)
 	assert.Equal(t, bucket.GlobalPolicies(), global)
+	// A name in two tiers is a collision unless topology declares it
+	// shared (a P/D policy named least_loaded would take over the router
+	// block label of the fused least_loaded).
+	var both []string
+	for _, n := range pd {
+		if slices.Contains(local, n) || slices.Contains(global, n) {
+			both = append(both, n)
+		}
+	}
+	for _, n := range local {
+		if slices.Contains(global, n) {
+			both = append(both, n)
+		}
+	}
+	shared := topology.SharedPolicyNames()
+	for _, n := range both {
+		assert.NotEmpty(t, shared[n], "policy %q is registered in two tiers without being declared shared", n)
+	}
+	assert.Len(t, both, len(shared), "every declared shared name is in two tiers")
 
 	buckets := []bucket.BucketConfig{{Name: "a", Range: bucket.Range{Min: 0, Max: 100}, Instances: 2}}
 	for k, c := range cluster.Registry {

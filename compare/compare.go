@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,7 +159,9 @@ func (p Plan) Runs() ([]report.Params, error) {
 				for _, c := range combos {
 					for _, seed := range seeds {
 						parts := []string{scenarioStem(sc)}
-						if len(routers) > 1 {
+						if rt != "" {
+							// Even a single --router: the run is not the
+							// scenario as written, and its name says so.
 							parts = append(parts, "router="+rt)
 						}
 						if len(traces) > 1 {
@@ -373,6 +376,11 @@ func joinRunErrors(runs []report.Params, errs []error) error {
 }
 
 func runOne(ctx context.Context, p report.Params, spec *topology.Spec, open func(*topology.Spec) (workload.Source, error), opts Options) error {
+	// An earlier run's summary (--force) must not stand for this one if
+	// it fails before writing its own: the table would show a stale row.
+	if err := os.Remove(filepath.Join(RunDir(opts.Out, p.Name), "summary.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	src, err := open(spec)
 	if err != nil {
 		return err

@@ -116,7 +116,7 @@ func TestPlanNamesSayWhatVaried(t *testing.T) {
 	assert.Equal(t, []string{"router", "trace"}, runs[0].Varied)
 	runs, err = compare.Plan{Scenarios: []string{"x"}, Routers: []string{"vanilla"}}.Runs()
 	require.NoError(t, err)
-	assert.Equal(t, "x", runs[0].Name, "one router is not an axis")
+	assert.Equal(t, "x__router=vanilla", runs[0].Name, "one router is not an axis, but the name says the policy was swapped")
 	assert.Equal(t, "vanilla", runs[0].Router)
 	_, err = compare.Plan{Scenarios: []string{"dp4"}, Routers: []string{"a", "a"}}.Runs()
 	assert.Error(t, err)

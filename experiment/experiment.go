@@ -76,6 +76,9 @@ type Options struct {
 	// Short runs a reduced set (one seed, no sensitivity runs) on a
 	// workload cut to ShortRequests requests (tests).
 	Short bool
+	// Sensitivity adds the sensitivity runs (sensitivity.go): every
+	// fitted and assumed parameter at its low and high value.
+	Sensitivity bool
 	// Logger (default: hclog at Warn to stderr).
 	Logger hclog.Logger
 	// Progress, when set, is called (from the runs' goroutines, serialised)
@@ -221,13 +224,6 @@ func runOne(ctx context.Context, d runDef, opts Options, log hclog.Logger, keepR
 
 // ---------------------------------------------------------------- report
 
-// Verdicts of a Figure.
-const (
-	VerdictReproduced = "reproduced" // within tolerance, nothing fitted to it
-	VerdictFitted     = "fitted"     // a parameter was fitted to this figure: no evidence either way
-	VerdictMiss       = "miss"       // outside tolerance; Explanation names the modelling gap
-)
-
 // Figure is one published figure set against the emulation.
 type Figure struct {
 	Name        string  `json:"name"`
@@ -236,12 +232,22 @@ type Figure struct {
 	Value       float64 `json:"value"`  // the emulated quantity the tolerance applies to (mean over seeds)
 	Spread      string  `json:"spread"` // across seeds, when repeated
 	Tolerance   string  `json:"tolerance"`
-	Verdict     string  `json:"verdict"`
-	Explanation string  `json:"explanation,omitempty"`
+	InTolerance bool    `json:"in_tolerance"`
+	// Verdict is the figure's class (VerdictClasses).
+	Verdict string `json:"verdict"`
+	// DependsOn are the fitted parameters fitted to or derived from this
+	// figure; DecidedBy the fitted and assumed parameters whose low or
+	// high value (--sensitivity) changes whether it is within tolerance.
+	DependsOn []string `json:"depends_on,omitempty"`
+	DecidedBy []string `json:"decided_by,omitempty"`
+	// Attribution is what the code computed from the runs to decompose
+	// the figure (attribution.go): only computed numbers.
+	Attribution []string `json:"attribution,omitempty"`
 }
 
 // Table is a small text table.
 type Table struct {
+	Title  string     `json:"title,omitempty"`
 	Header []string   `json:"header"`
 	Rows   [][]string `json:"rows"`
 }
@@ -265,6 +271,8 @@ type RunSummary struct {
 	TTFTp50     float64 `json:"ttft_p50_ms"`
 	TTFTp90     float64 `json:"ttft_p90_ms"`
 	TTFTp99     float64 `json:"ttft_p99_ms"`
+	TTFTMean    float64 `json:"ttft_mean_ms"`
+	E2Ep50      float64 `json:"e2e_p50_ms"`
 	Prefilled   int64   `json:"prefilled_tokens"`
 	Decoded     int64   `json:"decode_tokens"`
 	Migrations  int     `json:"migrations"`
@@ -279,10 +287,16 @@ type Report struct {
 	Seeds      []uint64      `json:"seeds"`
 	Short      bool          `json:"short"`
 	Wall       time.Duration `json:"-"`
-	Figures    []Figure      `json:"figures"`
-	Sections   []Section     `json:"sections"`
-	Runs       []RunSummary  `json:"runs"`
-	Notes      []string      `json:"notes"`
+	// Verdicts counts the figures per verdict class.
+	Verdicts []VerdictCount `json:"verdicts"`
+	Figures  []Figure       `json:"figures"`
+	// Attribution are the computed breakdowns behind the figures.
+	Attribution []Table `json:"attribution"`
+	// Sensitivity is --sensitivity's result (nil without it).
+	Sensitivity *Sensitivity `json:"sensitivity"`
+	Sections    []Section    `json:"sections"`
+	Runs        []RunSummary `json:"runs"`
+	Notes       []string     `json:"notes"`
 
 	outs map[string]*runOut // the runs' statistics, for tests
 }

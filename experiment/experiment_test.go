@@ -129,12 +129,23 @@ func checkDirections(t *testing.T, rep *Report) {
 	if a, b := rep.runOut("v2-tcp-s"+itoa(s)), rep.runOut("v2-tcp-dpsync"); assert.NotNil(t, a) && assert.NotNil(t, b) {
 		assert.Less(t, quantile(b.st.reseedStale, 0.5), quantile(a.st.reseedStale, 0.5))
 	}
-	// Every figure has a verdict, and every miss and fit an explanation.
+	// Every figure has a verdict class; every miss an attribution computed
+	// from the runs; every depends-on-fitted row names its fitted parameter;
+	// the counts add up.
+	n := 0
+	for _, c := range rep.Verdicts {
+		n += c.Figures
+	}
+	assert.Equal(t, len(rep.Figures), n)
 	for _, f := range rep.Figures {
-		assert.Contains(t, []string{VerdictReproduced, VerdictFitted, VerdictMiss}, f.Verdict, f.Name)
-		if f.Verdict != VerdictReproduced {
-			assert.NotEmpty(t, f.Explanation, f.Name)
+		assert.Contains(t, VerdictClasses, f.Verdict, f.Name)
+		if f.Verdict == VerdictMiss {
+			assert.NotEmpty(t, f.Attribution, f.Name)
 		}
+		if f.Verdict == VerdictDependsFitted {
+			assert.NotEmpty(t, append(f.DependsOn, f.DecidedBy...), f.Name)
+		}
+		assert.Equal(t, f.Verdict == VerdictMiss, !f.InTolerance && f.Verdict != VerdictConsistency, f.Name)
 	}
 	var det bool
 	for _, sec := range rep.Sections {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // figureTable is the published-vs-emulated table.
@@ -42,19 +43,41 @@ func (r *Report) write(w io.Writer, md bool) error {
 			fmt.Fprintf(w, "%s\n%s\n\n", s, repeat('=', len([]rune(s))))
 		}
 	}
-	h(1, fmt.Sprintf("pdemu experiment %s (seeds %v%s)", r.Experiment, r.Seeds, map[bool]string{true: ", short", false: ""}[r.Short]))
+	h(1, fmt.Sprintf("pdemu experiment %s (seeds %v%s): %s", r.Experiment, r.Seeds, map[bool]string{true: ", short", false: ""}[r.Short], countsLine(r.Verdicts)))
 	h(2, "Published vs emulated")
 	writeTable(w, r.figureTable(), md)
 	for _, f := range r.Figures {
-		if f.Explanation != "" {
-			if md {
-				fmt.Fprintf(w, "* **%s** (%s): %s\n", f.Name, f.Verdict, f.Explanation)
-			} else {
-				fmt.Fprintf(w, "- %s (%s): %s\n", f.Name, f.Verdict, f.Explanation)
-			}
+		if len(f.Attribution) == 0 && len(f.DependsOn) == 0 && len(f.DecidedBy) == 0 {
+			continue
+		}
+		var bits []string
+		if len(f.DependsOn) > 0 {
+			bits = append(bits, fmt.Sprintf("fitted to it: %v", f.DependsOn))
+		}
+		if len(f.DecidedBy) > 0 {
+			bits = append(bits, fmt.Sprintf("decided by: %v", f.DecidedBy))
+		}
+		bits = append(bits, f.Attribution...)
+		if md {
+			fmt.Fprintf(w, "* **%s** (%s): %s\n", f.Name, f.Verdict, strings.Join(bits, " — "))
+		} else {
+			fmt.Fprintf(w, "- %s (%s): %s\n", f.Name, f.Verdict, strings.Join(bits, " — "))
 		}
 	}
 	fmt.Fprintln(w)
+	if len(r.Attribution) > 0 {
+		h(2, "Attribution (computed from the runs)")
+		for _, t := range r.Attribution {
+			if t.Title != "" {
+				fmt.Fprintf(w, "%s\n\n", t.Title)
+			}
+			writeTable(w, t, md)
+		}
+	}
+	if r.Sensitivity != nil {
+		h(2, fmt.Sprintf("Sensitivity (seed %d; every fitted and assumed parameter at its low and high value)", r.Sensitivity.Seed))
+		writeTable(w, r.Sensitivity.table(), md)
+	}
 	for _, s := range r.Sections {
 		h(2, s.Title)
 		for _, p := range s.Text {
@@ -83,7 +106,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteDir writes report.txt, report.md and report.json into dir (per-run
+// WriteDir writes report.txt, report.md, report.json and report.html into dir (per-run
 // outputs are written by Run itself when Options.OutDir is set).
 func (r *Report) WriteDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -100,7 +123,8 @@ func (r *Report) WriteDir(dir string) error {
 		}
 		return fh.Close()
 	}
-	return errors.Join(write("report.txt", r.WriteText), write("report.md", r.WriteMarkdown), write("report.json", r.WriteJSON))
+	return errors.Join(write("report.txt", r.WriteText), write("report.md", r.WriteMarkdown), write("report.json", r.WriteJSON),
+		write("report.html", r.WriteHTML))
 }
 
 func repeat(c rune, n int) string {

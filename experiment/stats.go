@@ -41,6 +41,8 @@ type runStats struct {
 	pCacheMax  int
 	// busiest: the largest share of requests one decode/fused worker served.
 	busiest float64
+	// attr are the breakdowns of attribution.go.
+	attr attrStats
 }
 
 func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration, appends map[int64]int) runStats {
@@ -49,7 +51,7 @@ func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration,
 	st.sum = RunSummary{
 		Name: spec.Name, Scenario: spec.Source, Seed: spec.Workload.Seed,
 		Requests: s.Requests.Total, Failed: s.Requests.Failed, PShare: s.PrefillShare,
-		TTFTp50: s.TTFT.P50, TTFTp90: s.TTFT.P90, TTFTp99: s.TTFT.P99,
+		TTFTp50: s.TTFT.P50, TTFTp90: s.TTFT.P90, TTFTp99: s.TTFT.P99, TTFTMean: s.TTFT.Mean, E2Ep50: s.E2E.P50,
 		Emulated: res.End.Seconds(),
 	}
 	if s.Requests.Total > 0 {
@@ -135,6 +137,7 @@ func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration,
 		}
 	}
 	st.medianUncached = quantile(uncached, 0.5)
+	st.attr = computeAttr(res.Records, s.TTFT.P99)
 	return st
 }
 

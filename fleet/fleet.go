@@ -100,7 +100,9 @@ type Out struct {
 	// OutDone of a RemoteDecode prefill call: the hand-off to return.
 	Handoff *Handoff
 	// CachedBlocks (OutFirst/OutDone/OutFailed): the leading prompt blocks
-	// the worker held, by its published KV, when the request arrived.
+	// the worker held, by its published KV, when the request arrived, and
+	// could reuse (on a decode worker: of the request's own session's
+	// residency, since gpu.DecodeWorker keeps KV per session).
 	CachedBlocks int
 	// OutKV: blocks stored (in chain order; Parent is the block before
 	// Stored[0] in the prompt's chain, 0 and HasParent false if none) and
@@ -196,11 +198,6 @@ func New(spec *topology.Spec, o Options) (*Fleet, error) {
 		o.HoldTimeout = DefaultHoldTimeout
 	}
 	f := &Fleet{opts: o, spec: spec, byName: map[string]*worker{}, holds: map[string]*Handoff{}, hints: map[*gpu.Job]hint{}}
-	for _, w := range spec.Decode {
-		if err := f.add(0, w, RoleDecode, nil, 0); err != nil {
-			return nil, err
-		}
-	}
 	nics, err := spec.NICs()
 	if err != nil {
 		return nil, err
@@ -226,6 +223,11 @@ func New(spec *topology.Spec, o Options) (*Fleet, error) {
 			mine = append(mine, nn)
 		}
 		if err := f.add(0, w, RolePrefill, mine, 0); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range spec.Decode {
+		if err := f.add(0, w, RoleDecode, nil, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -440,6 +442,17 @@ func (f *Fleet) Submit(now time.Duration, c Call) error {
 	}
 	j := &gpu.Job{Req: r, P: -1, D: -1, Arrival: now}
 	hit := f.prefixHit(w, r.Blocks)
+	if w.role == RoleDecode {
+		// A decode worker's KV is per session (gpu.DecodeWorker): only the
+		// session's own resident prefix is reused, whatever other sessions'
+		// blocks the worker holds.
+		own, _ := w.d.ResidentBlocks(r.Session)
+		k := 0
+		for k < len(own) && k < len(r.Blocks) && own[k] == r.Blocks[k] {
+			k++
+		}
+		hit = min(hit, k)
+	}
 	w.inflight[r.ID] = j
 	switch w.role {
 	case RolePrefill:

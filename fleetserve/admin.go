@@ -142,4 +142,3 @@ func (s *fleetServer) adminAdd(w http.ResponseWriter, req AdminRequest) {
 	}
 	apiErr(w, http.StatusInternalServerError, "server_error", "", "", "worker %s was added but is not listed", req.Name)
 }
-

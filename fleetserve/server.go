@@ -83,9 +83,9 @@ type Listing struct {
 
 // Result is a served run's outcome.
 type Result struct {
-	Jobs    []*gpu.Job // every ended request, in end order
-	Prefill []string   // worker names by role index (the jobs' P)
-	Decode  []string   // (the jobs' D)
+	Jobs    []*gpu.Job            // every ended request, in end order
+	Prefill []string              // worker names by role index (the jobs' P)
+	Decode  []string              // (the jobs' D)
 	Links   *metrics.LinkRecorder // links.csv: the KV transfers' load on every NIC
 	End     time.Duration
 	Wall    time.Duration
@@ -155,6 +155,7 @@ type fleetServer struct {
 	wg        sync.WaitGroup
 	adminURL  string
 	serveOpts serve.Options
+	perfs     sync.Map // worker name → gpu.Perf (the Bridge's step guess)
 }
 
 // Run serves spec's workers until ctx is done, then drains every worker
@@ -195,10 +196,10 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 	}
 	s.f = f
 	s.br = serve.NewBridge(serve.BridgeOptions{TimeScale: scale, StepGuess: func(worker string, r *workload.Request) time.Duration {
-		if wi, ok := s.workerSpec(worker); ok {
-			if p, err := cluster.PerfFor(wi); err == nil {
-				return p.DecodeStepTime(1, int64(r.InputLen))
-			}
+		// Called with s.mu held (from dispatch): the cost models are
+		// cached apart.
+		if p, ok := s.perfs.Load(worker); ok {
+			return p.(gpu.Perf).DecodeStepTime(1, int64(r.InputLen))
 		}
 		return 20 * time.Millisecond
 	}})
@@ -316,13 +317,6 @@ func (s *fleetServer) emulated() time.Duration {
 	return time.Duration(float64(time.Since(s.start)) * s.scale)
 }
 
-func (s *fleetServer) workerSpec(name string) (topology.Worker, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	wi, ok := s.f.Worker(name)
-	return wi.Spec, ok
-}
-
 // startup is an added worker's start-up delay (docs/MODEL.md §9).
 func (s *fleetServer) startup(w topology.Worker) time.Duration {
 	d := s.opts.StartupFixed
@@ -366,6 +360,9 @@ func (s *fleetServer) open(wi fleet.WorkerInfo) error {
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("worker %s: %w", wi.Name, err)
+	}
+	if p, err := cluster.PerfFor(wi.Spec); err == nil {
+		s.perfs.Store(wi.Name, p)
 	}
 	ep := &endpoint{name: wi.Name, role: wi.Role, ln: ln, url: "http://" + ln.Addr().String(), pub: pub, topic: topic,
 		state: wi.State, gone: make(chan struct{})}

@@ -46,10 +46,13 @@ func (w *DecodeWorker) kick(now time.Duration) {
 func (w *DecodeWorker) drainReady(now time.Duration) {
 	kept := w.ready[:0]
 	blocked := false
-	for _, j := range w.ready {
+	for i, j := range w.ready {
 		if len(w.running) >= w.cfg.MaxRunning {
-			kept = append(kept, j)
-			continue
+			// The batch only grows in this loop: every job left waits.
+			// (A saturated worker used to walk its whole ready queue on
+			// every call to find that out.)
+			kept = append(kept, w.ready[i:]...)
+			break
 		}
 		if j.footprint > 0 && !j.reserved {
 			if blocked {
@@ -162,7 +165,11 @@ func (w *DecodeWorker) advance(now time.Duration) {
 			w.retire(t)
 			j.chunkDone += w.curChunk
 			w.curChunk = 0
-			if j.chunkDone >= j.PrefillTokens {
+			switch {
+			case j.aborting: // aborted during its pass (Abort)
+				w.cur = nil
+				w.abortEnd(t, j, true)
+			case j.chunkDone >= j.PrefillTokens:
 				w.cur, j.DPrefillEnd = nil, t
 				w.ready = append(w.ready, j)
 			}

@@ -158,7 +158,7 @@ func (f *FusedWorker) resize() {
 	for c.used > c.capTokens {
 		c.evictOldest()
 	}
-	f.spill(c.takeEvicted(), 0)
+	f.spill(c.evictedSince(), 0)
 }
 
 // spill moves blocks evicted from HBM to the DRAM tier, or out of the
@@ -177,7 +177,7 @@ func (f *FusedWorker) spill(out []uint64, blockTokens int) {
 		blockTokens = f.lastBT
 	}
 	f.l1.Insert(out, blockTokens)
-	f.evicted = append(f.evicted, f.l1.takeEvicted()...)
+	f.evicted = append(f.evicted, f.l1.evictedSince()...)
 }
 
 // insert puts blocks in HBM; what HBM evicts moves to the DRAM tier (or
@@ -185,7 +185,7 @@ func (f *FusedWorker) spill(out []uint64, blockTokens int) {
 func (f *FusedWorker) insert(blocks []uint64, blockTokens int) {
 	f.lastBT = blockTokens
 	f.cache.Insert(blocks, blockTokens)
-	out := f.cache.takeEvicted()
+	out := f.cache.evictedSince()
 	if f.l1 != nil {
 		for _, b := range blocks {
 			f.l1.remove(b)

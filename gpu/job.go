@@ -73,6 +73,7 @@ type Job struct {
 	footprint  int           // KV tokens a Fallback/Vanilla job needs on the decode worker
 	reserved   bool          // footprint is held
 	chunkDone  int           // append-prefill tokens done (chunked prefill)
+	aborting   bool          // aborted while its append-prefill pass runs (Abort)
 	loadTokens int           // fused: cached tokens that come back from the DRAM tier
 	loadUntil  time.Duration // fused: when that load ends
 	ctx        int           // KV tokens this request attends to while decoding

@@ -15,16 +15,16 @@ import (
 //     batch 8). MBU was set to 0.6 a priori; StepOverhead and
 //     AllReduceLatency were then solved from those two figures, and
 //     Mixtral-8x7B TP2 (not used for fitting) lands within 14 %.
-//   - prefill: Mooncake's vLLM P/D benchmark (Qwen3-8B TP8 on H800). MFU
-//     and CommEfficiency are kept at physically plausible values; the model
-//     is 15–20 % faster than that (TP8 on an 8B model is unusually
-//     inefficient).
+//   - prefill: Mooncake's vLLM P/D benchmark (Qwen3-8B TP8 on H800) is a
+//     check, not a fit: MFU and CommEfficiency are ASSUMED (no fit exists;
+//     docs/MODEL.md's parameter table), and the model is 15–20 % faster
+//     than that benchmark (TP8 on an 8B model is unusually inefficient).
 //   - pool: SGLang start-up logs on H100 for ReservedMemory.
 const (
 	// DefaultMFU is the fraction of peak bf16 FLOP/s that a forward pass
 	// achieves end to end when it is compute bound (GEMMs, attention and the
 	// memory-bound glue kernels between them); long-prompt prefill in
-	// vLLM/SGLang typically lands at 30–45 %.
+	// vLLM/SGLang typically lands at 30–45 %. ASSUMED: no fit exists.
 	DefaultMFU = 0.35
 	// DefaultMBU is the fraction of peak HBM bandwidth achieved when a pass
 	// is memory bound (weight GEMVs, paged-attention KV reads).

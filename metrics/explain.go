@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // SchemaVersion is the version of the output files' schema
@@ -280,6 +282,7 @@ func Warnings(s Summary) []string {
 	if s.Requests.Failed > 0 {
 		w = append(w, FailureMessage(s.Requests))
 	}
+	w = append(w, SLOWarnings(s.SLO)...)
 	for _, b := range s.Balance {
 		if b.Warn {
 			w = append(w, fmt.Sprintf("imbalance: %s worker %s served %.1f%% of the %d %s requests (%.2f× an even share of %.1f%%; least busy %.1f%%)",
@@ -376,7 +379,7 @@ func DigestPath(path string) (string, error) {
 		return "", err
 	}
 	hashFile := func(p string) ([]byte, error) {
-		f, err := os.Open(p)
+		f, err := regular.Open(p)
 		if err != nil {
 			return nil, err
 		}

@@ -58,8 +58,12 @@ type Record struct {
 
 // Request states (per_request.csv state column).
 const (
-	StateCompleted  = "completed"
-	StateFailed     = "failed"
+	StateCompleted = "completed"
+	StateFailed    = "failed"
+	// StateAborted: the client went away and the request left the cluster
+	// (pdemu serve; gpu.ReasonAborted). Not a failure of the cluster: it
+	// counts in Counts.Aborted, not Failed.
+	StateAborted    = "aborted"
 	StateUnfinished = "unfinished"
 )
 
@@ -111,9 +115,14 @@ func (c *Collector) Add(j *gpu.Job) error {
 	rec := c.record(j)
 	rec.State, rec.Failed = StateCompleted, j.Failed != ""
 	if rec.Failed {
-		c.failed++
 		rec.State = StateFailed
 		rec.Reason = j.Failed
+		if j.Failed == gpu.ReasonAborted {
+			// How long it stayed before it left.
+			rec.State, rec.E2E = StateAborted, j.Done-j.Arrival
+		} else {
+			c.failed++
+		}
 		if j.FirstToken > 0 {
 			rec.TTFT = j.FirstToken - j.Arrival
 		}

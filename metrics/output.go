@@ -80,14 +80,16 @@ type Summary struct {
 	Partial   bool   `json:"partial"`
 	StoppedBy string `json:"stopped_by"`
 
-	Scenario string         `json:"scenario"`
-	Policy   string         `json:"policy"`
-	Seed     uint64         `json:"seed"`
-	Clock    Clock          `json:"clock"`
-	Requests Counts         `json:"requests"`
-	TTFT     Quantiles      `json:"ttft_ms"`
-	E2E      Quantiles      `json:"e2e_ms"`
-	Modes    map[string]int `json:"modes"`
+	Scenario string `json:"scenario"`
+	Policy   string `json:"policy"`
+	Seed     uint64 `json:"seed"`
+	Clock    Clock  `json:"clock"`
+	// Served: pdemu serve only, how late clients got their responses.
+	Served   *ServedLateness `json:"served,omitempty"`
+	Requests Counts          `json:"requests"`
+	TTFT     Quantiles       `json:"ttft_ms"`
+	E2E      Quantiles       `json:"e2e_ms"`
+	Modes    map[string]int  `json:"modes"`
 	// PrefillShare is the fraction of completed requests that used a
 	// prefill worker (the KVC paper's "P used on ≈ 8 %").
 	PrefillShare    float64         `json:"prefill_share"`
@@ -100,6 +102,10 @@ type Summary struct {
 	PerBucket []BucketSummary `json:"per_bucket,omitempty"`
 	// Faults sums faults.csv (absent without faults).
 	Faults *FaultSummary `json:"faults,omitempty"`
+
+	// SLO is the run's SLO attainment, goodput and overload verdict
+	// (metrics/slo.go; absent when no SLO was given).
+	SLO *SLOSummary `json:"slo,omitempty"`
 
 	TTFTParts  PartsSummary `json:"ttft_parts_ms"`
 	TTFTTail   TailParts    `json:"ttft_tail"`
@@ -150,11 +156,12 @@ type Lateness struct {
 	Samples int     `json:"samples"`
 }
 
-// Counts are the request totals; Total == Completed + Failed.
+// Counts are the request totals; Total == Completed + Failed + Aborted.
 type Counts struct {
 	Total       int            `json:"total"`
 	Completed   int            `json:"completed"`
 	Failed      int            `json:"failed"`
+	Aborted     int            `json:"aborted,omitempty"` // served runs: left when their client went away (not failures)
 	FailReasons map[string]int `json:"fail_reasons"`
 	SkippedBad  int            `json:"skipped_bad_records"`
 	FailedShare float64        `json:"failed_share"` // failed / total (0 when total is 0)
@@ -193,6 +200,10 @@ func Summarize(recs []Record) Summary {
 			continue
 		}
 		s.Requests.Total++
+		if r.State == StateAborted {
+			s.Requests.Aborted++
+			continue
+		}
 		if r.Failed {
 			s.Requests.Failed++
 			s.Requests.FailReasons[r.Reason]++
@@ -310,4 +321,16 @@ func WriteSessions(w io.Writer, rows []SessionRow) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// ServedLateness is how late, in wall milliseconds, the clients of a
+// served run got each request's first token and its end compared with
+// the emulated times they happened (scaled to wall time): what a client
+// sees of the emulator falling behind. Bound and Late are the verdict:
+// Late when the first tokens' p99 passed Bound.
+type ServedLateness struct {
+	FirstToken Lateness `json:"first_token_late_ms"`
+	End        Lateness `json:"end_late_ms"`
+	BoundMS    float64  `json:"bound_ms"`
+	Late       bool     `json:"late"`
 }

@@ -72,7 +72,7 @@ func drawRecord(t *rapid.T) Record {
 		Bucket: text(t, "bucket"), BucketPolicy: text(t, "bpolicy"), LengthBucketMatch: rapid.Bool().Draw(t, "match"),
 		BucketPredictedPrefix: rapid.IntRange(0, 1<<20).Draw(t, "pred"),
 		State:                 rapid.SampledFrom([]string{"", StateCompleted, StateFailed, StateUnfinished}).Draw(t, "state"),
-		HasParts:              rapid.Bool().Draw(t, "hasParts"), TPOT: dur("tpot"),
+		HasParts:              rapid.Bool().Draw(t, "hasParts"), TPOT: dur("tpot"), KVCause: text(t, "kvCause"),
 	}
 	r.Parts = TTFTParts{dur("p0"), dur("p1"), dur("p2"), dur("p3"), dur("p4"), dur("p5"), dur("p6")}
 	return r

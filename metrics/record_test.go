@@ -27,6 +27,7 @@ func TestUnfinishedKeepsEveryJobField(t *testing.T) {
 	j.RouteLog = []byte(`{"id":5}`)
 	j.KVCause = "first-turn"
 	j.Tries, j.TransferBytes, j.CachedTokens, j.PrefillTokens = 2, 4096, 64, 32
+	j.KVCause = "capacity@1.000s-for-r3"
 	j.Done = j.FirstToken + time.Second
 
 	done := NewCollector([]string{"p0"}, []string{"d0", "d1"})

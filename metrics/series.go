@@ -232,12 +232,12 @@ const (
 
 // RouterRecorder collects the router's decisions over time for
 // router_windows.csv: counts per kind and emulated second (windows are
-// whole seconds), so its memory grows with the run's emulated length, not
-// its events. It is safe for concurrent use. A run that does not feed it
+// whole seconds), kept sparse, so its memory grows with the seconds that
+// had events, never with the run's emulated length. It is safe for concurrent use. A run that does not feed it
 // writes 0 in those columns.
 type RouterRecorder struct {
 	mu   sync.Mutex
-	bins [][4]int32 // by second: migrations, blacklists, fallbacks, rejections
+	bins bins[[4]int32] // by second: migrations, blacklists, fallbacks, rejections
 }
 
 // NewRouterRecorder returns an empty recorder.
@@ -262,11 +262,9 @@ func (r *RouterRecorder) Event(now time.Duration, kind string) {
 	i := int(max(now, 0) / time.Second)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for len(r.bins) <= i {
-		r.bins = append(r.bins, [4]int32{})
-	}
+	b := r.bins.at(int64(i))
 	if k >= 0 {
-		r.bins[i][k]++
+		b[k]++
 	}
 }
 
@@ -302,15 +300,18 @@ func WriteRouterWindowsOf(w io.Writer, a *Arrivals, r *RouterRecorder, window ti
 		return fmt.Errorf("router windows: %v is not a whole number of seconds", window)
 	}
 	return writeRouterWindows(w, func(at func(time.Duration) (req, direct *int)) {
-		if a.max < 0 {
+		if a.bins.last() < 0 {
 			return
 		}
-		at(time.Duration(a.max) * time.Second) // the rows up to the last arrival
-		for i, b := range a.bins {
+		at(time.Duration(a.bins.last()) * time.Second) // the rows up to the last arrival
+		a.bins.each(func(i int64, b *arrivalBin) {
+			if b.req == 0 {
+				return
+			}
 			req, direct := at(time.Duration(i) * time.Second)
 			*req += int(b.req)
 			*direct += int(b.direct)
-		}
+		})
 	}, r, window)
 }
 
@@ -336,13 +337,19 @@ func writeRouterWindows(w io.Writer, count func(at func(time.Duration) (req, dir
 	})
 	if r != nil {
 		r.mu.Lock()
-		for i, b := range r.bins {
-			x := at(time.Duration(i) * time.Second) // an event makes its window's row
+		if r.bins.last() >= 0 {
+			at(time.Duration(r.bins.last()) * time.Second) // an event makes its window's row
+		}
+		r.bins.each(func(i int64, b *[4]int32) {
+			if *b == ([4]int32{}) {
+				return
+			}
+			x := at(time.Duration(i) * time.Second)
 			x.mig += int(b[0])
 			x.bl += int(b[1])
 			x.fb += int(b[2])
 			x.rej += int(b[3])
-		}
+		})
 		r.mu.Unlock()
 	}
 	for i, x := range rows {

@@ -21,14 +21,14 @@ import (
 // request (the ten durations whose exact percentiles and sums the summary
 // reports, as varints: some 30 to 45 bytes per completed request; 32 more
 // per request with keepArrivals) and counters per session, bucket, worker and
-// emulated second: never a whole Record.
+// emulated second with arrivals (sparse: bins): never a whole Record.
 type Tally struct {
-	total, completed, failed int
-	failReasons              map[string]int
-	usedP                    int
-	end                      time.Duration
-	modes                    map[string]int
-	prompt, gen              int64
+	total, completed, failed, aborted int
+	failReasons                       map[string]int
+	usedP                             int
+	end                               time.Duration
+	modes                             map[string]int
+	prompt, gen                       int64
 
 	// Per completed request, in the order added.
 	ttft, e2e, tpot durs // tpot: only the defined ones (≥ 0)
@@ -48,6 +48,8 @@ type Tally struct {
 
 	keepArrivals bool
 	arrivals     []RecoverRow
+
+	sloRows []sloRow // one per ended request (slo.go)
 }
 
 // SessionCount is one session's share of the records (sessions.csv):
@@ -69,7 +71,7 @@ type bucketTally struct {
 func NewTally(keepArrivals bool) *Tally {
 	return &Tally{failReasons: map[string]int{}, modes: map[string]int{}, noParts: map[int]bool{},
 		bucketIdx: map[string]uint16{}, pCount: map[string]int{}, dCount: map[string]int{},
-		sessions: map[int32]*SessionCount{}, keepArrivals: keepArrivals, windows: Arrivals{max: -1}}
+		sessions: map[int32]*SessionCount{}, keepArrivals: keepArrivals, windows: Arrivals{}}
 }
 
 // TallyOf tallies recs (in-memory runs: the same computation as a
@@ -125,6 +127,12 @@ func (t *Tally) Add(r *Record) {
 	if t.keepArrivals {
 		t.arrivals = append(t.arrivals, RecoverRow{ID: r.ID, Arrival: r.Arrival, TTFT: r.TTFT, Failed: r.Failed, Direct: r.Mode == "Direct"})
 	}
+	if r.State == StateAborted {
+		// The client went away (serve): neither met nor missed the SLO.
+		t.aborted++
+		return
+	}
+	t.sloRows = append(t.sloRows, sloRow{sess: r.SessionIdx, failed: r.Failed, arrival: r.Arrival, ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E})
 	if r.Failed {
 		t.failed++
 		t.failReasons[r.Reason]++
@@ -168,8 +176,8 @@ func (t *Tally) Arrivals() *Arrivals { return t.windows.Clone() }
 func (t *Tally) Ended() int { return t.total }
 
 // counts returns the request totals (as Summarize counts them).
-func counts(total, completed, failed int, reasons map[string]int) Counts {
-	c := Counts{Total: total, Completed: completed, Failed: failed, FailReasons: map[string]int{}}
+func counts(total, completed, failed, aborted int, reasons map[string]int) Counts {
+	c := Counts{Total: total, Completed: completed, Failed: failed, Aborted: aborted, FailReasons: map[string]int{}}
 	for r, n := range reasons {
 		c.FailReasons[r] = n
 	}
@@ -182,7 +190,7 @@ func counts(total, completed, failed int, reasons map[string]int) Counts {
 // Summary is Summarize of the records tallied.
 func (t *Tally) Summary() Summary {
 	var s Summary
-	s.Requests = counts(t.total, t.completed, t.failed, t.failReasons)
+	s.Requests = counts(t.total, t.completed, t.failed, t.aborted, t.failReasons)
 	ttft := t.ttft.slice()
 	s.TTFT = QuantilesMS(ttft)
 	s.E2E = QuantilesMS(t.e2e.slice())
@@ -287,7 +295,7 @@ func (t *Tally) Buckets() []BucketSummary {
 				bt, be = append(bt, ttft[i]), append(be, e2e[i])
 			}
 		}
-		s := BucketSummary{Bucket: t.bucketNames[bi], Requests: counts(b.n, b.completed, b.failed, b.failReasons),
+		s := BucketSummary{Bucket: t.bucketNames[bi], Requests: counts(b.n, b.completed, b.failed, b.n-b.completed-b.failed, b.failReasons),
 			TTFT: QuantilesMS(bt), E2E: QuantilesMS(be)}
 		s.LengthBucketMatch = round3(float64(b.match) / float64(b.n))
 		if b.prompt > 0 {
@@ -378,24 +386,19 @@ func (it *dursIter) next() time.Duration {
 // included) and those served Direct (completed). Windows of any whole
 // number of seconds are sums of its seconds.
 type Arrivals struct {
-	bins []arrivalBin
-	max  int // the last second with an arrival (-1: none)
+	bins bins[arrivalBin] // sparse: memory by distinct seconds, not span
 }
 
 type arrivalBin struct{ req, direct int32 }
 
 // NewArrivals returns empty counts.
-func NewArrivals() *Arrivals { return &Arrivals{max: -1} }
+func NewArrivals() *Arrivals { return &Arrivals{} }
 
 func (a *Arrivals) add(r *Record) {
-	i := int(max(r.Arrival, 0) / time.Second)
-	for len(a.bins) <= i {
-		a.bins = append(a.bins, arrivalBin{})
-	}
-	a.max = max(a.max, i)
-	a.bins[i].req++
+	b := a.bins.at(int64(max(r.Arrival, 0) / time.Second))
+	b.req++
 	if !r.Failed && r.State != StateUnfinished && r.Mode == policy.ModeDirect.String() {
-		a.bins[i].direct++
+		b.direct++
 	}
 }
 
@@ -403,9 +406,7 @@ func (a *Arrivals) add(r *Record) {
 func (a *Arrivals) Add(r *Record) { a.add(r) }
 
 // Clone returns a copy of a.
-func (a *Arrivals) Clone() *Arrivals {
-	return &Arrivals{bins: append([]arrivalBin(nil), a.bins...), max: a.max}
-}
+func (a *Arrivals) Clone() *Arrivals { return &Arrivals{bins: a.bins.clone()} }
 
 // ArrivalsOf counts recs.
 func ArrivalsOf(recs []Record) *Arrivals {

@@ -40,8 +40,9 @@ type Stream struct {
 	perW     *bufio.Writer
 	logW     *bufio.Writer
 	ro       *reorder
-	row      []byte // the row being encoded (reorder copies what it keeps)
-	err      error  // the first write error: the run fails, Write reports it
+	row      []byte         // the row being encoded (reorder copies what it keeps)
+	rec      metrics.Record // the record being encoded
+	err      error          // the first write error: the run fails, Write reports it
 	written  bool
 	opts     WriteOptions
 }
@@ -100,7 +101,8 @@ func (s *Stream) Record(r metrics.Record) error {
 	if s.err != nil {
 		return s.err
 	}
-	s.row = metrics.AppendPerRequestRow(s.row[:0], &r)
+	s.rec = r // encoded from a field: &r would make every record escape to the heap
+	s.row = metrics.AppendPerRequestRow(s.row[:0], &s.rec)
 	if err := s.ro.add(r.ID, s.row, r.RouteLog); err != nil {
 		s.err = err
 		return err

@@ -160,8 +160,20 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 		}
 		for _, f := range []func() (*Figure, error){
 			func() (*Figure, error) {
+				if pool, cache := splitKinds(r.Instances); cache != nil {
+					return seriesFigure(r, pool, "instances.csv", "worker", "kv_tokens", id+"__kv", "KV pool use per decode worker: "+r.Name, "KV tokens",
+						"instances.csv kv_tokens of the decode and fused workers: their KV pool use (the prefill workers' prefix caches are the next plot: on one axis their larger range would flatten these lines).")
+				}
 				return seriesFigure(r, r.Instances, "instances.csv", "worker", "kv_tokens", id+"__kv", "KV occupancy per worker: "+r.Name, "KV tokens",
 					"instances.csv kv_tokens: a decode or fused worker's KV pool use, a prefill worker's prefix-cache use.")
+			},
+			func() (*Figure, error) {
+				_, cache := splitKinds(r.Instances)
+				if cache == nil {
+					return nil, nil
+				}
+				return seriesFigure(r, cache, "instances.csv", "worker", "kv_tokens", id+"__kv_prefill", "Prefix cache per prefill worker: "+r.Name, "cached tokens",
+					"instances.csv kv_tokens of the prefill workers: their prefix-cache use.")
 			},
 			func() (*Figure, error) {
 				return seriesFigure(r, r.Instances, "instances.csv", "worker", "queue", id+"__queue", "Queue length per worker: "+r.Name, "queued requests",
@@ -188,14 +200,12 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 			missing = append(missing, r.Name+" (no "+strings.Join(r.Missing, ", no ")+")")
 		}
 	}
-	heads := make([]tableColumn, len(cols))
-	copy(heads, cols)
 	var b bytes.Buffer
 	err = pageTmpl.Execute(&b, map[string]any{
 		"Title":    o.Title,
 		"Status":   statusCounts(rows),
 		"Missing":  missing,
-		"Columns":  heads,
+		"Columns":  cols,
 		"NCols":    len(cols) + 2,
 		"Groups":   views,
 		"ModeMix":  mix,
@@ -206,6 +216,28 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 		return nil, err
 	}
 	return &Page{HTML: b.Bytes(), Figures: all}, nil
+}
+
+// splitKinds splits instances.csv into the decode/fused workers' rows
+// (KV pools) and the prefill workers' (prefix caches) when it has both;
+// cache is nil otherwise.
+func splitKinds(t *Table) (pool, cache *Table) {
+	if t == nil || !t.Has("kind") {
+		return t, nil
+	}
+	pool = &Table{Header: t.Header, idx: t.idx}
+	cache = &Table{Header: t.Header, idx: t.idx}
+	for i, row := range t.Rows {
+		if t.Str(i, "kind") == "prefill" {
+			cache.Rows = append(cache.Rows, row)
+		} else {
+			pool.Rows = append(pool.Rows, row)
+		}
+	}
+	if len(cache.Rows) == 0 || len(pool.Rows) == 0 {
+		return t, nil
+	}
+	return pool, cache
 }
 
 // shortNames are copies of runs named without the "__"-separated parts
@@ -391,6 +423,7 @@ th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; vertical-a
 th { background: #eee; }
 td.l, th.l { text-align: left; }
 table.cmp { width: 100%; table-layout: auto; }
+table.cmp th { position: sticky; top: 0; }
 table.cmp td.run { text-align: left; max-width: 20em; word-break: break-word; }
 table.cmp tr.group td { background: #f4f4f8; text-align: left; font-weight: bold; }
 table.cmp tr.group span { font-weight: normal; color: #555; }
@@ -425,16 +458,17 @@ figcaption { font-size: 12px; color: #555; }
 <tr><th class="l">run</th><th class="l">status</th>{{range .Columns}}<th>{{.Head}}{{if .Unit}}<br><span class="small">{{.Unit}}</span>{{end}}</th>{{end}}</tr>
 {{range .Groups}}<tr class="group"><td colspan="{{$.NCols}}">{{.Label}} <span>· {{.Runs}} run{{if ne .Runs 1}}s{{end}} · {{.BaselineNote}}</span></td></tr>
 {{range .Rows}}<tr class="{{if not .OK}}notok{{else if .Baseline}}base{{end}}"><td class="run"><a href="#{{.Anchor}}">{{range .Name}}{{.}}<wbr>{{end}}</a></td><td class="l"><span class="st {{if .OK}}st-ok{{else}}st-bad{{end}}"{{if .Detail}} title="{{.Detail}}"{{end}}>{{.Status}}</span>{{if not .OK}}<span class="d">{{.Detail}}</span>{{end}}</td>
-{{range $i, $c := .Cells}}{{if eq $i 0}}{{end}}<td{{if $c.Title}} title="{{$c.Title}}"{{end}}><span class="v">{{$c.Value}}</span>{{if $c.Delta}}<span class="d {{$c.Class}}">{{$c.Delta}}</span>{{end}}</td>{{end}}</tr>
+{{range $c := .Cells}}<td{{if $c.Title}} title="{{$c.Title}}"{{end}}><span class="v">{{$c.Value}}</span>{{if $c.Delta}}<span class="d {{$c.Class}}">{{$c.Delta}}</span>{{end}}</td>{{end}}</tr>
 {{end}}{{end}}</table>
-<p class="small">Runs are grouped by workload; each group is compared with its baseline (green: better, red: worse; per cent, or percentage points (pp) for shares; ±0 below 0.5 %). Requests columns: failed share of all requests, Direct share of all requests; latencies over completed requests; prefilled tokens are the tokens actually prefilled (append_tokens); KV moved is the KV transferred between workers; imbalance is the busiest decode/fused worker's share of requests over the mean share (1× = even). Exact figures: compare.csv and compare.json.</p>
+<p class="small">Runs are grouped by workload; each group is compared with its baseline (green: better, red: worse; per cent, × for 2 times and more, ÷ for a tenth and less, or percentage points (pp) for shares; ±0 below 0.5 %). Requests columns: failed share of all requests, Direct share of all requests; latencies over completed requests; prefilled tokens are the tokens actually prefilled (append_tokens); KV moved is the KV transferred between workers; imbalance is the busiest decode/fused worker's share of requests over the mean share (1× = even). Exact figures: compare.csv and compare.json.</p>
 <h2 id="mode-mix">Mode mix</h2>
 <figure id="{{.ModeMix.ID}}">{{svg .ModeMix.SVG}}<figcaption>{{.ModeMix.Caption}}</figcaption></figure>
 {{range .Groups}}<h2 id="{{.ID}}">Workload: {{.Label}}</h2>
 <p class="small">{{.Runs}} run{{if ne .Runs 1}}s{{end}}; {{.BaselineNote}}.</p>
-<div class="grid">{{range .Figures}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
+{{if .Figures}}<div class="grid">{{range .Figures}}<figure id="{{.ID}}">{{svg .SVG}}<figcaption>{{.Title}}: {{.Caption}}</figcaption></figure>
 {{end}}</div>
-{{end}}<h2 id="runs">Runs</h2>
+{{else}}<p class="small">No CDF, Direct share or TTFT-parts plots: no run of this workload has its per_request.csv (the table's figures come from summary.json).</p>
+{{end}}{{end}}<h2 id="runs">Runs</h2>
 {{range .Sections}}<section class="run{{if not .OK}} notok{{end}}" id="{{.Anchor}}">
 <h3>{{.Name}}{{if not .OK}} — {{.Status}}{{end}}</h3>
 <div class="side">

@@ -168,9 +168,16 @@ func delta(v, b float64, points, lowerBetter bool) (string, string) {
 		rel = (v - b) / math.Abs(b)
 		d = 100 * rel
 		switch {
-		case math.Abs(d) >= 1000:
+		case v != 0 && d <= -90: // a tenth and less: "-100 %" would read as zero
+			q := b / v
+			if math.Abs(q) >= 100 {
+				s = "÷" + strconv.FormatFloat(q, 'f', 0, 64)
+			} else {
+				s = "÷" + strconv.FormatFloat(q, 'f', 1, 64)
+			}
+		case d >= 900: // 10× and more
 			s = strconv.FormatFloat(v/b, 'f', 0, 64) + "×"
-		case math.Abs(d) >= 100:
+		case d >= 100: // 2× and more: a ratio reads better than "+250 %"
 			s = strconv.FormatFloat(v/b, 'f', 1, 64) + "×"
 		default:
 			s = strconv.FormatFloat(d, 'f', 0, 64) + " %"

@@ -4,10 +4,18 @@
 // report with SVG plots rendered by gonum/plot.
 //
 // Contract: CSV files are read by column name, never by position, so
-// columns may be added to them; the optional files (params.json,
-// links.csv, router_windows.csv, sessions.csv, faults.csv) and the
-// optional TTFT-part columns of per_request.csv are used when present and
-// silently skipped when absent. faults.csv's rows, when there are any,
+// columns may be added to them. Only summary.json is required: the other
+// files (per_request.csv, instances.csv, params.json, links.csv,
+// router_windows.csv, faults.csv) and the optional TTFT-part columns of
+// per_request.csv are used when present; a run without per_request.csv
+// or instances.csv is left out of the plots they feed, and the page says
+// so. Each run has a status (StatusOf: ok, failed, partial, error,
+// empty); only ok runs are compared with, or can be, a baseline. Runs
+// are grouped by workload (trace digest or path), each group with its
+// own panels and baseline. summary.json's optional "slo" and "goodput"
+// objects give the SLO columns (sloOf: "attainment",
+// "session_attainment", "goodput_rps" or "requests_per_s", at the top
+// of either object or one level down; shares in 0..1 or per cent). faults.csv's rows, when there are any,
 // give the run's panel a fault table and bands on its time-series plots,
 // and compare.csv the FaultColumns; without faults every output is as
 // before. Given the same run directories, every function here
@@ -16,14 +24,17 @@
 package report
 
 import (
+	"bufio"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Params are the parameters of a run as compare records them in
@@ -110,8 +121,10 @@ func (t *Table) rows() [][]string {
 }
 
 // readTable reads a CSV file with a header line. A missing file gives
-// (nil, nil) when optional.
-func readTable(path string, optional bool) (*Table, error) {
+// (nil, nil) when optional. keep, when not nil, names the only columns
+// kept (the others are dropped as the file is read, so a big
+// per_request.csv costs the memory of the columns the report uses).
+func readTable(path string, optional bool, keep []string) (*Table, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if optional && errors.Is(err, fs.ErrNotExist) {
@@ -120,21 +133,60 @@ func readTable(path string, optional bool) (*Table, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
+	r := csv.NewReader(bufio.NewReaderSize(f, 1<<16))
 	r.FieldsPerRecord = -1
-	recs, err := r.ReadAll()
+	r.ReuseRecord = true
+	head, err := r.Read()
+	if err == io.EOF {
+		return nil, fmt.Errorf("%s: empty file (no header)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(recs) == 0 {
-		return nil, fmt.Errorf("%s: empty file (no header)", path)
+	var cols []int // positions kept, in file order
+	wanted := map[string]bool{}
+	for _, k := range keep {
+		wanted[k] = true
 	}
-	t := &Table{Header: recs[0], Rows: recs[1:], idx: map[string]int{}}
-	for i, h := range t.Header {
-		t.idx[h] = i
+	t := &Table{idx: map[string]int{}}
+	for i, h := range head {
+		if keep != nil && !wanted[h] {
+			continue
+		}
+		if _, dup := t.idx[h]; dup {
+			continue // a repeated name: its first column
+		}
+		t.idx[h] = len(t.Header)
+		t.Header = append(t.Header, h)
+		cols = append(cols, i)
+	}
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		row := make([]string, 0, len(cols))
+		for _, c := range cols {
+			if c >= len(rec) {
+				break // a short line: the cells it lacks read as ""
+			}
+			row = append(row, strings.Clone(rec[c]))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t, nil
 }
+
+// The columns the report reads of each per-run CSV file (nil: all).
+var (
+	requestColumns = append([]string{"arrival_ms", "ttft_ms", "e2e_ms", "mode", "d_worker",
+		"append_tokens", "cached_tokens", "transfer_bytes", "failed"}, TTFTParts...)
+	instanceColumns = []string{"t_ms", "worker", "kind", "kv_tokens", "queue"}
+	linkColumns     = []string{"t_ms", "nic", "utilisation"}
+)
 
 // Summary is the part of summary.json the report uses.
 type Summary struct {
@@ -234,14 +286,15 @@ func Load(dir string) (*Run, error) {
 		name     string
 		dst      **Table
 		optional bool
+		keep     []string
 	}{
-		{"per_request.csv", &r.Requests, true},
-		{"instances.csv", &r.Instances, true},
-		{"links.csv", &r.Links, true},
-		{"router_windows.csv", &r.RouterWindows, true},
-		{"faults.csv", &r.Faults, true},
+		{"per_request.csv", &r.Requests, true, requestColumns},
+		{"instances.csv", &r.Instances, true, instanceColumns},
+		{"links.csv", &r.Links, true, linkColumns},
+		{"router_windows.csv", &r.RouterWindows, true, nil},
+		{"faults.csv", &r.Faults, true, nil},
 	} {
-		t, err := readTable(filepath.Join(dir, f.name), f.optional)
+		t, err := readTable(filepath.Join(dir, f.name), f.optional, f.keep)
 		if err != nil {
 			return nil, err
 		}

@@ -32,6 +32,9 @@ type Figure struct {
 var TTFTParts = []string{"ttft_route_ms", "ttft_p_queue_ms", "ttft_prefill_ms", "ttft_transfer_ms",
 	"ttft_kv_wait_ms", "ttft_d_prefill_ms", "ttft_first_token_ms"}
 
+// ttftPartLabels name TTFTParts in legends.
+var ttftPartLabels = []string{"route", "P queue", "prefill", "KV transfer", "KV wait", "D prefill", "first token"}
+
 const (
 	figW = 15 * vg.Centimeter
 	figH = 9 * vg.Centimeter
@@ -45,6 +48,47 @@ func init() {
 
 // percentTicks marks 0, 25, 50, 75 and 100.
 var percentTicks = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
+
+// msTicks label an axis in milliseconds with time units ("100 ms",
+// "10 s", "5 min"): gonum's log ticks (powers of ten, "1e+06") or its
+// default ones.
+type msTicks struct{ log bool }
+
+func (m msTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	if m.log {
+		ts = plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	} else {
+		ts = plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	for i := range ts {
+		switch {
+		case ts[i].Label == "":
+		case m.log && ts[i].Value >= 1000:
+			// Powers of ten stay round in seconds ("1000 s", not "16.67 min").
+			ts[i].Label = strconv.FormatFloat(ts[i].Value/1000, 'g', 6, 64) + " s"
+		default:
+			ts[i].Label = tickMS(ts[i].Value)
+		}
+	}
+	return ts
+}
+
+// tickMS is a short label for ms: the unit fmtMS would pick, without
+// trailing zeros.
+func tickMS(ms float64) string {
+	a := math.Abs(ms)
+	unit, div := "ms", 1.0
+	switch {
+	case a >= 3_600_000:
+		unit, div = "h", 3_600_000
+	case a >= 60_000:
+		unit, div = "min", 60_000
+	case a >= 1000:
+		unit, div = "s", 1000
+	}
+	return strconv.FormatFloat(ms/div, 'g', 4, 64) + " " + unit
+}
 
 // plainTicks are gonum's default ticks labelled without trailing zeros
 // ("25000", not "25000.00").
@@ -243,9 +287,9 @@ const maxPanelLines = 8
 // per_request.csv (baseline first among equals when the selection has to
 // drop runs). Nil when no run has the file.
 func cdfFigureOf(runs []*Run, baseline *Run, col, id, title string) (*Figure, error) {
-	p := newPlot(title, "milliseconds (log scale)", "requests ≤ x (%)")
+	p := newPlot(title, "latency (log scale)", "requests ≤ x (%)")
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = msTicks{log: true}
 	p.Y.Min, p.Y.Max = 0, 100
 	p.Y.Tick.Marker = percentTicks
 	type line struct {
@@ -262,6 +306,9 @@ func cdfFigureOf(runs []*Run, baseline *Run, col, id, title string) (*Figure, er
 		xys, err := cdf(r.Requests, col, 0.01)
 		if err != nil {
 			return nil, fmt.Errorf("%s: per_request.csv: %w", r.Dir, err)
+		}
+		if len(xys) == 0 {
+			continue // no completed request: nothing to draw
 		}
 		p99 := 0.0
 		if len(xys) > 0 {
@@ -345,14 +392,16 @@ func missingCaption(runs []*Run, file string) string {
 }
 
 // stackedBars draws one horizontal bar per run, stacked by category.
+// The first run is drawn at the top, as in the table.
 func stackedBars(title, xlabel string, names []string, cats []string, vals [][]float64) (*plot.Plot, error) {
 	p := newPlot(title, xlabel, "")
 	p.Legend.Top = true
 	var prev *plotter.BarChart
+	n := len(names)
 	for c, cat := range cats {
-		v := make(plotter.Values, len(names))
+		v := make(plotter.Values, n)
 		for r := range names {
-			v[r] = vals[r][c]
+			v[n-1-r] = vals[r][c]
 		}
 		b, err := plotter.NewBarChart(v, vg.Points(12))
 		if err != nil {
@@ -368,7 +417,11 @@ func stackedBars(title, xlabel string, names []string, cats []string, vals [][]f
 		p.Add(b)
 		p.Legend.Add(cat, b)
 	}
-	p.NominalY(names...)
+	rev := make([]string, n)
+	for r, name := range names {
+		rev[n-1-r] = name
+	}
+	p.NominalY(rev...)
 	return p, nil
 }
 
@@ -458,7 +511,7 @@ func directShareFigureOf(runs []*Run, id, suffix string) (*Figure, error) {
 	span := 0.0
 	var with []*Run
 	for _, r := range runs {
-		if r.Requests == nil {
+		if r.Requests == nil || len(r.Requests.Rows) == 0 {
 			continue
 		}
 		with = append(with, r)
@@ -507,7 +560,7 @@ func directShareFigureOf(runs []*Run, id, suffix string) (*Figure, error) {
 		caption += fmt.Sprintf(" %d of %d runs shown: the %d lowest and %d highest Direct shares (every run is in the table).", len(keep), len(with), n, n)
 	}
 	for i, r := range runs {
-		if r.Requests == nil || (len(keep) > 0 && !keep[r]) {
+		if r.Requests == nil || len(r.Requests.Rows) == 0 || (len(keep) > 0 && !keep[r]) {
 			continue
 		}
 		xys, err := directShare(r.Requests, w)
@@ -898,12 +951,28 @@ const partsSpread = 20
 func ttftPartsFiguresOf(runs []*Run, prefix, suffix string) ([]*Figure, error) {
 	var with []*Run
 	for _, r := range runs {
-		if r.Requests.Has(TTFTParts[0]) {
+		if r.Requests.Has(TTFTParts[0]) && r.Summary.Requests.Completed > 0 {
 			with = append(with, r)
 		}
 	}
 	if len(with) == 0 {
 		return nil, nil
+	}
+	// Each part's completed values, sorted once for both percentiles.
+	sorted := make([][][]float64, len(with))
+	for i, r := range with {
+		sorted[i] = make([][]float64, len(TTFTParts))
+		for j, c := range TTFTParts {
+			if !r.Requests.Has(c) {
+				continue
+			}
+			v, err := completedColumn(r.Requests, c)
+			if err != nil {
+				return nil, fmt.Errorf("%s: per_request.csv: %w", r.Dir, err)
+			}
+			sort.Float64s(v)
+			sorted[i][j] = v
+		}
 	}
 	var figs []*Figure
 	for _, q := range []struct {
@@ -916,16 +985,8 @@ func ttftPartsFiguresOf(runs []*Run, prefix, suffix string) ([]*Figure, error) {
 		for i, r := range with {
 			names[i] = legendName(r)
 			vals[i] = make([]float64, len(TTFTParts))
-			for j, c := range TTFTParts {
-				if !r.Requests.Has(c) {
-					continue
-				}
-				v, err := completedColumn(r.Requests, c)
-				if err != nil {
-					return nil, fmt.Errorf("%s: per_request.csv: %w", r.Dir, err)
-				}
-				sort.Float64s(v)
-				vals[i][j] = percentile(v, q.q)
+			for j := range TTFTParts {
+				vals[i][j] = percentile(sorted[i][j], q.q)
 				totals[i] += vals[i][j]
 			}
 		}
@@ -937,8 +998,8 @@ func ttftPartsFiguresOf(runs []*Run, prefix, suffix string) ([]*Figure, error) {
 			hi = max(hi, t)
 		}
 		shares := hi > 0 && hi > partsSpread*lo
-		xlabel := "milliseconds"
-		caption := "The " + q.name + " of each TTFT part over the completed requests (per_request.csv ttft_*_ms columns), stacked; a stack of percentiles is not the TTFT's " + q.name + "."
+		xlabel := "time"
+		caption := "The " + q.name + " of each TTFT part over the completed requests (per_request.csv " + strings.Join(TTFTParts, ", ") + ", in the legend's order), stacked; a stack of percentiles is not the TTFT's " + q.name + "."
 		if shares {
 			xlabel = "share of the run's stacked total (%)"
 			for i := range vals {
@@ -952,13 +1013,15 @@ func ttftPartsFiguresOf(runs []*Run, prefix, suffix string) ([]*Figure, error) {
 			caption += fmt.Sprintf(" The stacked totals range from %s to %s (more than %d×), so each bar shows the parts as shares of its run's total, given in its label.", fmtMS(lo), fmtMS(hi), partsSpread)
 		}
 		title := "TTFT parts, " + q.name + " of each part" + suffix
-		p, err := stackedBars(title, xlabel, names, TTFTParts, vals)
+		p, err := stackedBars(title, xlabel, names, ttftPartLabels, vals)
 		if err != nil {
 			return nil, err
 		}
 		if shares {
 			p.X.Min, p.X.Max = 0, 100
 			p.X.Tick.Marker = percentTicks
+		} else {
+			p.X.Tick.Marker = msTicks{}
 		}
 		svg, err := render(p, figW, barHeight(len(with)))
 		if err != nil {

@@ -32,7 +32,7 @@ type fixture struct {
 }
 
 // writeFixture writes f under root/runs/<name> and returns the directory.
-func writeFixture(t *testing.T, root string, f fixture) string {
+func writeFixture(t testing.TB, root string, f fixture) string {
 	t.Helper()
 	dir := filepath.Join(root, "runs", f.name)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
@@ -122,7 +122,7 @@ func studyFixtures() []fixture {
 	}
 }
 
-func loadStudy(t *testing.T, fs []fixture) (string, []*Run) {
+func loadStudy(t testing.TB, fs []fixture) (string, []*Run) {
 	root := t.TempDir()
 	var dirs []string
 	for _, f := range fs {
@@ -310,7 +310,7 @@ func TestStatusOf(t *testing.T) {
 		ok   bool
 	}{
 		{mk(100, 0, false, ""), StatusOK, true},
-		{mk(100, 1, false, ""), StatusOK, true},  // 1 % = --max-failed: still ok
+		{mk(100, 1, false, ""), StatusOK, true}, // 1 % = --max-failed: still ok
 		{mk(100, 2, false, ""), StatusFailed, false},
 		{mk(100, 0, true, ""), StatusPartial, false},
 		{mk(100, 0, false, "bad record at line 501"), StatusError, false},
@@ -399,6 +399,9 @@ func TestFormats(t *testing.T) {
 		{250, 100, false, true, "2.5×", "worse"},
 		{0.5, 0.6, true, false, "-10.0 pp", "worse"},
 		{5, 0, false, true, "new", ""},
+		{0.238, 588, false, true, "÷2471", "better"},
+		{5, 100, false, true, "÷20.0", "better"},
+		{0, 100, false, true, "-100 %", "better"},
 	} {
 		s, class := delta(c.v, c.b, c.points, c.lowerBetter)
 		assert.Equal(t, c.s, s, "%+v", c)
@@ -453,4 +456,67 @@ func TestTimeWeightedIsTheStepIntegral(t *testing.T) {
 	assert.InDelta(t, 0.0, got[4], 1e-9)
 	assert.InDelta(t, 0.5, got[5], 1e-9)
 	assert.InDelta(t, 1.0, got[29], 1e-9)
+}
+
+// A study kept with summary.json only (compare --outputs summary): rows
+// from the summaries, no per-request plots, and the page says so.
+func TestSummaryOnlyStudy(t *testing.T) {
+	fs := studyFixtures()[:2]
+	for i := range fs {
+		fs[i].summaryOnly = true
+	}
+	root, runs := loadStudy(t, fs)
+	page, err := BuildWith(Options{Title: "s", BaseDir: root}, runs)
+	require.NoError(t, err)
+	o := outline(t, page.HTML)
+	assert.Contains(t, o, "[note] Runs kept with fewer outputs: kvc__trace=cc (no per_request.csv, no instances.csv); vanilla__trace=cc")
+	assert.Contains(t, o, "note: No CDF, Direct share or TTFT-parts plots: no run of this workload has its per_request.csv")
+	assert.Contains(t, o, "row(): vanilla__trace=cc | ok | 40 | 0.0 % ±0 | 0.0 % -75.0 pp | 1.20 s 3.0×")
+	ids := figureIDs(page)
+	assert.Equal(t, []string{"mode_mix"}, ids, "only the mode mix, from the summaries")
+}
+
+// A P/D run's prefix caches and KV pools get a plot each: on one axis the
+// prefill worker's larger range would flatten the decode lines.
+func TestPrefixCachesApartFromKVPools(t *testing.T) {
+	root, runs := loadStudy(t, studyFixtures()[:1])
+	inst := "t_ms,worker,kind,bucket,kv_tokens,queue,running\n0,p0,prefill,,700000,0,0\n0,d0,decode,,80000,1,1\n1000,p0,prefill,,710000,0,0\n1000,d0,decode,,60000,0,1\n"
+	require.NoError(t, os.WriteFile(filepath.Join(runs[0].Dir, "instances.csv"), []byte(inst), 0o644))
+	r, err := Load(runs[0].Dir)
+	require.NoError(t, err)
+	page, err := BuildWith(Options{Title: "s", BaseDir: root}, []*Run{r})
+	require.NoError(t, err)
+	var kv, cache *Figure
+	for _, f := range page.Figures {
+		switch f.ID {
+		case "kvc__trace=cc__kv":
+			kv = f
+		case "kvc__trace=cc__kv_prefill":
+			cache = f
+		}
+	}
+	require.NotNil(t, kv)
+	require.NotNil(t, cache)
+	assert.Contains(t, string(kv.SVG), ">d0<")
+	assert.NotContains(t, string(kv.SVG), ">p0<")
+	assert.Contains(t, string(cache.SVG), ">p0<")
+	assert.NotContains(t, string(cache.SVG), ">d0<")
+}
+
+// A run with no request (or none completed) draws no empty plot: every
+// figure of a study of such runs has data, or is absent.
+func TestRunsWithoutRequestsDrawNoEmptyAxes(t *testing.T) {
+	fs := studyFixtures()[:2]
+	fs[0].requests, fs[0].direct = 0, 0
+	fs[1].failed = fs[1].requests
+	root, runs := loadStudy(t, fs)
+	page, err := BuildWith(Options{Title: "s", BaseDir: root}, runs)
+	require.NoError(t, err)
+	for _, f := range page.Figures {
+		assert.NotContains(t, f.ID, "cdf", "no completed request anywhere: no CDF")
+		assert.NotContains(t, f.ID, "ttft_parts")
+	}
+	o := outline(t, page.HTML)
+	assert.Contains(t, o, "row(notok): kvc__trace=cc | empty no requests")
+	assert.Contains(t, o, "row(notok): vanilla__trace=cc | failed 40 of 40 requests failed (100.0 %)")
 }

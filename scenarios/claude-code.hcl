@@ -8,14 +8,11 @@
 # --trace DIR. Sessions are replayed closed loop: a session's next request
 # is released its recorded think time after the previous answer.
 #
-# Sized for this workload. The prompts are far larger than the KVC paper's
-# K_d = 92,104 tokens, so the decode pools here are derived from memory
-# (H200, ~718K tokens each; `pdemu models` shows the figure). The sessions
-# reach 496K tokens (p50 111K, p90 254K), beyond Qwen3-Coder's native
-# 262,144-token context: the workers serve the 1M-token context the model
-# card documents with YaRN rope scaling (max_model_len = 1048576, as
-# `vllm serve --max-model-len 1048576` with the card's rope_scaling), so no
-# request fails exceeds-context. The cluster is base/pd.hcl.
+# Sized for this workload: the prompts are far larger than the KVC paper's
+# K_d = 92,104, so the decode pools are derived from memory (H200, ~718K
+# tokens each; `pdemu models`), and the sessions reach 496K tokens (p90
+# 254K), past Qwen3-Coder's native 262,144: the workers serve the 1M-token
+# YaRN context of the model card (max_model_len). Cluster: base/pd.hcl.
 
 extends = "base/pd.hcl"
 name    = "claude-code"
@@ -25,8 +22,7 @@ variable "max_concurrent" {
   default     = 16
 }
 
-# Qwen3-Coder-30B-A3B-Instruct model card: "262,144 natively, extendable
-# up to 1M tokens using Yarn".
+# The model card: "262,144 natively, extendable up to 1M tokens using Yarn".
 dynamic "prefill" {
   content {
     max_model_len = 1048576

@@ -43,7 +43,7 @@ dynamic "prefill" {
   content {
     gpu = "H100-SXM"
     # Re-prefill time. The default MFU (0.35, gpu/perf.go DefaultMFU) is
-    # fitted to vLLM/SGLang measurements at <= 32K tokens; at 40-60K tokens
+    # assumed (no fit exists; checked only at <= 32K tokens); at 40-60K tokens
     # about 78 % of this model's prefill FLOPs are causal attention (e.g.
     # 50K tokens: 9.8e14 of 1.26e15 FLOPs), and with 0.35 a cold 50K / 60K
     # prefill takes 3.63 s / 5.04 s, above the paper's 1.5-3 s. 0.57 puts

@@ -20,7 +20,7 @@ import (
 
 func TestNames(t *testing.T) {
 	names := scenarios.Names()
-	assert.Equal(t, []string{"16p48d.hcl", "1p3d-mlx5.hcl", "1p3d-tcp.hcl", "4p12d.hcl", "64p192d.hcl", "buckets-3-strict.hcl", "buckets-3.hcl", "chaos.hcl", "claude-code.hcl", "dp4.hcl", "kvc-v1-1p3d.hcl", "kvscore-1p3d.hcl", "mooncake.hcl", "reseed-tcp-loopback.hcl", "sticky-1p3d.hcl", "vanilla-pd-1p3d.hcl"}, names)
+	assert.Equal(t, []string{"16p48d.hcl", "1p3d-mlx5.hcl", "1p3d-tcp.hcl", "4p12d.hcl", "64p192d.hcl", "buckets-3-strict.hcl", "buckets-3.hcl", "chaos.hcl", "claude-code-dp4.hcl", "claude-code-vanilla.hcl", "claude-code.hcl", "dp4.hcl", "kvc-v1-1p3d.hcl", "kvscore-1p3d.hcl", "mooncake.hcl", "reseed-tcp-loopback.hcl", "sticky-1p3d.hcl", "vanilla-pd-1p3d.hcl"}, names)
 	assert.Contains(t, names, scenarios.Default)
 }
 
@@ -68,7 +68,7 @@ func TestEmbeddedScenariosParse(t *testing.T) {
 	}
 	// Trace and fused scenarios are checked by TestTraceScenarios and
 	// TestFusedScenarios, the scaled ones by TestScaledScenarios.
-	traces := map[string]bool{"claude-code.hcl": true, "mooncake.hcl": true, "dp4.hcl": true, "buckets-3.hcl": true, "buckets-3-strict.hcl": true,
+	traces := map[string]bool{"claude-code.hcl": true, "claude-code-vanilla.hcl": true, "claude-code-dp4.hcl": true, "mooncake.hcl": true, "dp4.hcl": true, "buckets-3.hcl": true, "buckets-3-strict.hcl": true,
 		"4p12d.hcl": true, "16p48d.hcl": true, "64p192d.hcl": true}
 	for _, name := range scenarios.Names() {
 		if traces[name] {
@@ -372,8 +372,10 @@ func TestTraceScenarios(t *testing.T) {
 		trace, format, loop string
 		prefill, decode     int
 	}{
-		"claude-code.hcl": {"weka-claude-code", "claude-code", topology.LoopClosed, 1, 3},
-		"mooncake.hcl":    {"mooncake/synthetic_trace.jsonl", "mooncake", topology.LoopOpen, 4, 4},
+		"claude-code.hcl":         {"weka-claude-code", "claude-code", topology.LoopClosed, 1, 3},
+		"claude-code-vanilla.hcl": {"weka-claude-code", "claude-code", topology.LoopClosed, 1, 3},
+		"claude-code-dp4.hcl":     {"weka-claude-code", "claude-code", topology.LoopClosed, 0, 0},
+		"mooncake.hcl":            {"mooncake/synthetic_trace.jsonl", "mooncake", topology.LoopOpen, 4, 4},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -386,7 +388,18 @@ func TestTraceScenarios(t *testing.T) {
 			assert.Equal(t, want.loop, spec.Workload.Loop)
 			assert.Len(t, spec.Prefill, want.prefill)
 			assert.Len(t, spec.Decode, want.decode)
-			assert.True(t, spec.Router.NetCapacity)
+			if spec.Router.Policy == "kvc" {
+				assert.True(t, spec.Router.NetCapacity)
+			}
+			if strings.HasPrefix(name, "claude-code") {
+				// Sized for the sessions (up to 496K tokens): K_d from
+				// memory and the 1M-token YaRN context on every worker.
+				for _, w := range append(append(spec.Prefill, spec.Decode...), spec.Fused...) {
+					assert.Zero(t, w.KVBudgetTokens, "%s: %s", name, w.Name)
+					assert.Equal(t, 1<<20, w.MaxModelLen, "%s: %s", name, w.Name)
+				}
+				assert.Equal(t, 16, spec.Workload.Replay.MaxConcurrent, name)
+			}
 			_, err = spec.NICs()
 			assert.NoError(t, err)
 		})

@@ -26,6 +26,14 @@ func strp(s string) *string {
 	return &s
 }
 
+// contextTooLong is vLLM's error for a prompt + output over the model's
+// length (vllm/entrypoints/openai/serving_engine.py, with OpenAI's code).
+func contextTooLong(maxLen, in, out int) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "BadRequestError", Param: strp("messages"), Code: strp("context_length_exceeded"),
+		Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			maxLen, in+out, in, out)}
+}
+
 func badRequest(param, code, format string, a ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: fmt.Sprintf(format, a...), Param: strp(param), Code: strp(code)}
 }
@@ -40,17 +48,22 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// chatRequest is the part of a chat completion request pdemu reads; other
-// fields (temperature, tools, ...) are accepted and ignored.
+// chatRequest is the part of a chat completion request pdemu reads; the
+// other parameters are checked by checkParams (params.go): validated
+// no-ops or refused, never ignored.
 type chatRequest struct {
 	Model               string            `json:"model"`
 	Messages            []json.RawMessage `json:"messages"`
 	MaxTokens           *int              `json:"max_tokens"`
 	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	MinTokens           *int              `json:"min_tokens"`
 	Stream              *bool             `json:"stream"`
 	StreamOptions       *streamOptions    `json:"stream_options"`
 	User                *string           `json:"user"`
 	N                   *int              `json:"n"`
+	Stop                json.RawMessage   `json:"stop"`
+	Logprobs            *bool             `json:"logprobs"`
+	TopLogprobs         *int              `json:"top_logprobs"`
 }
 
 type rawMessage struct {
@@ -68,10 +81,13 @@ type completionRequest struct {
 	Model         string          `json:"model"`
 	Prompt        json.RawMessage `json:"prompt"`
 	MaxTokens     *int            `json:"max_tokens"`
+	MinTokens     *int            `json:"min_tokens"`
 	Stream        *bool           `json:"stream"`
 	StreamOptions *streamOptions  `json:"stream_options"`
 	User          *string         `json:"user"`
 	N             *int            `json:"n"`
+	Stop          json.RawMessage `json:"stop"`
+	Logprobs      *int            `json:"logprobs"`
 }
 
 // decodeJSON unmarshals body into v, turning JSON errors into 400s that
@@ -134,6 +150,13 @@ func (r *chatRequest) messages() ([]chatMessage, *apiError) {
 		}
 		if m.Role == "" {
 			return nil, badRequest(p+".role", "", "%s.role is missing", p)
+		}
+		if !chatRoles[m.Role] {
+			why := "roles are system, developer, user and assistant"
+			if m.Role == "tool" || m.Role == "function" {
+				why = "tool and function messages need tool calling, which pdemu does not emulate"
+			}
+			return nil, badRequest(p+".role", "invalid_value", "%s.role %q is not supported: %s", p, m.Role, why)
 		}
 		text, err := contentText(m.Content)
 		if err != "" {
@@ -221,15 +244,18 @@ type pdemuInfo struct {
 	TTFT      float64 `json:"ttft_s"`
 	E2E       float64 `json:"e2e_s"`
 	AppendLen int     `json:"append_tokens"`
+	// ServedLateMS: how late (wall ms) this stream's first token reached
+	// the client compared with its emulated time (streams only).
+	ServedLateMS float64 `json:"served_late_ms,omitempty"`
 }
 
 type chatChoice struct {
-	Index        int       `json:"index"`
-	Message      *chatOut  `json:"message,omitempty"`
-	Delta        *chatOut  `json:"delta,omitempty"`
-	Text         *string   `json:"text,omitempty"`
-	FinishReason *string   `json:"finish_reason"`
-	Logprobs     *struct{} `json:"logprobs"`
+	Index        int      `json:"index"`
+	Message      *chatOut `json:"message,omitempty"`
+	Delta        *chatOut `json:"delta,omitempty"`
+	Text         *string  `json:"text,omitempty"`
+	FinishReason *string  `json:"finish_reason"`
+	Logprobs     any      `json:"logprobs"`
 }
 
 type chatOut struct {

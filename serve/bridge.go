@@ -3,10 +3,12 @@ package serve
 import (
 	"context"
 	"errors"
+	"math"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -48,9 +50,15 @@ type Bridge struct {
 	links   map[string]LinkState
 	lnames  []string
 	lag     []time.Duration // every lag sample (bounded)
-	recent  [256]time.Duration
-	nrecent int
-	wg      sync.WaitGroup
+	// lateFirst, lateEnd: how late clients got first tokens and ends
+	// (wall time; bounded like lag).
+	lateFirst, lateEnd []time.Duration
+	recent             [256]time.Duration
+	nrecent            int
+	wg                 sync.WaitGroup
+	// onAbort and onAbortDone (SetAbort) tell the run that a request's
+	// client went away, and that an aborted request ended.
+	onAbort, onAbortDone func(id int64)
 }
 
 // maxLagSamples bounds the lag samples kept for LagStats.
@@ -112,6 +120,28 @@ func (b *Bridge) signal() {
 	if f != nil {
 		f()
 	}
+}
+
+// SetAbort sets what the Bridge calls (with its lock held: they must not
+// block or call back) when a request's context is cancelled before it
+// ended (abort), and when a request it called abort for ended (done).
+// Unset (nil), a cancelled request runs to its end.
+func (b *Bridge) SetAbort(abort, done func(id int64)) {
+	b.mu.Lock()
+	b.onAbort, b.onAbortDone = abort, done
+	b.mu.Unlock()
+}
+
+// cancel aborts request id (its client went away), once.
+func (b *Bridge) cancel(id int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.streams[id]
+	if st == nil || st.abortSent || b.onAbort == nil {
+		return
+	}
+	st.abortSent = true
+	b.onAbort(id)
 }
 
 // Take returns the next submitted request if there is one (in submission
@@ -176,8 +206,10 @@ func (b *Bridge) Wait() { b.wg.Wait() }
 var ErrClosed = errors.New("the emulated cluster is shutting down")
 
 // Submit implements Cluster. It renumbers r.ID to the run's dense
-// sequence.
-func (b *Bridge) Submit(_ context.Context, r *workload.Request) (<-chan Event, error) {
+// sequence. Cancelling ctx before the request ended aborts it (SetAbort):
+// it leaves the cluster and its events end with EvFailed, Reason
+// gpu.ReasonAborted.
+func (b *Bridge) Submit(ctx context.Context, r *workload.Request) (<-chan Event, error) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -190,6 +222,10 @@ func (b *Bridge) Submit(_ context.Context, r *workload.Request) (<-chan Event, e
 	b.queue = append(b.queue, r)
 	b.wg.Add(1)
 	b.mu.Unlock()
+	if ctx != nil && ctx.Done() != nil {
+		id := r.ID
+		st.stopWatch = context.AfterFunc(ctx, func() { b.cancel(id) })
+	}
 	b.signal()
 	go st.run()
 	return st.out, nil
@@ -229,7 +265,10 @@ type End struct {
 	// Fault: a fault (crash, cut link) hit the request; a failure then
 	// is the cluster's, worth retrying (503 with Retry-After).
 	Fault bool
-	Now   time.Duration
+	// Queue and PrefillTime split the TTFT as vLLM's request metrics do:
+	// waiting until its prefill started, then until its first token.
+	Queue, PrefillTime time.Duration
+	Now                time.Duration
 }
 
 // Ended reports that a request ended (now − Done is a lag sample). It
@@ -238,6 +277,12 @@ func (b *Bridge) Ended(e End) {
 	b.mu.Lock()
 	st := b.streams[e.ID]
 	delete(b.streams, e.ID)
+	if st != nil && st.abortSent && b.onAbortDone != nil {
+		b.onAbortDone(e.ID)
+	}
+	if st != nil && st.stopWatch != nil {
+		st.stopWatch()
+	}
 	b.sample(e.Now - e.Done)
 	if e.Failed == "" && st != nil && st.req.OutputLen > 1 && e.FirstToken > 0 && e.Done > e.FirstToken {
 		obs := (e.Done - e.FirstToken) / time.Duration(st.req.OutputLen-1)
@@ -318,6 +363,44 @@ type LagStats struct {
 	P50, P99, Max time.Duration
 }
 
+// Late is how late, in wall time, an event of emulated time at is
+// reported now: (emulated now − at) / time scale, at least 0.
+func (b *Bridge) Late(at time.Duration) time.Duration {
+	return max(0, time.Duration(float64(b.emulated()-at)/b.scale))
+}
+
+// Served records that a client got request events late by first (its
+// first token) and end (wall time); ServedLateness summarises them.
+func (b *Bridge) Served(first, end time.Duration) {
+	b.mu.Lock()
+	if len(b.lateFirst) < maxLagSamples {
+		b.lateFirst = append(b.lateFirst, first)
+		b.lateEnd = append(b.lateEnd, end)
+	}
+	b.mu.Unlock()
+}
+
+// ServedLateness summarises the lateness clients saw (nil when no
+// request completed); bound is the verdict's threshold.
+func (b *Bridge) ServedLateness(bound time.Duration) *metrics.ServedLateness {
+	b.mu.Lock()
+	first := append([]time.Duration(nil), b.lateFirst...)
+	end := append([]time.Duration(nil), b.lateEnd...)
+	b.mu.Unlock()
+	if len(first) == 0 {
+		return nil
+	}
+	q := func(s []time.Duration) metrics.Lateness {
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		ms := func(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+		at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+		return metrics.Lateness{P50: ms(at(0.5)), P99: ms(at(0.99)), Max: ms(s[len(s)-1]), Samples: len(s)}
+	}
+	out := &metrics.ServedLateness{FirstToken: q(first), End: q(end), BoundMS: float64(bound.Microseconds()) / 1e3}
+	out.Late = out.FirstToken.P99 > out.BoundMS
+	return out
+}
+
 // Lag returns the lag statistics.
 func (b *Bridge) Lag() LagStats {
 	b.mu.Lock()
@@ -337,6 +420,10 @@ type stream struct {
 	req    *workload.Request
 	out    chan Event
 	notify chan struct{}
+
+	// abortSent (under the Bridge's lock): the run was told to abort it.
+	abortSent bool
+	stopWatch func() bool // stops watching the request's context
 
 	mu       sync.Mutex
 	hasFirst bool
@@ -434,5 +521,6 @@ func (st *stream) run() {
 	if next < n {
 		emit(e.Done)
 	}
-	st.out <- Event{Kind: EvDone, Since: e.Done - e.Arrival, Emulated: e.Done, Wall: time.Now(), Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, CachedTokens: e.CachedTokens}
+	st.out <- Event{Kind: EvDone, Since: e.Done - e.Arrival, Emulated: e.Done, Wall: time.Now(), Worker: e.Worker, Prefill: e.Prefill, Mode: e.Mode, CachedTokens: e.CachedTokens,
+		Queue: e.Queue, PrefillTime: e.PrefillTime, DecodeTime: e.Done - e.FirstToken}
 }

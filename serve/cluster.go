@@ -13,9 +13,10 @@ type Cluster interface {
 	// Blocks, BlockTokens and AppendLen the server has set; Arrival is the
 	// cluster's to set) and returns its events: zero or more Token events
 	// (the first is the first token), then exactly one Done or Failed, then
-	// the channel is closed. The cluster runs the request to its end even
-	// if ctx is cancelled (an emulated GPU does not stop mid-request); the
-	// caller must drain the channel. An error means the request was not
+	// the channel is closed. Cancelling ctx (the client went away) may
+	// abort the request, as vLLM does: it then ends with Failed, Reason
+	// "aborted" (gpu.ReasonAborted); a cluster that cannot abort runs it to
+	// its end. Either way the caller must drain the channel. An error means the request was not
 	// started (the cluster is stopping or full) and no event will come.
 	Submit(ctx context.Context, r *workload.Request) (<-chan Event, error)
 	// Snapshot is the cluster's state now, for the metrics scrape. It must
@@ -65,6 +66,10 @@ type Event struct {
 	// Fused) and the prompt tokens served from a cache.
 	Mode         string
 	CachedTokens int
+	// EvDone: the request's time waiting for its prefill, in prefill
+	// (until its first token) and decoding (first to last token), emulated
+	// (vllm:request_queue_time_seconds, _prefill_time_, _decode_time_).
+	Queue, PrefillTime, DecodeTime time.Duration
 	// EvFailed: why, and whether a fault of the cluster (a crash, a cut
 	// link) caused it: the client gets 503 with Retry-After, as from a
 	// real fleet that lost the replica serving it.

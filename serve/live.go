@@ -37,9 +37,10 @@ type feedKick struct{}
 // run then ends when every request it released ended, by the runtime's
 // own end-of-run checks.
 type Feeder struct {
-	br     *Bridge
-	driver cluster.Addr
-	node   *feedDriver
+	br      *Bridge
+	driver  cluster.Addr
+	decodes []cluster.Addr // where an Abort goes (P/D clusters)
+	node    *feedDriver
 }
 
 // Feed wraps cl's driver to take its requests from br (call before the
@@ -48,13 +49,34 @@ func Feed(cl *cluster.Cluster, br *Bridge) *Feeder {
 	cl.OpenEnded()
 	d := &feedDriver{Node: cl.Nodes[cl.Driver], br: br}
 	cl.Nodes[cl.Driver] = d
-	return &Feeder{br: br, driver: cl.Driver, node: d}
+	f := &Feeder{br: br, driver: cl.Driver, node: d}
+	for i, k := range cl.Kinds {
+		if k == cluster.KindDecode {
+			f.decodes = append(f.decodes, cluster.Addr(i))
+		}
+	}
+	return f
 }
 
 // Start connects the Bridge to the running cluster through in: each
 // Submit and the Close kick the driver (kicks are coalesced: at most one
-// is on its way; the driver takes every waiting request when it gets it).
+// is on its way; the driver takes every waiting request when it gets it),
+// and a request whose client went away is aborted on every decode worker
+// (cluster.Abort; wherever it is, it leaves the batch when it reaches
+// one, and cluster.AbortDone follows its end). Fused deployments do not
+// abort: their requests run to their end.
 func (f *Feeder) Start(in Injector) {
+	if len(f.decodes) > 0 {
+		each := func(msg func(id int64) any) func(int64) {
+			return func(id int64) {
+				for _, a := range f.decodes {
+					in.Inject(a, msg(id))
+				}
+			}
+		}
+		f.br.SetAbort(each(func(id int64) any { return cluster.Abort{ID: id} }),
+			each(func(id int64) any { return cluster.AbortDone{ID: id} }))
+	}
 	kick := func() {
 		if f.node.pending.CompareAndSwap(false, true) {
 			if !in.Inject(f.driver, feedKick{}) {
@@ -67,7 +89,10 @@ func (f *Feeder) Start(in Injector) {
 }
 
 // Stop disconnects the Bridge (the run stopped).
-func (f *Feeder) Stop() { f.br.SetNotify(nil) }
+func (f *Feeder) Stop() {
+	f.br.SetNotify(nil)
+	f.br.SetAbort(nil, nil)
+}
 
 // feedDriver is the wrapped driver node.
 type feedDriver struct {
@@ -170,6 +195,7 @@ func Watch(spec *topology.Spec, cl *cluster.Cluster, br *Bridge, onEnd func(*gpu
 				e := End{ID: j.Req.ID, Worker: workerName(j.D), Mode: j.Mode.String(), CachedTokens: j.CachedTokens,
 					Arrival: j.Arrival, FirstToken: j.FirstToken, Done: j.Done, Failed: j.Failed, Now: now,
 					Fault: j.FaultHit > 0 || len(j.RetryReasons) > 0}
+				e.Queue, e.PrefillTime = queueAndPrefill(j)
 				if j.Mode.UsesPrefill() && j.P >= 0 && j.P < len(spec.Prefill) {
 					e.Prefill = spec.Prefill[j.P].Name
 				}
@@ -202,6 +228,25 @@ func Watch(spec *topology.Spec, cl *cluster.Cluster, br *Bridge, onEnd func(*gpu
 			cl.Nodes[i] = &watchedNode{Node: n, after: lw.after}
 		}
 	}
+}
+
+// queueAndPrefill splits a job's TTFT as vLLM's request metrics do: the
+// time until its prefill started (on the prefill worker, or its
+// append-prefill on the decode or fused worker) and from then to its
+// first token. A request with no prefill start (its first token came
+// with its KV) is all queue.
+func queueAndPrefill(j *gpu.Job) (queue, prefill time.Duration) {
+	if j.FirstToken <= 0 {
+		return 0, 0
+	}
+	start := j.PrefillStart
+	if start <= 0 || j.DPrefillStart > 0 && !j.Mode.UsesPrefill() {
+		start = j.DPrefillStart
+	}
+	if start <= 0 || start < j.Arrival || start > j.FirstToken {
+		return j.FirstToken - j.Arrival, 0
+	}
+	return start - j.Arrival, j.FirstToken - start
 }
 
 // firstTokens follows the jobs a decode or bucket node owns and reports

@@ -82,6 +82,10 @@ func (m *RunMetrics) ended(j *gpu.Job, e End) {
 		}
 	}
 	ev.Kind, ev.Index, ev.Since = EvDone, 0, e.Done-e.Arrival
+	ev.Queue, ev.PrefillTime = e.Queue, e.PrefillTime
+	if e.FirstToken > 0 {
+		ev.DecodeTime = e.Done - e.FirstToken
+	}
 	m.met.Done(ev, j.Req.InputLen, j.Req.OutputLen, "length")
 }
 

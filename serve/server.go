@@ -6,16 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/pdemu/pdemu/workload"
 )
 
 // Options configure a Server; zero fields take the defaults in brackets.
@@ -32,7 +33,9 @@ type Options struct {
 	// MaxBodyBytes bounds a request body [8 MiB]; larger bodies get 413.
 	MaxBodyBytes int64
 	// MaxModelLen bounds prompt + output tokens [131072]; beyond it a
-	// request gets 400 context_length_exceeded.
+	// request gets 400 context_length_exceeded (vLLM's message). /v1/models
+	// reports it as max_model_len: set it to what the cluster admits
+	// (package served sets the largest request a decode pool holds).
 	MaxModelLen int
 	// DefaultOutputTokens is the mean of the output length drawn when a
 	// request has no max_tokens [150].
@@ -44,9 +47,12 @@ type Options struct {
 	RetryAfter time.Duration
 	// MaxSessions bounds the session table [1<<20].
 	MaxSessions int
-	// Timeouts: ReadHeaderTimeout [10s] and ReadTimeout [60s] bound reading a
-	// request; WriteTimeout [30s] bounds each write (every SSE chunk gets a
-	// fresh deadline, so a stream may last any time but a client that stops
+	// Timeouts: ReadHeaderTimeout [10s] bounds reading a request's
+	// headers and ReadTimeout [10s] its body (a client that stalls
+	// mid-body gets 408 once it passes; the body is read before admission,
+	// so a stalled body never holds one of MaxInFlight's slots);
+	// WriteTimeout [30s] bounds each write (every SSE chunk gets a fresh
+	// deadline, so a stream may last any time but a client that stops
 	// reading is dropped after it); IdleTimeout [120s] closes idle
 	// keep-alive connections.
 	ReadHeaderTimeout time.Duration
@@ -91,7 +97,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxSessions, 1<<20)
 	defd(&o.RetryAfter, time.Second)
 	defd(&o.ReadHeaderTimeout, 10*time.Second)
-	defd(&o.ReadTimeout, 60*time.Second)
+	defd(&o.ReadTimeout, 10*time.Second)
 	defd(&o.WriteTimeout, 30*time.Second)
 	defd(&o.IdleTimeout, 120*time.Second)
 	defd(&o.DrainTimeout, 5*time.Minute)
@@ -130,6 +136,10 @@ type Server struct {
 	inflight atomic.Int64
 	draining atomic.Bool
 	created  int64
+	// launch salts this process's request ids and text seeds (random at
+	// New), seq counts its requests: ids are unique across launches.
+	launch uint64
+	seq    atomic.Uint64
 
 	mu  sync.Mutex
 	srv *http.Server
@@ -144,13 +154,17 @@ func New(opts Options, cl Cluster) (*Server, error) {
 	if err := CheckListen(opts.Listen, opts.AllowRemote); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, cl: cl, sess: newSessions(opts.MaxSessions), created: time.Now().Unix()}
+	s := &Server{opts: opts, cl: cl, sess: newSessions(opts.MaxSessions), created: time.Now().Unix(), launch: rand.Uint64()}
 	s.met = NewMetricsWith(opts.Model, cl.Snapshot, opts.Labels)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/chat/completions", s.post(s.chat))
 	s.mux.HandleFunc("/v1/completions", s.post(s.completion))
 	s.mux.HandleFunc("/v1/models", s.get(s.models))
+	s.mux.HandleFunc("/v1/models/{id...}", s.get(s.model))
+	s.mux.HandleFunc("/tokenize", s.post(s.tokenize))
+	s.mux.HandleFunc("/detokenize", s.post(s.detokenize))
 	s.mux.HandleFunc("/health", s.get(s.health))
+	s.mux.HandleFunc("/health/ready", s.get(s.health))
 	s.mux.Handle("/metrics", s.get(s.met.Handler().ServeHTTP))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
@@ -173,10 +187,11 @@ func (s *Server) httpServer() *http.Server {
 		s.srv = &http.Server{
 			Handler:           s.mux,
 			ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
-			ReadTimeout:       s.opts.ReadTimeout,
-			IdleTimeout:       s.opts.IdleTimeout,
-			MaxHeaderBytes:    64 << 10,
-			ErrorLog:          s.opts.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+			// The body's deadline is set per request (post), so that a
+			// stream is not cut when a connection-wide deadline expires.
+			IdleTimeout:    s.opts.IdleTimeout,
+			MaxHeaderBytes: 64 << 10,
+			ErrorLog:       s.opts.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		}
 	}
 	return s.srv
@@ -185,29 +200,35 @@ func (s *Server) httpServer() *http.Server {
 // Serve serves on l until Shutdown (it then returns http.ErrServerClosed).
 func (s *Server) Serve(l net.Listener) error { return s.httpServer().Serve(l) }
 
-// Shutdown drains: new requests get 503, the listener closes, and it
-// returns when every in-flight request has ended (or ctx expires). Once
-// none is in flight, connections still open (idle keep-alives, and ones a
-// client opened but never used, which http.Server.Shutdown would wait 5 s
-// for) are closed.
+// Shutdown drains like a real server: while requests are in flight the
+// listener stays open and every new request, /health and /health/ready
+// included, gets 503 with Retry-After (a load balancer takes the replica
+// out; a client retries elsewhere) and Connection: close; once none is
+// in flight (or ctx expires) the server closes, connections still open
+// included (idle keep-alives, and ones a client opened but never used,
+// which http.Server.Shutdown would wait 5 s for).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	srv := s.httpServer()
-	done := make(chan error, 1)
-	go func() { done <- srv.Shutdown(ctx) }()
+	srv.SetKeepAlivesEnabled(false)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for s.InFlight() > 0 {
 		select {
-		case err := <-done:
-			return err
+		case <-ctx.Done():
+			_ = srv.Close()
+			return ctx.Err()
 		case <-tick.C:
-			if s.InFlight() == 0 {
-				_ = srv.Close()
-				return <-done
-			}
 		}
 	}
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && ctx.Err() == nil {
+		// Only requests that take no admission slot (a scrape, a health
+		// check) can still be running: they are cut.
+		_ = srv.Close()
+	}
+	return ctx.Err()
 }
 
 // InFlight is the number of requests admitted and not yet ended.
@@ -287,9 +308,36 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 			return
 		}
 		if s.draining.Load() {
-			w.Header().Set("Connection", "close")
-			s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",
-				Message: "the server is shutting down", Code: strp("shutting_down")})
+			s.unavailable(w)
+			return
+		}
+		// Read the body before admission, within ReadTimeout: a client
+		// that stalls mid-body holds no admission slot, and is cut.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+		if err != nil {
+			var mb *http.MaxBytesError
+			var ne net.Error
+			switch {
+			case errors.As(err, &mb):
+				s.fail(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+					Message: fmt.Sprintf("request body exceeds %d bytes", mb.Limit), Code: strp("request_too_large")})
+			case errors.As(err, &ne) && ne.Timeout():
+				w.Header().Set("Connection", "close")
+				s.fail(w, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error",
+					Message: fmt.Sprintf("the request body was not received within %v", s.opts.ReadTimeout), Code: strp("request_timeout")})
+			default:
+				s.fail(w, badRequest("", "", "reading the request body: %v", err))
+			}
+			return
+		}
+		// The body is read: lift the read deadline, or a long stream would
+		// see its context cancelled when it expires.
+		_ = rc.SetReadDeadline(time.Time{})
+		if ct := r.Header.Get("Content-Type"); !jsonContentType(ct) {
+			s.fail(w, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error",
+				Message: fmt.Sprintf("Content-Type must be application/json, got %q", ct), Code: strp("unsupported_media_type")})
 			return
 		}
 		if n := s.inflight.Add(1); n > int64(s.opts.MaxInFlight) {
@@ -304,22 +352,27 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 			s.inflight.Add(-1)
 			s.met.inflight.Dec()
 		}()
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-		if err != nil {
-			var mb *http.MaxBytesError
-			if errors.As(err, &mb) {
-				s.fail(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-					Message: fmt.Sprintf("request body exceeds %d bytes", mb.Limit), Code: strp("request_too_large")})
-				return
-			}
-			s.fail(w, badRequest("", "", "reading the request body: %v", err))
-			return
-		}
-		// The body is read: lift the read deadline, or a long stream would
-		// see its context cancelled when ReadTimeout expires.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		h(w, r, body)
 	}
+}
+
+// unavailable answers a request that arrives while the server drains.
+func (s *Server) unavailable(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",
+		Message: "the server is shutting down; retry on another replica", Code: strp("shutting_down")})
+}
+
+// jsonContentType accepts no Content-Type, application/json and
+// application/*+json (with parameters), as vLLM's FastAPI front end
+// parses a body as JSON; anything else (curl -d's default
+// application/x-www-form-urlencoded included) is refused with 415.
+func jsonContentType(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -328,387 +381,37 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	state := "ok"
 	if s.draining.Load() {
 		status, state = http.StatusServiceUnavailable, "draining"
+		w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
+		w.Header().Set("Connection", "close")
 	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": state, "in_flight": s.InFlight()})
 }
 
+func (s *Server) modelCard() map[string]any {
+	return map[string]any{"id": s.opts.Model, "object": "model", "created": s.created, "owned_by": "pdemu",
+		"root": s.opts.Model, "parent": nil, "max_model_len": s.opts.MaxModelLen}
+}
+
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": s.opts.Model, "object": "model", "created": s.created, "owned_by": "pdemu",
-			"max_model_len": s.opts.MaxModelLen,
-		}},
-	})
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{s.modelCard()}})
 }
 
-// ---------------------------------------------------------------- requests
-
-// call is one parsed request, ready for the cluster.
-type call struct {
-	chat         bool
-	model        string
-	text         string // the serialised prompt
-	sessionKey   string
-	maxTokens    *int
-	stream       bool
-	includeUsage bool
-}
-
-func (s *Server) checkCommon(model string, n *int) *apiError {
-	if model == "" {
-		return badRequest("model", "", "model is missing (this server serves %q)", s.opts.Model)
-	}
-	if model != s.opts.Model {
-		return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: fmt.Sprintf("the model %q does not exist (this server serves %q)", model, s.opts.Model),
-			Param:   strp("model"), Code: strp("model_not_found")}
-	}
-	if n != nil && *n != 1 {
-		return badRequest("n", "", "n must be 1 (got %d)", *n)
-	}
-	return nil
-}
-
-func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte) {
-	var req chatRequest
-	if e := decodeJSON(body, &req); e != nil {
-		s.fail(w, e)
+// model is GET /v1/models/{id}: the model's card, or 404.
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	if id := r.PathValue("id"); id != s.opts.Model {
+		s.fail(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: fmt.Sprintf("the model %q does not exist (this server serves %q)", id, s.opts.Model),
+			Param:   strp("model"), Code: strp("model_not_found")})
 		return
 	}
-	if e := s.checkCommon(req.Model, req.N); e != nil {
-		s.fail(w, e)
-		return
-	}
-	msgs, e := req.messages()
-	if e != nil {
-		s.fail(w, e)
-		return
-	}
-	c := call{chat: true, model: req.Model, text: chatTemplate(msgs), maxTokens: req.MaxTokens}
-	if req.MaxCompletionTokens != nil {
-		c.maxTokens = req.MaxCompletionTokens
-	}
-	c.stream = req.Stream != nil && *req.Stream
-	c.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	c.sessionKey = sessionKey(r, req.User, func() string {
-		// The conversation's opening: every message up to and including
-		// the first user message.
-		for i, m := range msgs {
-			if m.Role == "user" {
-				return chatTemplate(msgs[:i+1])
-			}
-		}
-		return chatTemplate(msgs[:1])
-	})
-	s.serve(w, r, c)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.modelCard())
 }
 
-func (s *Server) completion(w http.ResponseWriter, r *http.Request, body []byte) {
-	var req completionRequest
-	if e := decodeJSON(body, &req); e != nil {
-		s.fail(w, e)
-		return
-	}
-	if e := s.checkCommon(req.Model, req.N); e != nil {
-		s.fail(w, e)
-		return
-	}
-	text, e := promptText(req.Prompt)
-	if e != nil {
-		s.fail(w, e)
-		return
-	}
-	c := call{model: req.Model, text: text, maxTokens: req.MaxTokens}
-	c.stream = req.Stream != nil && *req.Stream
-	c.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	c.sessionKey = sessionKey(r, req.User, func() string {
-		// A bare prompt's opening: its first 16 blocks' worth of bytes.
-		return text[:min(len(text), 16*24*BytesPerToken)]
-	})
-	s.serve(w, r, c)
-}
-
-// sessionKey is X-Session-Id, else the user field, else the conversation's
-// opening (hashed).
-func sessionKey(r *http.Request, user *string, opening func() string) string {
-	if h := r.Header.Get("X-Session-Id"); h != "" {
-		return "h:" + h
-	}
-	if user != nil && *user != "" {
-		return "u:" + *user
-	}
-	return fmt.Sprintf("p:%016x", hashString(opening()))
-}
-
-// serve builds the request, submits it and relays its events.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
-	in := TokenCount(len(c.text))
-	if in == 0 {
-		s.fail(w, badRequest("prompt", "", "the prompt is empty"))
-		return
-	}
-	finish := "stop"
-	var out int
-	if c.maxTokens != nil {
-		if *c.maxTokens < 1 {
-			s.fail(w, badRequest("max_tokens", "", "max_tokens must be at least 1 (got %d)", *c.maxTokens))
-			return
-		}
-		out, finish = *c.maxTokens, "length"
-	} else {
-		out = min(defaultOutputLen(s.opts.DefaultOutputTokens, hashString(c.text)), max(1, s.opts.MaxModelLen-in))
-	}
-	if in+out > s.opts.MaxModelLen {
-		s.fail(w, badRequest("messages", "context_length_exceeded",
-			"this model's maximum context length is %d tokens; the request has %d prompt tokens (≈ %d bytes / %d) and asks for %d output tokens",
-			s.opts.MaxModelLen, in, len(c.text), BytesPerToken, out))
-		return
-	}
-	salt := hashString("model:" + c.model)
-	req := s.sess.build(c.sessionKey, in, out, blockHashes(c.text, s.opts.BlockTokens, salt), s.opts.BlockTokens)
-	events, err := s.cl.Submit(r.Context(), req)
-	if err != nil {
-		s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",
-			Message: "the cluster did not accept the request: " + err.Error(), Code: strp("cluster_unavailable")})
-		return
-	}
-	rl := &relay{s: s, w: w, r: r, c: c, req: req, finish: finish, seed: hashString(c.text) ^ uint64(req.ID)}
-	rl.run(events)
-}
-
-// relay writes one request's events to its client and records them.
-type relay struct {
-	s      *Server
-	w      http.ResponseWriter
-	r      *http.Request
-	c      call
-	req    *workload.Request
-	finish string
-	seed   uint64
-
-	rc       *http.ResponseController
-	started  bool // response headers written
-	gone     bool // the client went away or stopped reading
-	prev     time.Duration
-	first    Event
-	produced int
-}
-
-func (rl *relay) id() string {
-	if rl.c.chat {
-		return fmt.Sprintf("chatcmpl-pdemu-%d", rl.req.ID)
-	}
-	return fmt.Sprintf("cmpl-pdemu-%d", rl.req.ID)
-}
-
-func (rl *relay) object() string {
-	switch {
-	case rl.c.chat && rl.c.stream:
-		return "chat.completion.chunk"
-	case rl.c.chat:
-		return "chat.completion"
-	}
-	return "text_completion"
-}
-
-func (rl *relay) base() response {
-	return response{ID: rl.id(), Object: rl.object(), Created: rl.s.created, Model: rl.c.model, SystemFingerprint: "pdemu"}
-}
-
-// run consumes every event to the end, whatever happens to the client.
-func (rl *relay) run(events <-chan Event) {
-	rl.rc = http.NewResponseController(rl.w)
-	var end Event
-	for ev := range events {
-		switch ev.Kind {
-		case EvToken:
-			rl.s.met.Token(ev, rl.prev)
-			rl.prev = ev.Since
-			if ev.Index == 0 {
-				rl.first = ev
-			}
-			rl.produced++
-			if rl.c.stream {
-				// Flush when nothing else is pending: a burst of due
-				// tokens goes out in one write.
-				rl.chunk(fillerToken(rl.seed, ev.Index), ev.Index == 0, len(events) == 0)
-			}
-		case EvDone, EvFailed:
-			end = ev
-		}
-	}
-	if !rl.gone {
-		select {
-		case <-rl.r.Context().Done():
-			rl.gone = true
-		default:
-		}
-	}
-	switch end.Kind {
-	case EvDone:
-		rl.s.met.Done(end, rl.req.InputLen, rl.req.OutputLen, rl.finish)
-		rl.done(end)
-	case EvFailed:
-		rl.s.met.Failed(end.Reason)
-		rl.failed(end)
-	default:
-		// The cluster closed the channel without an end: its contract is
-		// broken; report it rather than hang or pretend.
-		rl.s.met.Failed("no-end-event")
-		rl.failed(Event{Kind: EvFailed, Reason: "the cluster ended the request without a result"})
-	}
-	if rl.gone {
-		rl.s.met.disconnects.Inc()
-	}
-}
-
-func (rl *relay) deadline() {
-	_ = rl.rc.SetWriteDeadline(time.Now().Add(rl.s.opts.WriteTimeout))
-}
-
-func (rl *relay) startStream() {
-	if rl.started {
-		return
-	}
-	rl.started = true
-	h := rl.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	rl.deadline()
-	rl.w.WriteHeader(http.StatusOK)
-}
-
-// sse writes one data: line and flushes it.
-func (rl *relay) sse(v any) { rl.write(v, true) }
-
-// write writes one data: line, flushing it if flush is set.
-func (rl *relay) write(v any, flush bool) {
-	if rl.gone {
-		return
-	}
-	select {
-	case <-rl.r.Context().Done():
-		rl.gone = true
-		return
-	default:
-	}
-	rl.startStream()
-	var b []byte
-	if s, ok := v.(string); ok {
-		b = []byte(s)
-	} else {
-		b, _ = json.Marshal(v)
-	}
-	rl.deadline()
-	if _, err := fmt.Fprintf(rl.w, "data: %s\n\n", b); err != nil {
-		rl.gone = true
-		return
-	}
-	if !flush {
-		return
-	}
-	if err := rl.rc.Flush(); err != nil {
-		rl.gone = true
-	}
-}
-
-func (rl *relay) chunk(text string, first, flush bool) {
-	resp := rl.base()
-	ch := chatChoice{Index: 0}
-	if rl.c.chat {
-		ch.Delta = &chatOut{Content: &text}
-		if first {
-			ch.Delta.Role = "assistant"
-		}
-	} else {
-		ch.Text = &text
-	}
-	resp.Choices = []chatChoice{ch}
-	rl.write(resp, flush)
-}
-
-func (rl *relay) info(end Event) *pdemuInfo {
-	return &pdemuInfo{Session: rl.req.SessionName, Turn: rl.req.Turn, Mode: end.Mode, Worker: end.Worker,
-		Prefill: end.Prefill, TTFT: rl.first.Since.Seconds(), E2E: end.Since.Seconds(), AppendLen: rl.req.AppendLen}
-}
-
-func (rl *relay) usage(end Event) *usage {
-	return &usage{PromptTokens: rl.req.InputLen, CompletionTokens: rl.produced,
-		TotalTokens: rl.req.InputLen + rl.produced, PromptTokensDetails: promptDetail{CachedTokens: end.CachedTokens}}
-}
-
-func (rl *relay) done(end Event) {
-	finish := rl.finish
-	if rl.c.stream {
-		resp := rl.base()
-		ch := chatChoice{Index: 0, FinishReason: &finish}
-		empty := ""
-		if rl.c.chat {
-			ch.Delta = &chatOut{}
-		} else {
-			ch.Text = &empty
-		}
-		resp.Choices = []chatChoice{ch}
-		resp.Pdemu = rl.info(end)
-		rl.sse(resp)
-		if rl.c.includeUsage {
-			u := rl.base()
-			u.Choices = []chatChoice{}
-			u.Usage = rl.usage(end)
-			rl.sse(u)
-		}
-		rl.sse("[DONE]")
-		return
-	}
-	if rl.gone {
-		return
-	}
-	text := fillerText(rl.seed, rl.produced)
-	resp := rl.base()
-	ch := chatChoice{Index: 0, FinishReason: &finish}
-	if rl.c.chat {
-		ch.Message = &chatOut{Role: "assistant", Content: &text}
-	} else {
-		ch.Text = &text
-	}
-	resp.Choices = []chatChoice{ch}
-	resp.Usage = rl.usage(end)
-	resp.Pdemu = rl.info(end)
-	rl.w.Header().Set("Content-Type", "application/json")
-	rl.deadline()
-	if err := json.NewEncoder(rl.w).Encode(resp); err != nil {
-		rl.gone = true
-	}
-}
-
-func (rl *relay) failed(end Event) {
-	e := &apiError{Status: http.StatusInternalServerError, Type: "server_error",
-		Message: "the emulated cluster failed the request: " + end.Reason, Code: strp("request_failed")}
-	switch {
-	case end.Reason == "exceeds-kv-pool":
-		e.Status, e.Type, e.Code = http.StatusBadRequest, "invalid_request_error", strp("context_length_exceeded")
-		e.Message = "the request does not fit in a decode worker's KV pool (exceeds-kv-pool)"
-	case end.Fault:
-		// A crash or a cut link lost it and the retries did not save it:
-		// what a client of a real fleet sees when its replica dies.
-		e.Status, e.Code = http.StatusServiceUnavailable, strp("service_unavailable")
-		e.Message = "the emulated cluster lost the request to a fault; retry: " + end.Reason
-	}
-	if rl.started {
-		// Mid-stream: the status is sent; report the error as an event.
-		rl.sse(struct {
-			Error *apiError `json:"error"`
-		}{e})
-		rl.sse("[DONE]")
-		return
-	}
-	if rl.gone {
-		return
-	}
-	rl.deadline()
-	rl.s.fail(rl.w, e)
+// newID is a request id unique across launches: the launch's salt and
+// the request's sequence number.
+func (s *Server) newID() string {
+	return fmt.Sprintf("pdemu-%016x-%d", s.launch, s.seq.Add(1))
 }

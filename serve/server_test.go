@@ -190,7 +190,9 @@ func TestMultiTurnSession(t *testing.T) {
 	u2, err := c3.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", User: openai.String("alice"),
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("b")}, MaxTokens: openai.Int(2)})
 	require.NoError(t, err)
-	assert.Equal(t, pdemuField(t, u1.JSON.ExtraFields["pdemu"].Raw()).Session, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Session)
+	// ... as a hint: "b" does not extend "a", so it is a new session.
+	assert.NotEqual(t, pdemuField(t, u1.JSON.ExtraFields["pdemu"].Raw()).Session, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Session)
+	assert.Zero(t, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Turn)
 	assert.Zero(t, fake.dupIDs.Load())
 }
 
@@ -360,8 +362,22 @@ func TestBadRequests(t *testing.T) {
 		{"no role", "POST", "/v1/chat/completions", `{"model":"pdemu","messages":[{"content":"hi"}]}`, 400, "messages[0].role", ""},
 		{"no model", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, 400, "model", ""},
 		{"unknown model", "POST", "/v1/chat/completions", `{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "model_not_found"},
-		{"n=2", "POST", "/v1/chat/completions", `{"model":"pdemu","n":2,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", ""},
-		{"max_tokens 0", "POST", "/v1/chat/completions", `{"model":"pdemu","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_tokens", ""},
+		{"n=17", "POST", "/v1/chat/completions", `{"model":"pdemu","n":17,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "invalid_value"},
+		{"tools", "POST", "/v1/chat/completions", `{"model":"pdemu","tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"hi"}]}`, 400, "tools", "unsupported_parameter"},
+		{"unknown parameter", "POST", "/v1/chat/completions", `{"model":"pdemu","frobnicate":1,"messages":[{"role":"user","content":"hi"}]}`, 400, "frobnicate", "unsupported_parameter"},
+		{"temperature -3", "POST", "/v1/chat/completions", `{"model":"pdemu","temperature":-3,"messages":[{"role":"user","content":"hi"}]}`, 400, "temperature", "invalid_value"},
+		{"top_p 7", "POST", "/v1/chat/completions", `{"model":"pdemu","top_p":7,"messages":[{"role":"user","content":"hi"}]}`, 400, "top_p", "invalid_value"},
+		{"role wizard", "POST", "/v1/chat/completions", `{"model":"pdemu","messages":[{"role":"wizard","content":"hi"}]}`, 400, "messages[0].role", "invalid_value"},
+		{"tool message", "POST", "/v1/chat/completions", `{"model":"pdemu","messages":[{"role":"tool","content":"hi"}]}`, 400, "messages[0].role", "invalid_value"},
+		{"max_completion_tokens 0", "POST", "/v1/chat/completions", `{"model":"pdemu","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_completion_tokens", "invalid_value"},
+		{"stream_options without stream", "POST", "/v1/chat/completions", `{"model":"pdemu","stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, 400, "stream_options", ""},
+		{"top_logprobs without logprobs", "POST", "/v1/chat/completions", `{"model":"pdemu","top_logprobs":3,"messages":[{"role":"user","content":"hi"}]}`, 400, "top_logprobs", "invalid_value"},
+		{"top_logprobs 21", "POST", "/v1/chat/completions", `{"model":"pdemu","logprobs":true,"top_logprobs":21,"messages":[{"role":"user","content":"hi"}]}`, 400, "top_logprobs", "invalid_value"},
+		{"response_format json", "POST", "/v1/chat/completions", `{"model":"pdemu","response_format":{"type":"json_object"},"messages":[{"role":"user","content":"hi"}]}`, 400, "response_format", "unsupported_parameter"},
+		{"completions echo", "POST", "/v1/completions", `{"model":"pdemu","prompt":"hi","echo":true}`, 400, "echo", "unsupported_parameter"},
+		{"completions logprobs 6", "POST", "/v1/completions", `{"model":"pdemu","prompt":"hi","logprobs":6}`, 400, "logprobs", "invalid_value"},
+		{"stop number", "POST", "/v1/completions", `{"model":"pdemu","prompt":"hi","stop":5}`, 400, "stop", "invalid_type"},
+		{"max_tokens 0", "POST", "/v1/chat/completions", `{"model":"pdemu","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_tokens", "invalid_value"},
 		{"prompt too long", "POST", "/v1/chat/completions", `{"model":"pdemu","messages":[{"role":"user","content":"` + long + `"}]}`, 400, "messages", "context_length_exceeded"},
 		{"output too long", "POST", "/v1/completions", `{"model":"pdemu","prompt":"hi","max_tokens":5000}`, 400, "messages", "context_length_exceeded"},
 		{"huge body", "POST", "/v1/chat/completions", `{"model":"pdemu","messages":[{"role":"user","content":"` + strings.Repeat("y", 100<<10) + `"}]}`, 413, "", "request_too_large"},

@@ -12,6 +12,16 @@ import (
 // a trace's does. At most max sessions are remembered; the oldest is
 // forgotten first (a forgotten session that comes back starts afresh as a
 // new session: its prefix may still be cached, its residency is not).
+//
+// A key is a hint, not a promise: a request continues its key's session
+// only if its prompt extends that session's previous prompt, byte for
+// byte (checked on the text, whatever its length: a 2-byte "hi" is a
+// prefix only of prompts that start with "hi"). Any other prompt under the
+// same key (an unrelated question, the same prompt sent again, as
+// fixed-body benchmark tools do) starts a new session, turn 0, which the
+// key then names: what its KV shares with earlier requests is found by
+// the router's and workers' prefix caches (the block hashes), as a real
+// server's prefix caching finds it, not promised by the session.
 type sessions struct {
 	mu     sync.Mutex
 	byKey  map[string]*session
@@ -23,24 +33,33 @@ type sessions struct {
 }
 
 type session struct {
-	idx     int32
-	name    string
-	turns   int
-	blocks  []uint64
-	prevIn  int
-	prevOut int
+	idx      int32
+	name     string
+	turns    int
+	blocks   []uint64
+	prevIn   int
+	prevOut  int
+	prevLen  int    // bytes of the previous prompt
+	prevHash uint64 // hashString of the previous prompt
 }
 
 func newSessions(max int) *sessions {
 	return &sessions{byKey: map[string]*session{}, max: max}
 }
 
-// build makes the request for one call of session key: its prompt has
-// inputLen tokens and the given full blocks; it will generate outputLen.
-func (t *sessions) build(key string, inputLen, outputLen int, blocks []uint64, blockTokens int) *workload.Request {
+// build makes the request for one call of session key: its prompt is
+// text, of inputLen tokens and the given full blocks; it will generate
+// outputLen.
+func (t *sessions) build(key, text string, inputLen, outputLen int, blocks []uint64, blockTokens int) *workload.Request {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.byKey[key]
+	if s != nil && !(len(text) > s.prevLen && hashString(text[:s.prevLen]) == s.prevHash) {
+		// Not a continuation: a new session under the same key.
+		s = &session{idx: t.next, name: fmt.Sprintf("http-%d", t.next)}
+		t.next++
+		t.byKey[key] = s
+	}
 	if s == nil {
 		if len(t.byKey) >= t.max {
 			old := t.fifo[t.head]
@@ -70,20 +89,32 @@ func (t *sessions) build(key string, inputLen, outputLen int, blocks []uint64, b
 	}
 	t.nextID++
 	if s.turns > 0 {
-		common := 0
-		for common < len(blocks) && common < len(s.blocks) && blocks[common] == s.blocks[common] {
-			common++
-		}
-		if common == len(s.blocks) && inputLen >= s.prevIn+s.prevOut {
+		// The previous prompt is a prefix of this one.
+		if inputLen >= s.prevIn+s.prevOut {
 			// The history was re-sent: what is new is what follows the
 			// previous prompt and its answer.
 			r.AppendLen = max(1, inputLen-s.prevIn-s.prevOut)
 		} else {
-			r.AppendLen = max(1, inputLen-common*blockTokens)
+			r.AppendLen = max(1, inputLen-s.prevIn)
 		}
 	}
 	s.turns++
 	s.blocks, s.prevIn, s.prevOut = blocks, inputLen, outputLen
+	s.prevLen, s.prevHash = len(text), hashString(text)
+	return r
+}
+
+// extra makes a request of its own, turn 0 of a session of its own (not
+// remembered under any key), for the second and later sequences of a
+// request with n > 1: they share its prompt, so its KV is a prefix-cache
+// hit, but they do not continue its session.
+func (t *sessions) extra(inputLen, outputLen int, blocks []uint64, blockTokens int) *workload.Request {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := &workload.Request{ID: t.nextID, Session: t.next, SessionName: fmt.Sprintf("http-%d", t.next),
+		InputLen: inputLen, OutputLen: outputLen, Blocks: blocks, BlockTokens: blockTokens, AppendLen: inputLen}
+	t.next++
+	t.nextID++
 	return r
 }
 

@@ -76,26 +76,64 @@ func TestDefaultOutputLen(t *testing.T) {
 
 func TestSessionsTurnsAndAppend(t *testing.T) {
 	s := newSessions(2)
-	r0 := s.build("a", 100, 20, []uint64{1, 2, 3, 4}, 24)
+	p0 := strings.Repeat("p", 400)
+	r0 := s.build("a", p0, 100, 20, []uint64{1, 2, 3, 4}, 24)
 	assert.Equal(t, 0, r0.Turn)
 	assert.Equal(t, 100, r0.AppendLen)
-	// The history re-sent plus 30 new tokens.
-	r1 := s.build("a", 150, 10, []uint64{1, 2, 3, 4, 5, 6}, 24)
+	// The history re-sent (prompt + the 20-token answer) plus 30 new tokens.
+	p1 := p0 + strings.Repeat("a", 80) + strings.Repeat("n", 120)
+	r1 := s.build("a", p1, 150, 10, []uint64{1, 2, 3, 4, 5, 6}, 24)
 	assert.Equal(t, r0.Session, r1.Session)
 	assert.Equal(t, 1, r1.Turn)
 	assert.Equal(t, 30, r1.AppendLen)
-	// A diverged history: what follows the common blocks is new.
-	r2 := s.build("a", 200, 10, []uint64{1, 2, 9, 9, 9, 9, 9, 9}, 24)
-	assert.Equal(t, 200-2*24, r2.AppendLen)
-	b := s.build("b", 10, 1, nil, 24)
+	// A diverged history is not a continuation: a new session, turn 0,
+	// which the key names from now on.
+	r2 := s.build("a", p0[:200]+strings.Repeat("d", 600), 200, 10, []uint64{1, 2, 9, 9, 9, 9, 9, 9}, 24)
+	assert.NotEqual(t, r0.Session, r2.Session)
+	assert.Equal(t, 0, r2.Turn)
+	assert.Equal(t, 200, r2.AppendLen)
+	b := s.build("b", "bb", 10, 1, nil, 24)
 	assert.NotEqual(t, r0.Session, b.Session)
 	assert.Equal(t, []int64{0, 1, 2, 3}, []int64{r0.ID, r1.ID, r2.ID, b.ID})
 	// A third session evicts the oldest ("a"), which then starts afresh.
-	s.build("c", 10, 1, nil, 24)
+	s.build("c", "cc", 10, 1, nil, 24)
 	assert.Equal(t, 2, s.count())
-	a := s.build("a", 10, 1, nil, 24)
+	a := s.build("a", "aa", 10, 1, nil, 24)
 	assert.Equal(t, 0, a.Turn)
-	assert.NotEqual(t, r0.Session, a.Session)
+	assert.NotEqual(t, r2.Session, a.Session)
+}
+
+// Issue 21 row 4: continuation is decided on the prompt's content, not
+// on a byte threshold. A session whose first prompt is shorter than a
+// block ("hi") continues only into prompts that start with it; an
+// unrelated prompt under the same session id is a new session, turn 0;
+// the same prompt sent again (a fixed-body benchmark) is a new session
+// each time, not the next turn of one.
+func TestSessionsContinueOnContentOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first, next string
+		continues   bool
+	}{
+		{"short opening, continued", "hi", "hi there, and more", true},
+		{"short opening, unrelated prompt", "hi", strings.Repeat("an unrelated long prompt ", 300), false},
+		{"long opening, continued", strings.Repeat("x", 1000), strings.Repeat("x", 1000) + "y", true},
+		{"long opening, diverged in its last byte", strings.Repeat("x", 999) + "a", strings.Repeat("x", 999) + "b tail", false},
+		{"the same prompt again", "the same benchmark prompt", "the same benchmark prompt", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSessions(16)
+			r0 := s.build("h:s1", tc.first, TokenCount(len(tc.first)), 8, blockHashes(tc.first, 24, 1), 24)
+			r1 := s.build("h:s1", tc.next, TokenCount(len(tc.next)), 8, blockHashes(tc.next, 24, 1), 24)
+			assert.Equal(t, tc.continues, r0.Session == r1.Session)
+			if tc.continues {
+				assert.Equal(t, 1, r1.Turn)
+			} else {
+				assert.Equal(t, 0, r1.Turn)
+				assert.Equal(t, r1.InputLen, r1.AppendLen)
+			}
+		})
+	}
 }
 
 func TestPromptBlocksMatchesTheServer(t *testing.T) {

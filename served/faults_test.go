@@ -107,8 +107,7 @@ func TestServeFaultsFireMidStream(t *testing.T) {
 		retried += f.Retried
 		lost += f.Lost
 	}
-	assert.Positive(t, lost, "requests lost to the faults: %+v", out.Faults)
-	assert.Positive(t, retried, "requests the router retried")
+	assert.Positive(t, retried, "requests hit by the faults (lost on a crashed worker or a cut link) that the router retried: %+v", out.Faults)
 	t.Logf("%d requests: %d complete, %d error events, %d 503; faults %d, lost %d, retried %d; restarts %v",
 		len(replies), complete, errEvents, unavailable, len(out.Faults), lost, retried, out.Restarts)
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/serve"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
@@ -46,6 +47,11 @@ type Options struct {
 	FreshSystem bool
 	// Wrap, when set, wraps more nodes after serve's (see actors.Options.Wrap).
 	Wrap func(cl *cluster.Cluster, now func() time.Duration) error
+	// Cut, when set and done during the drain (a second SIGINT), stops
+	// waiting: the streams still open end with an error, the run stops
+	// partial with stopped_by the Cut's cause (an actors.StopCause), and
+	// Serve returns its result (the outputs can still be written).
+	Cut context.Context
 }
 
 // Result is a served run's outcome.
@@ -115,6 +121,14 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		WallTimeout: -1, // a server runs until it is stopped
 		FreshSystem: o.FreshSystem,
 		Wrap: func(cl *cluster.Cluster, now func() time.Duration) error {
+			// One context limit: what the cluster admits.
+			fit, err := MaxRequestTokens(&s)
+			if err != nil {
+				return err
+			}
+			if fit > 0 && (o.HTTP.MaxModelLen <= 0 || fit < o.HTTP.MaxModelLen) {
+				o.HTTP.MaxModelLen = fit
+			}
 			br.Attach(now)
 			serve.Watch(&s, cl, br, nil)
 			feeder = serve.Feed(cl, br)
@@ -160,6 +174,19 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		case <-srvCtx.Done():
 		}
 	}()
+	var cut <-chan struct{}
+	if o.Cut != nil {
+		cut = o.Cut.Done()
+		go func() {
+			select {
+			case <-cut:
+				// End the streams (so the HTTP drain ends), then the run.
+				br.Abort("the server was stopped before this request ended")
+				cancelRun(cutCause(o.Cut))
+			case <-runDone:
+			}
+		}()
+	}
 	srvErr := serve.Run(srvCtx, o.HTTP, br)
 	br.Close()
 	drain := o.HTTP.DrainTimeout
@@ -170,12 +197,17 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 	defer t.Stop()
 	select {
 	case <-runDone:
+	case <-cut:
+		<-runDone
 	case <-t.C:
 		br.Abort("the drain timed out")
 		cancelRun(actors.StopCause(StoppedByDrainTimeout))
 		<-runDone
 	}
 	br.Wait()
+	if res != nil {
+		judgeServed(&res.Summary, br, s.Workload.TimeScale)
+	}
 	out := wrap(res, br, runErr != nil)
 	if runErr == nil && res != nil {
 		sum := res.Summary.Requests
@@ -187,6 +219,68 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		return out, errors.Join(srvErr, runErr)
 	}
 	return out, runErr
+}
+
+// ServedBoundMin is the least lateness bound of a served run: a client
+// that gets its first token up to this late (wall time) sees no
+// distortion, however short the emulated TTFT.
+const ServedBoundMin = 50 * time.Millisecond
+
+// judgeServed puts the lateness the clients saw into the summary and
+// lets it, not the wall clock's timer lateness, decide the distortion
+// verdict and warning: a served run is distorted when the first tokens'
+// p99 lateness passed max(ServedBoundMin, 5 % of the TTFT p50 in wall
+// time). An idle server (few or no requests, all on time) never warns.
+func judgeServed(sum *metrics.Summary, br *serve.Bridge, scale float64) {
+	bound := max(ServedBoundMin, time.Duration(0.05*sum.TTFT.P50/scale*float64(time.Millisecond)))
+	sl := br.ServedLateness(bound)
+	sum.Served = sl
+	wall := metrics.WallWarning(sum.Clock)
+	kept := sum.Warnings[:0]
+	for _, w := range sum.Warnings {
+		if w != wall || wall == "" {
+			kept = append(kept, w)
+		}
+	}
+	sum.Warnings = kept
+	sum.Clock.FidelityBound = fmt.Sprintf("served: first-token lateness p99 <= %v (max(%v, 5%% of TTFT p50 / time scale))", bound, ServedBoundMin)
+	sum.Clock.Fidelity = metrics.FidelityOK
+	if sl != nil && sl.Late {
+		sum.Clock.Fidelity = metrics.FidelityDistorted
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("clients got their first tokens late: p50 %.1f / p99 %.1f / max %.1f wall ms behind the emulated times over %d requests (ends: p99 %.1f ms); bound %.1f ms. "+
+			"The emulator could not keep up with this load at time-scale %g: client-side latencies are inflated; lower --time-scale or the load",
+			sl.FirstToken.P50, sl.FirstToken.P99, sl.FirstToken.Max, sl.FirstToken.Samples, sl.End.P99, sl.BoundMS, scale))
+	}
+}
+
+// cutCause is the stop cause of a cut drain: the Cut's cause if it is an
+// actors.StopCause, else "cut".
+func cutCause(cut context.Context) error {
+	var sc actors.StopCause
+	if errors.As(context.Cause(cut), &sc) {
+		return sc
+	}
+	return actors.StopCause("cut")
+}
+
+// MaxRequestTokens is the largest request (prompt + output tokens) the
+// cluster of spec serves (cluster.LimitsOf): the smaller of its workers'
+// context length (max_model_len) and the largest ρ·K_d of its decode (or
+// fused) pools; 0 when neither is known. A larger one would fail inside
+// the cluster (exceeds-context, exceeds-kv-pool), so the server refuses
+// it up front with the context-length error and /v1/models reports it.
+func MaxRequestTokens(spec *topology.Spec) (int, error) {
+	l, err := cluster.LimitsOf(spec)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case l.Context > 0 && l.Pool > 0:
+		return min(l.Context, l.Pool), nil
+	case l.Context > 0:
+		return l.Context, nil
+	}
+	return l.Pool, nil
 }
 
 func wrap(res *actors.Result, br *serve.Bridge, partial bool) *Result {

@@ -150,13 +150,14 @@ var localParams = []routerParam{
 }
 
 // singlePoolPolicies are the router table entries of the local policies
-// over one pool of fused workers. kvc is left out: router "kvc" is the
-// disaggregated KVC-Router (its scoring over fused workers is
-// local_router "kvc" in the bucket form).
+// over one pool of fused workers. A name a disaggregated policy declares
+// it shares (sharesLocal: kvc) is left out; any other name that is both
+// stays twice in the table, which TestPolicyNamesOnce rejects, so a new
+// P/D policy cannot silently take over a fused one.
 func singlePoolPolicies() []policy {
 	var out []policy
 	for _, lp := range localPolicies {
-		if lookupDisaggregated(lp.name) {
+		if sharedWithDisaggregated(lp.name) {
 			continue
 		}
 		out = append(out, policy{
@@ -170,9 +171,9 @@ func singlePoolPolicies() []policy {
 	return out
 }
 
-func lookupDisaggregated(name string) bool {
+func sharedWithDisaggregated(name string) bool {
 	for _, p := range disaggregatedPolicies {
-		if p.name == name {
+		if p.name == name && p.sharesLocal != "" {
 			return true
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pdemu/pdemu/internal/regular"
 	"github.com/pdemu/pdemu/scenarios"
 )
 
@@ -34,7 +34,11 @@ import (
 //     content by type alone; other nested blocks of one type, e.g. fault,
 //     replace all of the base's blocks of that type). A matched block with
 //     other labels (router "vanilla" over router "kvc") replaces the base's;
-//   - an unmatched block is added after the base's blocks.
+//   - an unmatched block is added after the base's blocks;
+//   - a base block is matched once: a second override block of the same
+//     type and labels is added as written (two dynamic "crash" blocks
+//     stay two; two decode "d1" blocks are refused as duplicates, as in a
+//     plain file).
 //
 // `dynamic "TYPE"` blocks (hcl/v2's ext/dynblock) are matched like blocks
 // of type "dynamic" labelled TYPE, so an override can change the content of
@@ -96,21 +100,15 @@ func readBase(from, name string, opts Options) (string, []byte, error) {
 }
 
 // readLimited reads a scenario file from disk: a regular file of at most
-// MaxSourceBytes (a device or a FIFO named by extends is refused, not read
+// MaxSourceBytes (a device or a FIFO, as the scenario or named by
+// extends, is refused before open(2) could block on it, not read
 // forever).
 func readLimited(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := regular.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxSourceBytes+1))
 	if err != nil {
 		return nil, err
@@ -190,7 +188,11 @@ func blockKey(b *hclsyntax.Block) string {
 }
 
 // mergeBody applies the override body over to base (see the package rules
-// above) and returns a new body; neither input is modified.
+// above) and returns a new body; neither input is modified. An override
+// block matches a base block at most once: a second override block of the
+// same type and labels is kept as written (two dynamic "crash" blocks stay
+// two; two decode "d1" blocks are then reported as duplicates, as in a
+// plain file). Linear in the number of blocks.
 func mergeBody(base, over *hclsyntax.Body, top bool) *hclsyntax.Body {
 	out := *base
 	out.Attributes = make(hclsyntax.Attributes, len(base.Attributes)+len(over.Attributes))
@@ -201,6 +203,15 @@ func mergeBody(base, over *hclsyntax.Body, top bool) *hclsyntax.Body {
 		out.Attributes[k] = v
 	}
 	out.Blocks = append(make(hclsyntax.Blocks, 0, len(base.Blocks)+len(over.Blocks)), base.Blocks...)
+	index := map[string]int{} // block key → its base block in out.Blocks (the last one of that key)
+	reindex := func() {
+		clear(index)
+		for i, x := range out.Blocks[:len(out.Blocks)] {
+			index[blockKey(x)] = i
+		}
+	}
+	reindex()
+	used := map[string]bool{} // keys an earlier override block already took
 	// Nested blocks that are neither singletons nor labelled (fault) are
 	// replaced as a group: Terraform's rule for nested blocks.
 	replaced := map[string]bool{}
@@ -215,17 +226,15 @@ func mergeBody(base, over *hclsyntax.Body, top bool) *hclsyntax.Body {
 					}
 				}
 				out.Blocks = kept
+				reindex() // once per replaced type
 			}
 			out.Blocks = append(out.Blocks, b)
 			continue
 		}
-		index := map[string]int{}
-		for i, x := range out.Blocks {
-			index[blockKey(x)] = i
-		}
-		i, ok := index[blockKey(b)]
+		k := blockKey(b)
+		i, ok := index[k]
 		switch {
-		case !ok:
+		case !ok || used[k]:
 			out.Blocks = append(out.Blocks, b)
 		case slicesEqual(out.Blocks[i].Labels, b.Labels):
 			m := *out.Blocks[i]
@@ -234,6 +243,7 @@ func mergeBody(base, over *hclsyntax.Body, top bool) *hclsyntax.Body {
 		default:
 			out.Blocks[i] = b
 		}
+		used[k] = true
 	}
 	return &out
 }

@@ -51,7 +51,7 @@ var paramInclusiveMatch = routerParam{
 // a kvc router block does not set epsilon. The paper's 1P3D evaluation
 // (§7) uses 2: its scenarios say so explicitly.
 func defaultEpsilon(rh *routerHCL, spec *Spec) {
-	if spec.Router.Policy != "kvc" || len(spec.Decode) == 0 || rh == nil || rh.Body == nil {
+	if pol := lookupPolicy(spec.Router.Policy); pol == nil || !pol.epsilonIsD || len(spec.Decode) == 0 || rh == nil || rh.Body == nil {
 		return
 	}
 	attrs, _ := rh.Body.JustAttributes()
@@ -111,6 +111,11 @@ func (c *checker) kvcGenerator(gh *generatorHCL, g *Generator) {
 				c.errorf(a.rng, "Not an agentic generator attribute", "%q is an attribute of generator \"swebench\", not of \"agentic\".", a.name)
 			}
 		}
+		for _, a := range gh.setParams() { // topology/swebench_params.go
+			if a.set {
+				c.errorf(a.rng, "Not an agentic generator attribute", "%q is an attribute of generator \"swebench\", not of \"agentic\".", a.name)
+			}
+		}
 		return
 	}
 	g.Kind = gh.Kind
@@ -119,7 +124,7 @@ func (c *checker) kvcGenerator(gh *generatorHCL, g *Generator) {
 		rng  hcl.Range
 		name string
 	}{
-		{gh.Turns != nil, gh.TurnsRange, "turns"}, {gh.SystemTokens != nil, gh.SystemTokensRange, "system_tokens"},
+		{gh.Turns != nil, gh.TurnsRange, "turns"},
 		{gh.FirstTokens != nil, gh.FirstTokensRange, "first_tokens"}, {gh.AppendTokens != nil, gh.AppendTokensRange, "append_tokens"},
 		{gh.OutputTokens != nil, gh.OutputTokensRange, "output_tokens"}, {gh.ThinkTime != nil, gh.ThinkTimeRange, "think_time"},
 		{gh.SessionStagger != nil, gh.SessionStaggerRange, "session_stagger"},
@@ -130,6 +135,7 @@ func (c *checker) kvcGenerator(gh *generatorHCL, g *Generator) {
 			rng  hcl.Range
 			name string
 		}{{gh.Sessions != nil, gh.SessionsRange, "sessions"}, {gh.BlockTokens != nil, gh.BlockTokensRange, "block_tokens"},
+			{gh.SystemTokens != nil, gh.SystemTokensRange, "system_tokens"},
 			{gh.Content != nil, gh.ContentRange, "content"}, {gh.Requests != nil, gh.RequestsRange, "requests"},
 			{gh.ActiveSessions != nil, gh.ActiveSessionsRange, "active_sessions"}}...)
 	}
@@ -139,6 +145,11 @@ func (c *checker) kvcGenerator(gh *generatorHCL, g *Generator) {
 		}
 	}
 	if gh.Kind == "burst" {
+		for _, a := range gh.setParams() {
+			if a.set {
+				c.errorf(a.rng, "Unsupported generator attribute", "Generator %q does not take %q.", gh.Kind, a.name)
+			}
+		}
 		return
 	}
 	if gh.Sessions == nil {
@@ -157,4 +168,5 @@ func (c *checker) kvcGenerator(gh *generatorHCL, g *Generator) {
 	if gh.Content != nil {
 		g.Content = c.checkEnum(gh.Content, gh.ContentRange, g.Content, "content", swebenchContents...)
 	}
+	g.SWEBench = c.swebenchParams(gh, g.Content) // topology/swebench_params.go
 }

@@ -15,12 +15,35 @@ const (
 	// MaxSourceBytes bounds one scenario file (the shipped ones are < 8 KiB).
 	MaxSourceBytes = 1 << 20
 	// MaxNesting bounds the nesting depth of blocks, brackets, parentheses
-	// and template interpolations (the shipped scenarios use at most 4).
+	// and template interpolations (the shipped scenarios use at most 4),
+	// and the length of a chain of unary operators (--1, !!true: the
+	// parser recurses once per operator).
 	MaxNesting = 64
+	// MaxExprOperators bounds the operators (arithmetic, comparison,
+	// logic, conditional ?) of one expression: evaluation recurses once
+	// per operator of a chain, and the conditional's parser once per ?.
+	// The shipped scenarios use at most 3.
+	MaxExprOperators = 4096
 )
 
-// checkSource rejects a file over MaxSourceBytes or nested deeper than
-// MaxNesting. The lexer it uses is not recursive.
+// exprOperators are the tokens MaxExprOperators counts.
+var exprOperators = map[hclsyntax.TokenType]bool{
+	hclsyntax.TokenStar: true, hclsyntax.TokenSlash: true, hclsyntax.TokenPlus: true, hclsyntax.TokenMinus: true,
+	hclsyntax.TokenPercent: true, hclsyntax.TokenEqualOp: true, hclsyntax.TokenNotEqual: true,
+	hclsyntax.TokenLessThan: true, hclsyntax.TokenLessThanEq: true, hclsyntax.TokenGreaterThan: true,
+	hclsyntax.TokenGreaterThanEq: true, hclsyntax.TokenAnd: true, hclsyntax.TokenOr: true,
+	hclsyntax.TokenBang: true, hclsyntax.TokenQuestion: true,
+}
+
+// checkSource rejects a file over MaxSourceBytes, nested deeper than
+// MaxNesting, with a chain of more than MaxNesting unary operators or an
+// expression of more than MaxExprOperators operators. The lexer it uses
+// is not recursive, and the checks are one pass over its tokens: HCL's
+// parser and evaluator recurse, so these must hold before it runs.
+//
+// An expression's operators are counted from the last newline or brace
+// outside parentheses and brackets (inside them newlines do not end an
+// expression), so a long list counts as one expression.
 func checkSource(filename string, src []byte) hcl.Diagnostics {
 	start := hcl.Pos{Line: 1, Column: 1}
 	if len(src) > MaxSourceBytes {
@@ -33,7 +56,41 @@ func checkSource(filename string, src []byte) hcl.Diagnostics {
 	}
 	tokens, _ := hclsyntax.LexConfig(src, filename, start)
 	depth := 0
+	inner := 0       // parentheses and brackets open
+	run, ops := 0, 0 // unary-operator chain; operators of the expression
+	tooComplex := func(r hcl.Range, format string, args ...any) hcl.Diagnostics {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Expression too complex",
+			Detail:   fmt.Sprintf(format, args...),
+			Subject:  r.Ptr(),
+		}}
+	}
 	for _, t := range tokens {
+		switch t.Type {
+		case hclsyntax.TokenMinus, hclsyntax.TokenBang:
+			if run++; run > MaxNesting {
+				return tooComplex(t.Range, "A chain of more than %d operators - or ! in a row.", MaxNesting)
+			}
+		case hclsyntax.TokenNewline, hclsyntax.TokenComment:
+		default:
+			run = 0
+		}
+		if exprOperators[t.Type] {
+			if ops++; ops > MaxExprOperators {
+				return tooComplex(t.Range, "An expression may have at most %d operators.", MaxExprOperators)
+			}
+		}
+		switch t.Type {
+		case hclsyntax.TokenOParen, hclsyntax.TokenOBrack:
+			inner++
+		case hclsyntax.TokenCParen, hclsyntax.TokenCBrack:
+			inner = max(inner-1, 0)
+		case hclsyntax.TokenNewline, hclsyntax.TokenOBrace, hclsyntax.TokenCBrace:
+			if inner == 0 {
+				ops = 0
+			}
+		}
 		switch t.Type {
 		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
 			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl, hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:

@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"cmp"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -137,6 +139,13 @@ func (c *checker) nodeFaults(crashes []crashHCL, slows []slowHCL) []NodeFault {
 		}
 		ra, ok2 := c.checkDurationOK(ch.RestartAfter, ch.RestartAfterRange, 0, 0, "restart_after",
 			"how long the node stays down before it restarts with fresh state; absent = never")
+		if ok2 && ch.RestartAfter != nil && ra == 0 {
+			// 0 is how a Spec says "never": written, it would silently
+			// mean the opposite of an immediate restart.
+			c.errorf(ch.RestartAfterRange, "Invalid duration for \"restart_after\"",
+				"restart_after = %q would mean the node never restarts. Give a positive duration (e.g. \"1ms\" for an immediate restart), or omit restart_after for a crash that lasts to the end of the run.", *ch.RestartAfter)
+			ok2 = false
+		}
 		if ok && ok2 {
 			out = append(out, NodeFault{Kind: FaultCrash, At: at, For: ra})
 		}
@@ -264,16 +273,49 @@ func (c *checker) chaos(spec *Spec, chs []chaosHCL) {
 	if !ok {
 		return
 	}
+	if e := chaosCount(spec, k); e > MaxChaosFaults {
+		c.errorf(ch.HorizonRange, "Too many chaos faults",
+			"This chaos block would draw about %.3g faults (horizon %s over MTBFs plus restart_after %s, for every node and link); at most %d are allowed. Shorten the horizon or lengthen the MTBFs.",
+			e, k.Horizon, k.RestartAfter, MaxChaosFaults)
+		return
+	}
 	spec.Chaos = &k
-	DrawChaos(spec, k)
+	if !DrawChaos(spec, k) {
+		c.errorf(ch.DefRange, "Too many chaos faults",
+			"This chaos block drew more than %d faults (the draw stopped there). Shorten the horizon or lengthen the MTBFs.", MaxChaosFaults)
+	}
+}
+
+// MaxChaosFaults bounds the faults one chaos block may draw (crashes, and
+// cut/restore pairs): a short MTBF over a long horizon would otherwise
+// draw billions. The expected count is checked before drawing.
+const MaxChaosFaults = 100_000
+
+// chaosCount is the expected number of faults k draws over spec.
+func chaosCount(spec *Spec, k Chaos) float64 {
+	per := func(mtbf time.Duration) float64 {
+		if mtbf <= 0 {
+			return 0
+		}
+		return float64(k.Horizon) / float64(mtbf+k.RestartAfter)
+	}
+	return float64(len(spec.Prefill))*per(k.MTBFPrefill) + float64(len(spec.Decode))*per(k.MTBFDecode) +
+		float64(len(spec.Fused))*per(k.MTBFFused) + float64(len(spec.Links))*per(k.MTBFLink)
 }
 
 // DrawChaos adds k's random crashes to spec's workers and cuts to its
 // links (every fault marked Chaos), in a fixed order so that a seed always
-// gives the same schedule. A drawn fault that would overlap one already
-// scheduled on the node is skipped.
-func DrawChaos(spec *Spec, k Chaos) {
+// gives the same schedule, and reports whether it stayed within
+// MaxChaosFaults (false: it stopped there). A hand-written fault is never
+// altered: a drawn crash that would overlap a crash already scheduled on
+// the node is skipped, and so is a drawn cut whose cut-to-restore window
+// meets a hand-written cut or degradation of the link (from it to the
+// hand-written restore that ends it; its restore would end theirs). Drawn
+// faults never overlap each other. Linear in the faults drawn and
+// written.
+func DrawChaos(spec *Spec, k Chaos) bool {
 	stream := uint64(0)
+	n := 0
 	draw := func(mtbf time.Duration, add func(at time.Duration)) {
 		stream++
 		if mtbf <= 0 {
@@ -281,12 +323,13 @@ func DrawChaos(spec *Spec, k Chaos) {
 		}
 		rng := rand.New(rand.NewPCG(k.Seed, stream*0x9e3779b97f4a7c15))
 		t := time.Duration(0)
-		for {
+		for n <= MaxChaosFaults {
 			gap := time.Duration(rng.ExpFloat64() * float64(mtbf))
 			if gap > k.Horizon || t > k.Horizon-gap {
 				return
 			}
 			t += gap
+			n++
 			add(t)
 			t += k.RestartAfter
 		}
@@ -297,22 +340,59 @@ func DrawChaos(spec *Spec, k Chaos) {
 	}{{spec.Prefill, k.MTBFPrefill}, {spec.Decode, k.MTBFDecode}, {spec.Fused, k.MTBFFused}} {
 		for i := range ws.list {
 			w := &ws.list[i]
+			// The node's crashes in time order (nodeFaults sorted them):
+			// seen[:next] start at or before the last drawn fault's end,
+			// reach is the latest end among them (-1: none; permanent:
+			// max), and last is the last drawn fault kept.
+			var crashes []NodeFault
+			for _, g := range w.Faults {
+				if g.Kind == FaultCrash {
+					crashes = append(crashes, g)
+				}
+			}
+			next, reach := 0, time.Duration(-1)
+			var last *NodeFault
+			var drawn []NodeFault
 			draw(ws.mtbf, func(at time.Duration) {
 				f := NodeFault{Kind: FaultCrash, At: at, For: k.RestartAfter, Chaos: true}
-				for _, g := range w.Faults {
-					if g.Kind == FaultCrash && (g.For == 0 || at <= g.End()) && g.At <= f.End() {
-						return // overlaps a crash already scheduled
+				for next < len(crashes) && crashes[next].At <= f.End() {
+					g := crashes[next]
+					if g.For == 0 {
+						reach = math.MaxInt64
+					} else {
+						reach = max(reach, g.End())
 					}
+					next++
 				}
-				w.Faults = append(w.Faults, f)
-				sortNodeFaults(w.Faults)
+				if reach >= at || (last != nil && at <= last.End()) {
+					return // overlaps a crash already scheduled
+				}
+				drawn = append(drawn, f)
+				last = &drawn[len(drawn)-1]
 			})
+			if len(drawn) > 0 {
+				w.Faults = append(w.Faults, drawn...)
+				sortNodeFaults(w.Faults)
+			}
 		}
 	}
 	for i := range spec.Links {
 		l := &spec.Links[i]
+		busy := linkBusy(l.Faults)
+		next := 0
+		var drawn []LinkFault
 		draw(k.MTBFLink, func(at time.Duration) {
-			l.Faults = append(l.Faults, LinkFault{At: at, Kind: FaultCut, Chaos: true}, LinkFault{At: at + k.RestartAfter, Kind: FaultRestore, Chaos: true})
+			end := at + k.RestartAfter
+			for next < len(busy) && busy[next][1] < at {
+				next++
+			}
+			if next < len(busy) && busy[next][0] <= end {
+				return // its restore would end a hand-written cut or degradation
+			}
+			drawn = append(drawn, LinkFault{At: at, Kind: FaultCut, Chaos: true}, LinkFault{At: end, Kind: FaultRestore, Chaos: true})
+		})
+		if len(drawn) > 0 {
+			l.Faults = append(l.Faults, drawn...)
 			slices.SortStableFunc(l.Faults, func(a, b LinkFault) int {
 				if a.At < b.At {
 					return -1
@@ -321,8 +401,36 @@ func DrawChaos(spec *Spec, k Chaos) {
 				}
 				return 0
 			})
-		})
+		}
 	}
+	return n <= MaxChaosFaults
+}
+
+// linkBusy returns the windows in which a link's hand-written faults are
+// in effect, in time order: from a cut or degradation to the restore that
+// ends it (inclusive; math.MaxInt64 when none does).
+func linkBusy(fs []LinkFault) [][2]time.Duration {
+	var out [][2]time.Duration
+	start := time.Duration(-1)
+	fs = slices.Clone(fs)
+	slices.SortStableFunc(fs, func(a, b LinkFault) int { return cmp.Compare(a.At, b.At) })
+	for _, f := range fs {
+		switch f.Kind {
+		case FaultCut, FaultDegrade:
+			if start < 0 {
+				start = f.At
+			}
+		case FaultRestore:
+			if start >= 0 {
+				out = append(out, [2]time.Duration{start, f.At})
+				start = -1
+			}
+		}
+	}
+	if start >= 0 {
+		out = append(out, [2]time.Duration{start, math.MaxInt64})
+	}
+	return out
 }
 
 // flapFaults expands a flap (cut for period, restored for period, n times

@@ -53,6 +53,13 @@ type Options struct {
 	// relative trace).
 	BaseDir string
 
+	// EmbeddedBaseDir, when set, is the directory relative trace paths
+	// written in embedded files are resolved against, whatever file
+	// extends them (the CLI's ./scenarios: a file of one's own that
+	// extends an embedded trace scenario finds its trace as the embedded
+	// scenario does). The default is BaseDir's rule.
+	EmbeddedBaseDir string
+
 	// Set overrides HCL attributes by path, each "PATH=VALUE"
 	// ("router.tau_append=4096", "decode.d1.kv_budget_tokens=60000",
 	// "decode.*.gpu=H100-SXM", "workload.loop=open"), applied after the
@@ -203,6 +210,7 @@ func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec
 		spec.Digest = digestFiles(files)
 		spec.Vars = maps.Clone(opts.Vars)
 		spec.Set = slices.Clone(opts.Set)
+		spec.RouterSwap = ov.swap
 	}
 	c.diags = append(c.diags, ov.unused()...)
 

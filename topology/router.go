@@ -66,6 +66,18 @@ type policy struct {
 	// Spec gets one implicit bucket holding every fused worker (see
 	// ImplicitBucket).
 	local bool
+	// sharesLocal says why this disaggregated policy's name is also a
+	// local policy's ("" = it must not be): the router block label then
+	// names this policy, and the local one is reached only through
+	// local_router. Any other shared name is a collision
+	// (TestPolicyNamesOnce, cluster's TestRegistryMatchesHCL).
+	sharesLocal string
+	// fusedHint is added to the "No prefill/decode workers" diagnostic
+	// when the scenario has fused workers instead.
+	fusedHint string
+	// epsilonIsD: a router block without epsilon gets ε = |D|, the
+	// spec's general default (topology/kvcpaper.go).
+	epsilonIsD bool
 }
 
 // routerParam is one attribute of a router, global_router or local_router
@@ -167,10 +179,13 @@ var policies = append(disaggregatedPolicies, singlePoolPolicies()...)
 // workers.
 var disaggregatedPolicies = []policy{
 	{
-		name:     "kvc",
-		doc:      "KVC-Router: session-aware routing over disaggregated prefill and decode workers",
-		kinds:    disaggregated,
-		fullMesh: true,
+		name:        "kvc",
+		doc:         "KVC-Router: session-aware routing over disaggregated prefill and decode workers",
+		kinds:       disaggregated,
+		fullMesh:    true,
+		sharesLocal: `router "kvc" is the disaggregated KVC-Router; its Algorithm 1 scoring over fused workers is local_router "kvc" in the bucket form`,
+		fusedHint:   ` To score fused workers with KVC's Algorithm 1, use bucket routing with local_router "kvc".`,
+		epsilonIsD:  true,
 		params: []routerParam{
 			paramAlpha, paramTauReject, paramTauAppend, paramRho, paramEpsilon,
 			paramBlockTokens, paramV1, paramAllBlacklisted, paramReserveOutput, // topology/kvcv1.go
@@ -200,6 +215,18 @@ var disaggregatedPolicies = []policy{
 		fullMesh: true,
 		params:   []routerParam{paramAlpha, paramBlockTokens, paramRoutingLog, paramLogCandidates},
 	},
+}
+
+// SharedPolicyNames returns the names that are both a disaggregated
+// router policy and a local policy on purpose, each with the reason.
+func SharedPolicyNames() map[string]string {
+	out := map[string]string{}
+	for _, p := range disaggregatedPolicies {
+		if p.sharesLocal != "" {
+			out[p.name] = p.sharesLocal
+		}
+	}
+	return out
 }
 
 // Policies returns the router policy names the HCL format accepts, sorted.

@@ -44,6 +44,9 @@ type fileHCL struct {
 	// fault schedules.
 	Recovery []recoveryHCL `hcl:"recovery,block"`
 	Chaos    []chaosHCL    `hcl:"chaos,block"`
+
+	// The run's service-level objective (slo.go).
+	SLOs []sloHCL `hcl:"slo,block"`
 }
 
 // bucketHCL is a bucket block. Its attributes are kept as expressions so
@@ -314,4 +317,50 @@ type generatorHCL struct {
 	RequestsRange       hcl.Range `hcl:"requests,attr_range"`
 	ActiveSessions      *int      `hcl:"active_sessions,optional"`
 	ActiveSessionsRange hcl.Range `hcl:"active_sessions,attr_range"`
+
+	// generator "swebench"'s content-model parameters (topology/swebench_params.go).
+	DurationAttr         *string   `hcl:"duration,optional"`
+	DurationRange        hcl.Range `hcl:"duration,attr_range"`
+	GapP50Attr           *string   `hcl:"gap_p50,optional"`
+	GapP50Range          hcl.Range `hcl:"gap_p50,attr_range"`
+	GapSigmaAttr         *float64  `hcl:"gap_sigma,optional"`
+	GapSigmaRange        hcl.Range `hcl:"gap_sigma,attr_range"`
+	TurnsSigmaAttr       *float64  `hcl:"turns_sigma,optional"`
+	TurnsSigmaRange      hcl.Range `hcl:"turns_sigma,attr_range"`
+	MinTurnsAttr         *int      `hcl:"min_turns,optional"`
+	MinTurnsRange        hcl.Range `hcl:"min_turns,attr_range"`
+	IssueTokensAttr      *int      `hcl:"issue_tokens,optional"`
+	IssueTokensRange     hcl.Range `hcl:"issue_tokens,attr_range"`
+	IssueSigmaAttr       *float64  `hcl:"issue_sigma,optional"`
+	IssueSigmaRange      hcl.Range `hcl:"issue_sigma,attr_range"`
+	AppendP50Attr        *int      `hcl:"append_p50,optional"`
+	AppendP50Range       hcl.Range `hcl:"append_p50,attr_range"`
+	AppendSigmaAttr      *float64  `hcl:"append_sigma,optional"`
+	AppendSigmaRange     hcl.Range `hcl:"append_sigma,attr_range"`
+	MidAppendProbAttr    *float64  `hcl:"mid_append_prob,optional"`
+	MidAppendProbRange   hcl.Range `hcl:"mid_append_prob,attr_range"`
+	MidAppendMinAttr     *int      `hcl:"mid_append_min,optional"`
+	MidAppendMinRange    hcl.Range `hcl:"mid_append_min,attr_range"`
+	MidAppendMaxAttr     *int      `hcl:"mid_append_max,optional"`
+	MidAppendMaxRange    hcl.Range `hcl:"mid_append_max,attr_range"`
+	LargeAppendProbAttr  *float64  `hcl:"large_append_prob,optional"`
+	LargeAppendProbRange hcl.Range `hcl:"large_append_prob,attr_range"`
+	LargeAppendMinAttr   *int      `hcl:"large_append_min,optional"`
+	LargeAppendMinRange  hcl.Range `hcl:"large_append_min,attr_range"`
+	LargeAppendMaxAttr   *int      `hcl:"large_append_max,optional"`
+	LargeAppendMaxRange  hcl.Range `hcl:"large_append_max,attr_range"`
+	OutputP50Attr        *int      `hcl:"output_p50,optional"`
+	OutputP50Range       hcl.Range `hcl:"output_p50,attr_range"`
+	OutputSigmaAttr      *float64  `hcl:"output_sigma,optional"`
+	OutputSigmaRange     hcl.Range `hcl:"output_sigma,attr_range"`
+	MaxOutputAttr        *int      `hcl:"max_output,optional"`
+	MaxOutputRange       hcl.Range `hcl:"max_output,attr_range"`
+	MaxContextAttr       *int      `hcl:"max_context,optional"`
+	MaxContextRange      hcl.Range `hcl:"max_context,attr_range"`
+	CondensedTokensAttr  *int      `hcl:"condensed_tokens,optional"`
+	CondensedTokensRange hcl.Range `hcl:"condensed_tokens,attr_range"`
+	ServiceBaseAttr      *string   `hcl:"service_base,optional"`
+	ServiceBaseRange     hcl.Range `hcl:"service_base,attr_range"`
+	TokenTimeAttr        *string   `hcl:"token_time,optional"`
+	TokenTimeRange       hcl.Range `hcl:"token_time,attr_range"`
 }

@@ -42,6 +42,7 @@ type overrides struct {
 	router    string
 	routerRng hcl.Range
 	swapped   bool
+	swap      *RouterSwap // what the swap did (nil: no --router)
 	// seen holds every attribute path the scenario's schema offered, for
 	// did-you-mean suggestions.
 	seen map[string]bool
@@ -267,13 +268,53 @@ func (ov *overrides) swapRouter(c *hcl.BodyContent) {
 		if b.Type != target {
 			continue
 		}
+		ov.swapped = true
+		if len(b.Labels) == 1 && b.Labels[0] == ov.router {
+			// The scenario already runs this policy: keep its settings.
+			ov.swap = &RouterSwap{Block: target, From: ov.router, To: ov.router, Kept: true}
+			continue
+		}
+		sw := &RouterSwap{Block: target, To: ov.router}
+		if len(b.Labels) > 0 {
+			sw.From = b.Labels[0]
+		}
+		if attrs, diags := b.Body.JustAttributes(); !diags.HasErrors() {
+			for name := range attrs {
+				sw.Dropped = append(sw.Dropped, name)
+			}
+			sort.Strings(sw.Dropped)
+		}
+		ov.swap = sw
 		nb := *b
 		nb.Labels = []string{ov.router}
 		nb.LabelRanges = []hcl.Range{ov.routerRng}
 		nb.Body = hcl.EmptyBody()
 		c.Blocks[i] = &nb
-		ov.swapped = true
 	}
+}
+
+// RouterSwap is what --router (Options.Router) did to a scenario's
+// routing block.
+type RouterSwap struct {
+	Block    string // "router", "global_router" or "local_router"
+	From, To string // the scenario's policy and --router's
+	// Kept: the scenario already ran To, and keeps its settings.
+	Kept bool
+	// Dropped are the attributes of the replaced block (sorted): the new
+	// policy starts from its own defaults.
+	Dropped []string
+}
+
+// String describes the swap for a run's log.
+func (s *RouterSwap) String() string {
+	if s.Kept {
+		return fmt.Sprintf("--router %s: the scenario already routes with %s; its %s settings are kept", s.To, s.To, s.Block)
+	}
+	d := "it set none"
+	if len(s.Dropped) > 0 {
+		d = "dropped: " + strings.Join(s.Dropped, ", ")
+	}
+	return fmt.Sprintf("--router %s replaces the scenario's %s %q with %s's defaults (%s)", s.To, s.Block, s.From, s.To, d)
 }
 
 // unused reports the settings that matched no attribute and a --router

@@ -128,11 +128,23 @@ func TestRouterSwap(t *testing.T) {
 		scenario, router string
 		check            func(t *testing.T, s *Spec)
 	}{
-		{"1p3d-mlx5.hcl", "vanilla", func(t *testing.T, s *Spec) { assert.Equal(t, DefaultRouter("vanilla"), s.Router) }},
+		{"1p3d-mlx5.hcl", "vanilla", func(t *testing.T, s *Spec) {
+			assert.Equal(t, DefaultRouter("vanilla"), s.Router)
+			require.NotNil(t, s.RouterSwap)
+			assert.Equal(t, "kvc", s.RouterSwap.From)
+			assert.False(t, s.RouterSwap.Kept)
+			assert.Contains(t, s.RouterSwap.Dropped, "net_capacity", "the settings a swap drops are listed")
+			assert.Contains(t, s.RouterSwap.String(), "dropped: alpha, block_tokens, epsilon, net_capacity")
+		}},
+		// The scenario's own policy: its settings stay (it used to reset
+		// them to the defaults: 37 % Direct instead of 65 %).
 		{"1p3d-mlx5.hcl", "kvc", func(t *testing.T, s *Spec) {
-			want := DefaultRouter("kvc")
-			want.Epsilon = len(s.Decode) // ε defaults to |D| (kvcpaper.go)
-			assert.Equal(t, want, s.Router, "the policy's defaults, not the file's net_capacity")
+			own, err := parseEmbedded("1p3d-mlx5.hcl", Options{})
+			require.NoError(t, err)
+			assert.Equal(t, own.Router, s.Router, "the file's net_capacity, epsilon, ...")
+			assert.True(t, s.Router.NetCapacity)
+			require.NotNil(t, s.RouterSwap)
+			assert.True(t, s.RouterSwap.Kept)
 		}},
 		{"vanilla-pd-1p3d.hcl", "kv_score", func(t *testing.T, s *Spec) { assert.Equal(t, "kv_score", s.Router.Policy) }},
 		{"dp4.hcl", "least_loaded", func(t *testing.T, s *Spec) {

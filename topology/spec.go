@@ -45,6 +45,11 @@ type Spec struct {
 	// with (recorded in summary.json).
 	Vars map[string]string
 	Set  []string
+	// SLO is the run's service-level objective (slo block, or the
+	// defaults).
+	SLO SLO
+	// RouterSwap is what Options.Router (--router) did; nil without it.
+	RouterSwap *RouterSwap
 
 	Prefill  []Worker // in file order
 	Decode   []Worker // in file order
@@ -367,4 +372,7 @@ type Generator struct {
 	Content        string // swebench content model ("paper", "v0", "v1-stress")
 	Requests       int    // swebench total requests
 	ActiveSessions int    // swebench: sessions kept active at once (0 = the real timeline)
+	// SWEBench are the swebench content-model attributes the scenario set
+	// (topology/swebench_params.go; nil fields: the content model's defaults).
+	SWEBench SWEBenchParams
 }

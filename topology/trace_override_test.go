@@ -29,3 +29,18 @@ func TestTraceOverrideTakesReplayOptions(t *testing.T) {
 	assert.Empty(t, s.Workload.Format)
 	assert.Equal(t, 16, s.Workload.Replay.MaxConcurrent, "the scenario's replay options stay")
 }
+
+// A file that extends a generator scenario and sets a trace replaces the
+// base's workload source (it used to fail "Conflicting workload sources",
+// with no way to drop the inherited generator block).
+func TestExtendingFileTraceDropsBaseGenerator(t *testing.T) {
+	src := []byte("extends = \"<embedded>/1p3d-mlx5.hcl\"\nworkload {\n  trace = \"t.jsonl\"\n  max_concurrent = 4\n}\n")
+	s, err := Parse("/x/my.hcl", src, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "/x/t.jsonl", s.Workload.Trace)
+	assert.Equal(t, 4, s.Workload.Replay.MaxConcurrent)
+	// Both in one file is still a conflict.
+	_, err = Parse("/x/my.hcl", []byte("workload {\n  trace = \"t.jsonl\"\n  generator \"agentic\" {}\n}\n"), Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Conflicting workload sources")
+}

@@ -78,6 +78,7 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 		spec.Workload = c.workload(filename, &fh.Workloads[0])
 	}
 	spec.Recovery = c.recovery(fh.Recovery)
+	spec.SLO = c.slo(fh.SLOs)
 	c.chaos(spec, fh.Chaos)
 	return spec
 }
@@ -128,8 +129,8 @@ func (c *checker) policyTopology(pol *policy, rh *routerHCL, spec *Spec, fh *fil
 	for _, k := range pol.kinds {
 		if count[k] == 0 {
 			hint := ""
-			if pol.name == "kvc" && count[KindFused] > 0 {
-				hint = " To score fused workers with KVC's Algorithm 1, use bucket routing with local_router \"kvc\"."
+			if count[KindFused] > 0 {
+				hint = pol.fusedHint
 			}
 			c.errorf(rh.PolicyRange, fmt.Sprintf("No %s workers", k),
 				"The %q policy (%s) needs at least one %s worker: add a %s \"NAME\" { ... } block.%s", pol.name, pol.doc, k, k, hint)

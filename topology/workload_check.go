@@ -2,6 +2,7 @@ package topology
 
 import (
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -26,6 +27,9 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 			base := c.opts.BaseDir
 			if base == "" {
 				base = filepath.Dir(filename)
+			}
+			if c.opts.EmbeddedBaseDir != "" && strings.HasPrefix(wh.TraceRange.Filename, EmbeddedPrefix) {
+				base = c.opts.EmbeddedBaseDir
 			}
 			w.Trace = *wh.Trace
 			if !filepath.IsAbs(w.Trace) {
@@ -59,6 +63,11 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 			continue
 		}
 		if wh.Trace != nil {
+			// A file that extends another replaces its workload source: a
+			// trace set here (or by --set) drops the base's generator.
+			if ownRange(filename, wh.TraceRange) && !ownRange(filename, gh.DefRange) {
+				continue
+			}
 			c.errorf(gh.DefRange, "Conflicting workload sources",
 				"The workload has both a trace (%s) and a generator block; they are mutually exclusive. Remove one.", wh.TraceRange)
 		}
@@ -144,4 +153,10 @@ func (c *checker) generator(gh *generatorHCL) Generator {
 	g.SessionStagger = c.checkDuration(gh.SessionStagger, gh.SessionStaggerRange, g.SessionStagger, 0, "session_stagger", "mean gap between session starts; 0 starts every session at once")
 	g.BlockTokens = checkNum(c, gh.BlockTokens, gh.BlockTokensRange, g.BlockTokens, "block_tokens", "block size of the generated hashes", between(1, MaxBlockTokens))
 	return g
+}
+
+// ownRange reports whether r is in the scenario file itself (filename)
+// or an override argument (--set), rather than in a file it extends.
+func ownRange(filename string, r hcl.Range) bool {
+	return r.Filename == filename || strings.HasPrefix(r.Filename, "--set ")
 }

@@ -106,4 +106,17 @@ var catalog = []Trace{
 			{"LICENSE", "LICENSE", 18653, "9bbc1ea9fe5c96df01b311a2ac864d5b18fc87b9948bfd14770e4b44db755ee9"},
 		},
 	},
+	{
+		Name:    "tracelab",
+		Title:   "TraceLab sanitized example sessions: 19 rounds, 2 sessions",
+		Repo:    "uw-syfi/TraceLab",
+		Commit:  "9fb3d766f7ef228b1c3dd554c7ad4ba01f8e7e3f",
+		Licence: "CC-BY-4.0",
+		Main:    "round_trace.sanitized.jsonl",
+		Files: []File{
+			{"round_trace.sanitized.jsonl", "example_sessions/sanitized/round_trace.jsonl", 32960, "314c49483148fe68e230a683f739e3e6e68d478948ecf342739596f30af36b57"},
+			{"README.md", "example_sessions/sanitized/README.md", 3123, "41d8407da1dbedfcb08480e90f209e42363e2e5fb9fc838a2f96fc3066b80998"},
+			{"LICENSE-DATASET.md", "LICENSE-DATASET.md", 2061, "1e96a0ec55f98ee0e4e2432626c0201104ebfb7f98cecf0a31d5313ddad92e9a"},
+		},
+	},
 }

@@ -145,7 +145,7 @@ func Hint(path string) string {
 	base, parent := filepath.Base(clean), filepath.Base(filepath.Dir(clean))
 	for _, t := range catalog {
 		if base == t.Name || (parent == t.Name && (t.Main == "" || base == t.Main)) {
-			return fmt.Sprintf("fetch it with 'pdemu trace fetch %s' and pass --trace %s, or put ../shared/traces beside the repository", t.Name, t.Name)
+			return fmt.Sprintf("fetch it with 'pdemu trace fetch %s', then name it %s (--trace %s)", t.Name, t.Name, t.Name)
 		}
 	}
 	return ""

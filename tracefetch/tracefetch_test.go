@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 func sum(b []byte) string {
@@ -345,4 +346,39 @@ func TestDirHonoursEnv(t *testing.T) {
 	if filepath.Separator == '/' && !strings.Contains(d, "Library") { // Linux: XDG
 		assert.Equal(t, filepath.Join("/tmp/xdg", "pdemu", "traces"), d)
 	}
+}
+
+// Whatever prefix of the file an interrupted download left, the next
+// fetch transfers exactly the rest and ends verified; a .part that is
+// not a prefix of the file (corrupted) fails the checksum and is removed.
+func TestResumeFromAnyPrefix(t *testing.T) {
+	s := newServer(t)
+	a := payload(3000)
+	tr := testTrace(s, a, []byte("L"))
+	rapid.Check(t, func(rt *rapid.T) {
+		k := rapid.IntRange(0, len(a)).Draw(rt, "k")
+		corrupt := k > 0 && rapid.Bool().Draw(rt, "corrupt")
+		dir, err := os.MkdirTemp(t.TempDir(), "c")
+		require.NoError(rt, err)
+		require.NoError(rt, os.MkdirAll(filepath.Join(dir, "tiny"), 0o755))
+		part := append([]byte(nil), a[:k]...)
+		if corrupt {
+			part[rapid.IntRange(0, k-1).Draw(rt, "at")] ^= 0x80
+		}
+		if k > 0 {
+			require.NoError(rt, os.WriteFile(filepath.Join(dir, "tiny", "a.jsonl.part"), part, 0o644))
+		}
+		f := &Fetcher{Dir: dir, Base: s.URL}
+		res, err := f.Fetch(context.Background(), tr)
+		if corrupt {
+			require.ErrorContains(rt, err, "checksum mismatch")
+			assert.NoFileExists(rt, filepath.Join(dir, "tiny", "a.jsonl"))
+			assert.NoFileExists(rt, filepath.Join(dir, "tiny", "a.jsonl.part"))
+			return
+		}
+		require.NoError(rt, err)
+		assert.Equal(rt, int64(len(a)-k), res[0].Downloaded)
+		assert.Equal(rt, int64(k), res[0].Resumed)
+		require.NoError(rt, Verify(dir, tr))
+	})
 }

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // Azure streams an Azure LLM inference CSV trace (2023/2024 releases):
@@ -44,7 +45,7 @@ type azRecord struct {
 
 // OpenAzure opens an Azure LLM inference CSV trace.
 func OpenAzure(path string, opts LoadOptions) (*Azure, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // Bailian streams a Qwen Bailian JSONL trace: `chat_id`, `parent_chat_id`
@@ -80,7 +81,7 @@ type blJSON struct {
 
 // OpenBailian opens a Qwen Bailian JSONL trace file.
 func OpenBailian(path string, opts LoadOptions) (*Bailian, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}

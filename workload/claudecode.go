@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // ClaudeCode replays Claude Code agent sessions recorded by kv-cache-tester
@@ -177,6 +179,13 @@ func OpenClaudeCode(path string, opts LoadOptions) (*ClaudeCode, error) {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
 	files := []string{path}
+	if !fi.IsDir() { // refused now, not at the first Next
+		f, err := regular.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("workload: %w", err)
+		}
+		f.Close()
+	}
 	if fi.IsDir() {
 		if files, err = claudeFiles(path); err != nil {
 			return nil, err
@@ -640,7 +649,7 @@ func (p *startPlan) popSlot() time.Duration {
 
 // readBounded reads a whole trace file of at most maxFileBytes.
 func readBounded(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := regular.Open(name)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,29 @@ func (c cappedSource) Close() error {
 	return nil
 }
 
+// Warnings, Skipped and Digest are the wrapped source's (Warner, Skipper,
+// Digester), so that a cap hides none of them.
+func (c cappedSource) Warnings() []string {
+	if w, ok := c.Source.(Warner); ok {
+		return w.Warnings()
+	}
+	return nil
+}
+
+func (c cappedSource) Skipped() int {
+	if s, ok := c.Source.(Skipper); ok {
+		return s.Skipped()
+	}
+	return 0
+}
+
+func (c cappedSource) Digest() (string, bool) {
+	if d, ok := c.Source.(Digester); ok {
+		return d.Digest()
+	}
+	return "", false
+}
+
 // WithClientCap returns src carrying a client concurrency cap of n
 // (n <= 0: no cap). NewDriver applies it.
 func WithClientCap(src Source, n int) Source {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // Detect guesses the trace format of path: a directory of trace_*.json is
@@ -34,7 +36,7 @@ func Detect(path string) (string, error) {
 	if strings.EqualFold(filepath.Ext(path), ".csv") {
 		return FormatAzure, nil
 	}
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("workload: %w", err)
 	}

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // nominalTokenTime is the nominal per-output-token service time used to
@@ -121,7 +122,7 @@ type mcSession struct {
 
 // OpenMooncake opens a Mooncake JSONL trace file.
 func OpenMooncake(path string, opts LoadOptions) (*Mooncake, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}

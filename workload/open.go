@@ -2,17 +2,37 @@ package workload
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // Open opens a trace file (or claude-code directory) in the given format;
 // format "" detects it (see Detect). The returned Source also implements
-// io.Closer and Skipper; close it when done.
+// io.Closer and Skipper; close it when done. Path Stdin reads standard
+// input (the Source is then a Digester); any other path must be a regular
+// file or a claude-code directory.
 func Open(path, format string, opts LoadOptions) (Source, error) {
+	if path == Stdin {
+		return openStdin(format, opts)
+	}
+	src, err := open(path, format, opts)
+	var nr *regular.NotRegularError
+	if errors.As(err, &nr) && nr.Pipe() {
+		err = fmt.Errorf("%w (to replay a pipe, give it on standard input: --trace %s)", err, Stdin)
+	}
+	return src, err
+}
+
+func open(path, format string, opts LoadOptions) (Source, error) {
+	if err := opts.validate(); err != nil { // before any file is opened
+		return nil, err
+	}
 	if format == "" {
 		f, err := Detect(path)
 		if err != nil {

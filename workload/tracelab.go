@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // TraceLab replays TraceLab sanitized round traces (uw-syfi/TraceLab): one
@@ -87,7 +88,7 @@ type tlJSON struct {
 
 // OpenTraceLab loads a TraceLab round trace file.
 func OpenTraceLab(path string, opts LoadOptions) (*TraceLab, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}

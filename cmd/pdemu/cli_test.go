@@ -38,6 +38,7 @@ var useLines = map[string]string{
 	"pdemu trace":                 "pdemu trace [flags]",
 	"pdemu trace stats":           "pdemu trace stats PATH [flags]",
 	"pdemu trace gen":             "pdemu trace gen [flags]",
+	"pdemu trace fetch":           "pdemu trace fetch [NAME...|all] [--dir DIR] [flags]",
 	"pdemu version":               "pdemu version [flags]",
 	"pdemu completion":            "pdemu completion [command]",
 	"pdemu completion bash":       "pdemu completion bash",

@@ -23,6 +23,7 @@ import (
 
 type compareFlags struct {
 	scenarioFlags
+	sloFlags
 	out         string
 	trace       string
 	format      string
@@ -68,7 +69,7 @@ others (exit 1 at the end).
 		Example: `  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --out cmp
   pdemu compare 1p3d-mlx5 --set router.tau_append=1024,4096,8192,32768 --out tau
   pdemu compare 1p3d-mlx5 kvc-v1-1p3d --seeds 3 --var sessions=8 --jobs 2 --out seeds
-  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
+  pdemu compare claude-code claude-code-vanilla claude-code-dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
   pdemu compare claude-code --router kvc,vanilla,sticky_only --max-requests 1000 --out cc
   pdemu compare 1p3d-mlx5 --router vanilla --set workload.loop=open,closed --out loop --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -80,6 +81,7 @@ others (exit 1 at the end).
 		ValidArgsFunction: completeScenarios,
 		RunE:              func(cmd *cobra.Command, args []string) error { return cmdCompare(cmd, f, args) },
 	}
+	f.sloFlags.register(c)
 	fl := c.Flags()
 	fl.StringVar(&f.out, "out", "pdemu-compare", "output directory")
 	fl.StringVar(&f.trace, "trace", "", "replay this trace instead of each scenario's workload; a comma list T1,T2 compares the traces")
@@ -96,7 +98,7 @@ others (exit 1 at the end).
 	f.dist.register(c)
 	registerOutputs(c, &f.outputs)
 	f.scenarioFlags.register(c, "override an HCL attribute in every run, sweeping comma-separated values: --set PATH=V[,V...] (repeatable)")
-	c.Flags().Lookup("router").Usage = "swap the routing policy (with its defaults); a comma list P1,P2 compares the policies"
+	c.Flags().Lookup("router").Usage = "swap the routing policy (with its defaults; the scenario's own policy keeps its settings); a comma list P1,P2 compares the policies"
 	return c
 }
 
@@ -149,6 +151,7 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		format = &f.format
 	}
 	warnedWall := false // Execute loads the runs one after the other
+	swapSaid := map[string]bool{}
 	// A shard loads and checks the whole plan but writes only its own
 	// runs' directories: only those must be usable (the others may hold
 	// the outputs of the shards that ran before it).
@@ -179,6 +182,13 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 			o.trace = &p.Trace
 		}
 		if err := o.apply(spec); err != nil {
+			return nil, err
+		}
+		if sw := spec.RouterSwap; sw != nil && !swapSaid[p.Scenario+"\x00"+p.Router] {
+			swapSaid[p.Scenario+"\x00"+p.Router] = true
+			fmt.Fprintf(stderr, "pdemu: %s: %s\n", scenarioLabel(p.Scenario), sw)
+		}
+		if err := f.sloFlags.apply(spec); err != nil {
 			return nil, err
 		}
 		if err := checkBeforeRun(spec, p, f, traceSet, mine[p.Name], stderr); err != nil {
@@ -216,19 +226,23 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 	if shard != nil && shard.Count > 1 {
 		return shardDone(stdout, f, shard, runs, res, err)
 	}
+	rows := withFailedRuns(res)
 	if f.json {
-		if werr := report.WriteJSON(stdout, res.Rows); werr != nil {
+		if werr := report.WriteJSON(stdout, rows); werr != nil {
 			return errors.Join(err, werr)
 		}
 	} else if !f.quiet {
-		printCompare(stdout, res.Rows)
-		fmt.Fprintf(stdout, "%d runs in %s; outputs in %s (compare.csv, compare.json, report.html, runs/)\n",
-			len(runs), time.Since(start).Round(time.Millisecond), f.out)
+		printCompare(stdout, rows)
+		fmt.Fprintf(stdout, "%s in %s; outputs in %s (compare.csv, compare.json, report.html, runs/)\n",
+			runCounts(res), time.Since(start).Round(time.Millisecond), f.out)
 	}
 	if err != nil {
 		return err
 	}
-	return compareTooManyFailed(f.out, res, f.maxFailed)
+	if err := compareTooManyFailed(f.out, res, f.maxFailed); err != nil {
+		return err
+	}
+	return compareSLOCheck(f, res)
 }
 
 // commaList splits a comma-separated flag value ("" = none).
@@ -273,15 +287,88 @@ func printCompare(w interface{ Write([]byte) (int, error) }, rows []report.Row) 
 	for _, r := range rows {
 		width = max(width, len(r.Run))
 	}
-	fmt.Fprintf(w, "%-*s %8s %6s %7s %9s %9s %9s %9s %6s\n", width, "run", "requests", "failed", "direct", "ttft p50", "ttft p99", "e2e p50", "e2e p99", "imbal")
+	fmt.Fprintf(w, "%-*s %-7s %8s %6s %7s %9s %9s %9s %9s %6s %7s %9s\n", width, "run", "status", "requests", "failed", "direct",
+		"ttft p50", "ttft p99", "e2e p50", "e2e p99", "imbal", "slo met", "goodput/s")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-*s %8d %6d %6.1f%% %9.1f %9.1f %9.1f %9.1f %6.2f\n", width, r.Run, r.Requests, r.Failed,
-			100*r.ModeShare["Direct"], r.TTFT.P50, r.TTFT.P99, r.E2E.P50, r.E2E.P99, r.Imbalance)
+		if r.Status == report.StatusError && r.Requests == 0 {
+			// No result: the run's error instead of figures.
+			fmt.Fprintf(w, "%-*s %-7s %s\n", width, r.Run, "FAILED", r.StatusDetail)
+			continue
+		}
+		att, gp := "-", "-"
+		if r.SLO != nil && r.SLO.Attainment != nil {
+			att = fmt.Sprintf("%.1f%%", 100**r.SLO.Attainment)
+		}
+		if r.SLO != nil && r.SLO.GoodputRPS != nil {
+			gp = fmt.Sprintf("%.4g", *r.SLO.GoodputRPS)
+		}
+		fmt.Fprintf(w, "%-*s %-7s %8d %6d %6.1f%% %9.1f %9.1f %9.1f %9.1f %6.2f %7s %9s\n", width, r.Run, r.Status, r.Requests, r.Failed,
+			100*r.ModeShare["Direct"], r.TTFT.P50, r.TTFT.P99, r.E2E.P50, r.E2E.P99, r.Imbalance, att, gp)
 	}
 }
 
+// withFailedRuns is res's rows with, in run order, a row for each run that
+// failed without writing a summary: its error, no figures (a failed run
+// never shows a number, stale or not).
+func withFailedRuns(res *compare.Result) []report.Row {
+	have := map[string]report.Row{}
+	for _, r := range res.Rows {
+		have[r.Run] = r
+	}
+	var out []report.Row
+	for _, p := range res.Runs {
+		if r, ok := have[p.Name]; ok {
+			if e := res.Failed[p.Name]; e != nil && r.Status == report.StatusOK {
+				r.Status, r.StatusDetail = report.StatusError, e.Error()
+			}
+			out = append(out, r)
+			delete(have, p.Name)
+			continue
+		}
+		if e := res.Failed[p.Name]; e != nil {
+			out = append(out, report.Row{Run: p.Name, Scenario: p.Scenario, Policy: p.Router, Set: p.Set, Trace: p.Trace,
+				Status: report.StatusError, StatusDetail: e.Error()})
+		}
+	}
+	for _, r := range res.Rows { // rows of no planned run (none expected)
+		if _, ok := have[r.Run]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// runCounts is the closing line's count of runs: completed and failed.
+func runCounts(res *compare.Result) string {
+	failed := len(res.Failed)
+	return fmt.Sprintf("%d runs (%d completed, %d failed)", len(res.Runs), len(res.Runs)-failed, failed)
+}
+
+// compareSLOCheck applies --min-attainment and --fail-overloaded to every
+// run (exit 3).
+func compareSLOCheck(f *compareFlags, res *compare.Result) error {
+	var errs []error
+	for _, r := range res.Runs {
+		b, err := os.ReadFile(filepath.Join(compare.RunDir(f.out, r.Name), "summary.json"))
+		if err != nil {
+			continue // a failed run: reported already
+		}
+		var s metrics.Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if err := f.sloFlags.check(s); err != nil {
+			errs = append(errs, fmt.Errorf("run %s: %w", r.Name, errors.Unwrap(err)))
+		}
+	}
+	if len(errs) > 0 {
+		return &exitError{exitTooManyFail, errors.Join(errs...)}
+	}
+	return nil
+}
+
 func newReportCmd() *cobra.Command {
-	var out, plots, title string
+	var out, plots, title, baseline string
 	c := &cobra.Command{
 		Use:   "report RUN_DIR... [--out FILE]",
 		Short: "Build the HTML report (and compare.csv/json) from existing run directories",
@@ -294,9 +381,17 @@ runs/* are used. Runs of a 'pdemu compare' plan (params.json records
 its digest and their rows) come in plan order, so the shards of a plan
 run with --shard merge into the report of the whole plan; runs of
 different plans, or a plan row missing or given twice, are refused
-(exit 2) naming the rows. Runs without a plan follow in the order given.`,
+(exit 2) naming the rows. Runs without a plan follow in the order given.
+
+Runs are grouped by workload (trace); each group's runs are compared with
+its baseline: --baseline RUN (a run name), or the first run with status
+ok; on the other workloads, the run with the same configuration. Failed,
+partial and error runs are marked and refused as a baseline. Only
+summary.json is required in a run directory: the page says which plots
+leave a run out for want of its other files.`,
 		Example: `  pdemu report out/kvc out/vanilla --out kvc-vs-vanilla.html
-  pdemu report cmp                      # a compare directory: cmp/runs/*`,
+  pdemu report cmp                      # a compare directory: cmp/runs/*
+  pdemu report cmp --baseline vanilla-pd-1p3d__trace=swe --out cmp/report.html`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("report needs at least one RUN_DIR")
@@ -323,7 +418,7 @@ different plans, or a plan row missing or given twice, are refused
 			if plots == "" {
 				plots = filepath.Join(filepath.Dir(out), "plots")
 			}
-			page, err := report.Build(title, filepath.Dir(out), runs)
+			page, err := report.BuildWith(report.Options{Title: title, BaseDir: filepath.Dir(out), Baseline: baseline}, runs)
 			if err != nil {
 				return badInput(err)
 			}
@@ -348,12 +443,18 @@ different plans, or a plan row missing or given twice, are refused
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "report of %d runs in %s (plots in %s)\n", len(runs), out, plots)
+			for _, r := range rows {
+				if r.Status != report.StatusOK {
+					fmt.Fprintf(cmd.ErrOrStderr(), "pdemu: warning: run %s is %s (%s): marked in the report, not compared\n", r.Run, r.Status, r.StatusDetail)
+				}
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&out, "out", "report.html", "HTML file to write")
 	c.Flags().StringVar(&plots, "plots", "", "directory for the SVG files (default: plots/ beside --out)")
 	c.Flags().StringVar(&title, "title", "pdemu report", "report title")
+	c.Flags().StringVar(&baseline, "baseline", "", "the run the others are compared with (default: the first run with status ok)")
 	return c
 }
 

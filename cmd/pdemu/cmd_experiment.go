@@ -17,6 +17,7 @@ type experimentFlags struct {
 	seeds    int
 	jobs     int
 	short    bool
+	sens     bool
 	force    bool
 	json     bool
 	quiet    bool
@@ -34,17 +35,25 @@ the sensitivity runs of the open questions Q1-Q5 (v1 stress content, a
 burst, D→P sync, P's backup). Runs repeated across seeds use seeds 1..N.
 
 Prints the published-vs-emulated table (each figure with the emulated
-mean over seeds, its spread, the tolerance and a verdict: reproduced,
-fitted or miss) and the Q1-Q5 sections, and writes DIR/report.txt (the
-same text), DIR/report.md, DIR/report.json and every run's usual outputs
+mean over seeds, its spread, the tolerance and a verdict class:
+reproduced, depends-on-fitted, consistency-check or miss; the counts per
+class in the heading), the attribution of each figure computed from the
+runs (prefilled tokens by mode, cause and side, the TTFT tail by mode and
+part, the v1 - v2 gap split into tau_append and reset-on-success), and the
+Q1-Q5 sections, and writes DIR/report.txt (the same text), DIR/report.md,
+DIR/report.json, DIR/report.html and every run's usual outputs
 under DIR/runs/<run>/ (see 'pdemu run -h' and docs/OUTPUTS.md). The
 modelling choices behind it are docs/MODEL.md §7.
 
 Every run is deterministic (virtual clock): the same flags give the same
 figures and run outputs whatever --jobs (only the report's wall-time note
-differs). The full set with 3 seeds is 37 runs (a minute or two of CPU per
-core); --short runs 23 runs on one seed and a fifth of the workload, without
-the sensitivity runs (seconds): a smoke test, not the figures.`,
+differs). The full set with 3 seeds is 41 runs (a minute or two of CPU per
+core); --short runs 25 runs on one seed and a fifth of the workload, without
+the sensitivity runs (seconds): a smoke test, not the figures.
+--sensitivity adds 8 runs per fitted or assumed parameter with a range
+(20 parameters, 160 runs: its low and high value on KVC v2 TCP and RDMA,
+KVC v1 and DP), a sensitivity table, the parameters that decide each
+verdict, and a tornado plot per figure in report.html.`,
 }
 
 func newExperimentCmd() *cobra.Command {
@@ -70,6 +79,7 @@ func newExperimentRunCmd(name string) *cobra.Command {
 		Example: `  pdemu experiment ` + name + ` --out kvc
   pdemu experiment ` + name + ` --seeds 5 --jobs 2 --out kvc5
   pdemu experiment ` + name + ` --short --out /tmp/kvc-short --force
+  pdemu experiment ` + name + ` --seeds 1 --sensitivity --out kvc-sens
   pdemu experiment ` + name + ` --out kvc --json > kvc.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmdExperiment(cmd, name, f) },
@@ -79,6 +89,7 @@ func newExperimentRunCmd(name string) *cobra.Command {
 	fl.IntVar(&f.seeds, "seeds", 3, "repeat the seeded runs over seeds 1..N")
 	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "runs at once")
 	fl.BoolVar(&f.short, "short", false, "one seed on a cut workload, no sensitivity runs (a smoke test, not the figures)")
+	fl.BoolVar(&f.sens, "sensitivity", false, "also run every fitted and assumed parameter (docs/MODEL.md §7.2) at its low and high value: a sensitivity table and tornado plots in report.html")
 	fl.BoolVar(&f.force, "force", false, "replace an earlier experiment's outputs in --out")
 	fl.BoolVar(&f.json, "json", false, "print report.json on stdout instead of the text report")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
@@ -112,7 +123,7 @@ func cmdExperiment(cmd *cobra.Command, name string, f *experimentFlags) error {
 		}
 	}
 	opts := experiment.Options{
-		Parallel: f.jobs, OutDir: f.out, Force: f.force, Short: f.short, Logger: log,
+		Parallel: f.jobs, OutDir: f.out, Force: f.force, Short: f.short, Sensitivity: f.sens, Logger: log,
 	}
 	for s := 1; s <= f.seeds; s++ {
 		opts.Seeds = append(opts.Seeds, uint64(s))

@@ -64,6 +64,9 @@ cache. The embedded default scenario needs no trace.`,
 				f.Progress = newFetchProgress(stderr)
 			}
 			for _, t := range traces {
+				if !quiet {
+					fmt.Fprintf(stderr, "pdemu: %s: %d file(s), %s, from %s at %s\n", t.Name, len(t.Files), humanBytes(t.Size()), t.Repo, t.Commit[:12])
+				}
 				res, err := f.Fetch(cmd.Context(), t)
 				if err != nil {
 					return err
@@ -214,13 +217,4 @@ func resolveTraceName(v string) (string, error) {
 		return "", badInput(err)
 	}
 	return p, nil
-}
-
-// traceHint is the advice added to a missing-trace error: which
-// `pdemu trace fetch` gets it ("" when the path is no catalog trace).
-func traceHint(path string) string {
-	if h := tracefetch.Hint(path); h != "" {
-		return " (" + h + ")"
-	}
-	return ""
 }

@@ -31,6 +31,7 @@ func tooManyFailed(s metrics.Summary, maxFailed float64) error {
 // runFlags are the flags of run (compare shares most of them).
 type runFlags struct {
 	scenarioFlags
+	sloFlags
 	out         string
 	seed        uint64
 	maxRequests int
@@ -131,6 +132,7 @@ otherwise); -q silences it and the summary table.
 		},
 	}
 	fl := c.Flags()
+	f.sloFlags.register(c)
 	fl.StringVar(&f.out, "out", "pdemu-out", "output directory")
 	fl.Uint64Var(&f.seed, "seed", 0, "workload seed (overrides the scenario's)")
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "stop after this many requests (0 = the scenario's setting)")
@@ -185,6 +187,12 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 		return err
 	}
 	if err := f.overrides(cmd).apply(spec); err != nil {
+		return err
+	}
+	if spec.RouterSwap != nil {
+		fmt.Fprintln(stderr, "pdemu: "+spec.RouterSwap.String())
+	}
+	if err := f.sloFlags.apply(spec); err != nil {
 		return err
 	}
 	// Before anything runs: the trace exists and parses, and its requests
@@ -270,7 +278,10 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if runErr != nil {
 		return runErr
 	}
-	return output.Check(res, output.CheckOptions{MaxFailed: f.maxFailed, StrictWall: f.strictWall})
+	if err := output.Check(res, output.CheckOptions{MaxFailed: f.maxFailed, StrictWall: f.strictWall}); err != nil {
+		return err
+	}
+	return f.sloFlags.check(res.Summary)
 }
 
 func printTable(w io.Writer, res *actors.Result) {
@@ -300,4 +311,5 @@ func printTable(w io.Writer, res *actors.Result) {
 			b.Bucket, b.Requests.Total, b.Requests.Failed, b.TTFT.P50, b.TTFT.P99, b.LengthBucketMatch)
 	}
 	fmt.Fprintf(w, "runtime   dead letters %d  panics %d\n", s.Runtime.DeadLetters, s.Runtime.Panics)
+	printSLO(w, s.SLO)
 }

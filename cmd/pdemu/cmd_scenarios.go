@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
 )
 
 // describe returns the first sentence of a scenario's leading comment,
@@ -86,8 +90,13 @@ edit.`,
 		},
 	}
 	show := &cobra.Command{
-		Use:     "show NAME",
-		Short:   "Print an embedded scenario's HCL",
+		Use:   "show NAME",
+		Short: "Print an embedded scenario's HCL, to save and edit as a file of your own",
+		Long: `Print an embedded scenario's HCL. Its relative paths are rewritten so
+that the output, saved in the working directory, means the same as the
+embedded scenario: extends names the embedded base ("<embedded>/base/pd.hcl")
+and a relative trace path resolves from the working directory (as an
+embedded scenario's does, from ./scenarios). Each rewritten line says so.`,
 		Example: "  pdemu scenarios show 1p3d-mlx5\n  pdemu scenarios show claude-code > my-claude-code.hcl",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -103,10 +112,36 @@ edit.`,
 			if err != nil {
 				return unknownScenario(args[0])
 			}
-			_, err = cmd.OutOrStdout().Write(src)
+			_, err = cmd.OutOrStdout().Write(standalone(args[0], src))
 			return err
 		},
 	}
 	c.AddCommand(show)
 	return c
+}
+
+var (
+	extendsLine = regexp.MustCompile(`^(\s*extends\s*=\s*)"([^"]*)"(.*)$`)
+	traceLine   = regexp.MustCompile(`^(\s*trace\s*=\s*)"([^"]*)"(.*)$`)
+)
+
+// standalone rewrites the relative extends and trace paths of the
+// embedded scenario name so that src, saved as a file in the working
+// directory, resolves them as the embedded scenario does (extends from
+// the embedded files, traces from ./scenarios).
+func standalone(name string, src []byte) []byte {
+	name = strings.TrimSuffix(name, ".hcl") + ".hcl"
+	dir := path.Dir(name)
+	lines := strings.SplitAfter(string(src), "\n")
+	for i, l := range lines {
+		body, nl := strings.TrimSuffix(l, "\n"), l[len(strings.TrimSuffix(l, "\n")):]
+		if m := extendsLine.FindStringSubmatch(body); m != nil && !strings.HasPrefix(m[2], topology.EmbeddedPrefix) && !path.IsAbs(m[2]) {
+			lines[i] = fmt.Sprintf("%s%q%s # the embedded %s (pdemu scenarios show %s)%s", m[1], topology.EmbeddedPrefix+path.Join(dir, m[2]), m[3], path.Join(dir, m[2]), strings.TrimSuffix(name, ".hcl"), nl)
+		}
+		if m := traceLine.FindStringSubmatch(body); m != nil && m[2] != "" && !filepath.IsAbs(m[2]) {
+			rel := filepath.ToSlash(filepath.Clean(filepath.Join("scenarios", dir, m[2])))
+			lines[i] = fmt.Sprintf("%s%q%s # from the working directory (the embedded file says %q, from ./scenarios)%s", m[1], rel, m[3], m[2], nl)
+		}
+	}
+	return []byte(strings.Join(lines, ""))
 }

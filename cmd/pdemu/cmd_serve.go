@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +22,10 @@ import (
 // stopped, so after a complete drain main exits 0 instead of 130/143.
 var stopIsNormal atomic.Bool
 
+// onSecondSignal, set by serve, is what main calls on a second signal
+// (with its stop_by name): stop waiting for the drain.
+var onSecondSignal atomic.Value
+
 type serveFlags struct {
 	scenarioFlags
 	listen      string
@@ -31,6 +36,9 @@ type serveFlags struct {
 	out         string
 	force       bool
 	logLevel    string
+	maxFailed   float64
+	bodyTimeout time.Duration
+	fleet       fleetFlags      // --endpoints workers (cmd_serve_fleet.go)
 	groups      serveGroupFlags // --group, --emit k8s (cmd_servegroup.go)
 }
 
@@ -62,7 +70,8 @@ partial if the drain was cut).
 		Example: `  pdemu serve
   pdemu serve vanilla-pd-1p3d --listen 127.0.0.1:9000
   pdemu serve --time-scale 10 --set router.tau_append=4096 --out served
-  pdemu serve --listen 127.0.0.1:8001 --out served --force   # then: OPENAI_BASE_URL=http://127.0.0.1:8001/v1 my-agent`,
+  pdemu serve --listen 127.0.0.1:8001 --out served --force   # then: OPENAI_BASE_URL=http://127.0.0.1:8001/v1 my-agent
+  pdemu serve 1p3d-mlx5 --endpoints workers --endpoints-file fleet.json   # one vLLM-like endpoint per worker`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErr("serve takes at most one SCENARIO, got %d", len(args))
@@ -87,7 +96,10 @@ partial if the drain was cut).
 	fl.StringVar(&f.out, "out", "pdemu-serve-out", "where the run's outputs are written when the server stops")
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of an earlier run in --out")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
+	fl.DurationVar(&f.bodyTimeout, "body-timeout", 10*time.Second, "a request body must arrive within this (else 408); bodies are read before admission, so slow ones hold no --max-in-flight slot")
+	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when more than this share of the requests served failed (negative: no limit; aborted requests are not failures)")
 	f.scenarioFlags.register(c, "override an HCL attribute: --set PATH=VALUE (repeatable)")
+	f.fleet.register(c)
 	f.groups.register(c)
 	return c
 }
@@ -97,8 +109,18 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if f.timeScale < 0 {
 		return usageErr("--time-scale must be > 0, got %g", f.timeScale)
 	}
+	if err := serve.CheckListen(f.listen, f.allowRemote); err != nil {
+		// As run's --metrics-listen: bad input (2), naming the flag.
+		return usageErr("--listen %s: not a loopback address; pass --allow-remote to serve beyond this machine (anyone who can reach it can use it)", f.listen)
+	}
+	if f.bodyTimeout <= 0 {
+		return usageErr("--body-timeout must be > 0, got %v", f.bodyTimeout)
+	}
 	if f.maxInFlight <= 0 {
 		return usageErr("--max-in-flight must be > 0, got %d", f.maxInFlight)
+	}
+	if err := f.fleet.check(); err != nil {
+		return err
 	}
 	group, err := parseGroup(f.groups.group)
 	if err != nil {
@@ -115,14 +137,23 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if spec, err = groupSpec(spec, group); err != nil {
 		return err
 	}
+	if f.fleet.workers() {
+		// One endpoint per worker of the scenario, or of group I of N.
+		return cmdServeFleet(cmd, f, log, spec)
+	}
 	var labels map[string]string
 	if group != nil {
 		labels = map[string]string{"group": strconv.Itoa(group.Index)}
 	}
 	stopIsNormal.Store(true)
+	cut, cutNow := context.WithCancelCause(context.Background())
+	defer cutNow(nil)
+	onSecondSignal.Store(func(name string) { cutNow(actors.StopCause(name)) })
 	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
+		Cut: cut,
 		HTTP: serve.Options{
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
+			ReadTimeout: f.bodyTimeout,
 			Ready: func(a net.Addr) {
 				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
 			},
@@ -150,5 +181,10 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 		// The drain was cut: outputs written, partial; the code says why.
 		return &exitError{output.StopCode(partial.StoppedBy), runErr}
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	// As run: too many failed requests is exit 3 (a server that served
+	// nothing is not an error).
+	return output.Check(res.Result, output.CheckOptions{MaxFailed: f.maxFailed, AllowEmpty: true})
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pdemu/pdemu/tracefetch"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -90,8 +93,15 @@ its file:line (exit 2) unless --skip-bad.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := workload.Open(args[0], format, workload.LoadOptions{SkipBad: skipBad, InferSessions: infer})
+			path, err := resolveTraceName(args[0]) // or a `pdemu trace fetch` NAME
 			if err != nil {
+				return err
+			}
+			src, err := workload.Open(path, format, workload.LoadOptions{SkipBad: skipBad, InferSessions: infer})
+			if err != nil {
+				if h := tracefetch.Hint(path); h != "" && errors.Is(err, iofs.ErrNotExist) {
+					err = fmt.Errorf("%w (%s)", err, h)
+				}
 				return badInput(err)
 			}
 			defer closeSource(src)
@@ -216,6 +226,6 @@ Two different "concurrencies" (docs/MODEL.md §7.1):
 	gen.Flags().IntVar(&concurrency, "concurrency", 0, "old name of --active-sessions (sessions at once, NOT the paper's client cap)")
 	gen.Flags().IntVar(&clientCap, "client-cap", 0, "the paper's cap on outstanding requests, applied at replay (prints the --set to use; the trace is unchanged)")
 	gen.Flags().BoolVar(&full, "full", false, "write every line's complete hash_ids (Mooncake's own form) instead of the compact form")
-	c.AddCommand(stats, gen)
+	c.AddCommand(stats, gen, newTraceFetchCmd())
 	return c
 }

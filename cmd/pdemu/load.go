@@ -16,6 +16,7 @@ import (
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/tracefetch"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -33,7 +34,7 @@ type scenarioFlags struct {
 func (f *scenarioFlags) register(c *cobra.Command, setHelp string) {
 	c.Flags().StringArrayVar(&f.vars, "var", nil, "set a scenario variable: --var NAME=VALUE (repeatable)")
 	c.Flags().StringArrayVar(&f.set, "set", nil, setHelp)
-	c.Flags().StringVar(&f.router, "router", "", "swap the routing policy (with its defaults), e.g. vanilla, kvc, cache_aware_dp")
+	c.Flags().StringVar(&f.router, "router", "", "swap the routing policy (with its defaults; the scenario's own policy keeps its settings), e.g. vanilla, kvc, cache_aware_dp")
 }
 
 func (f *scenarioFlags) varMap() (map[string]string, error) {
@@ -51,6 +52,11 @@ func (f *scenarioFlags) varMap() (map[string]string, error) {
 func parseOptions(vars map[string]string, set []string, router string) topology.Options {
 	o := cluster.ParseOptions(vars)
 	o.Set, o.Router = set, router
+	// Relative trace paths of embedded scenarios resolve from ./scenarios,
+	// also when a file of one's own extends them.
+	if wd, err := os.Getwd(); err == nil {
+		o.EmbeddedBaseDir = filepath.Join(wd, "scenarios")
+	}
 	return o
 }
 
@@ -161,8 +167,8 @@ func (o workloadOverrides) apply(spec *topology.Spec) error {
 		wl.Clock = *o.clock
 	}
 	if o.timeScale != nil {
-		if *o.timeScale <= 0 {
-			return usageErr("--time-scale must be > 0, got %g", *o.timeScale)
+		if !(*o.timeScale > 0 && *o.timeScale <= topology.MaxTimeScale) {
+			return usageErr("--time-scale must be > 0 and at most %g, got %g", float64(topology.MaxTimeScale), *o.timeScale)
 		}
 		wl.TimeScale = *o.timeScale
 	}
@@ -174,11 +180,16 @@ func (o workloadOverrides) apply(spec *topology.Spec) error {
 func openSource(spec *topology.Spec, skipBad, traceOverridden bool) (workload.Source, error) {
 	src, err := sourceOf(spec, skipBad)
 	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) && strings.HasPrefix(spec.Source, "<embedded>/") && !traceOverridden {
-			err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
-		}
 		if errors.Is(err, iofs.ErrNotExist) {
-			err = fmt.Errorf("%w%s", err, traceHint(spec.Workload.Trace))
+			fetch := tracefetch.Hint(spec.Workload.Trace) // a trace `pdemu trace fetch` gets
+			switch {
+			case strings.HasPrefix(spec.Source, "<embedded>/") && !traceOverridden && fetch != "":
+				err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it; or %s)", err, fetch)
+			case strings.HasPrefix(spec.Source, "<embedded>/") && !traceOverridden:
+				err = fmt.Errorf("%w (relative trace paths of embedded scenarios resolve from ./scenarios: run from the repository root with ../shared/traces beside it, or pass --trace)", err)
+			case fetch != "":
+				err = fmt.Errorf("%w (%s)", err, fetch)
+			}
 		}
 		return nil, badInput(err)
 	}

@@ -108,7 +108,14 @@ func main() {
 		s := <-ch
 		sig.Store(s)
 		cancel(actors.StopCause(signalName(s)))
-		<-ch // a second signal: give up at once
+		s2 := <-ch
+		if f, ok := onSecondSignal.Load().(func(string)); ok && f != nil {
+			// pdemu serve: stop waiting for the drain, still write the
+			// outputs (partial); a third signal gives up at once.
+			fmt.Fprintf(os.Stderr, "pdemu: %v again: not waiting for the drain; writing partial outputs (once more exits at once)\n", s2)
+			f(signalName(s2))
+			<-ch
+		}
 		os.Exit(signalCode(s))
 	}()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -118,6 +125,12 @@ func main() {
 			// pdemu serve: a signal is how a server stops; it drained.
 			fmt.Fprintf(os.Stderr, "pdemu: stopped by %v after a complete drain\n", s)
 			os.Exit(exitOK)
+		}
+		if stopIsNormal.Load() {
+			// pdemu serve stopped by a signal, with an error of its own
+			// (too many failed: 3; a cut drain: 130/143, outputs partial).
+			fmt.Fprintln(os.Stderr, "pdemu:", err)
+			os.Exit(code)
 		}
 		fmt.Fprintf(os.Stderr, "pdemu: stopped by %v; outputs written so far are partial\n", s)
 		os.Exit(signalCode(s))
@@ -164,7 +177,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 described in HCL, replaying agentic multi-turn workloads in virtual
 (deterministic) or wall-clock time, and compares runs in one HTML report.`,
 		Example: `  pdemu run                                  # the embedded default scenario
-  pdemu run dp4 --trace ../shared/traces/weka-claude-code
+  pdemu run claude-code-dp4                  # the Claude Code sessions (../shared/traces) on 4-way DP
   pdemu compare 1p3d-mlx5 vanilla-pd-1p3d --seeds 2 --out cmp
   pdemu scenarios`,
 		SilenceUsage:  true,
@@ -185,6 +198,7 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagValues(cmd) }
 	root.AddCommand(newRunCmd(), newCompareCmd(), newServeCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
 		newScenariosCmd(), newTraceCmd(), newVersionCmd())
 	// cobra's shell completion, created now so its help has examples too.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"path/filepath"
 	"strings"
 
 	"github.com/pdemu/pdemu/cluster"
@@ -193,4 +194,9 @@ func checkBeforeRun(spec *topology.Spec, p report.Params, f *compareFlags, trace
 			p.Name, f.seeds, f.seeds)
 	}
 	return nil
+}
+
+// scenarioLabel is a scenario argument without its directory and .hcl.
+func scenarioLabel(s string) string {
+	return strings.TrimSuffix(filepath.Base(s), ".hcl")
 }

@@ -95,3 +95,13 @@ func TestServeCommand(t *testing.T) {
 	assert.False(t, sum.Partial)
 	assert.Contains(t, stderr.String(), "served 1 requests")
 }
+
+// Issue 21 row 12: a refused bind exits 2 (as run's --metrics-listen) and
+// names --allow-remote.
+func TestServeRefusesRemoteListen(t *testing.T) {
+	var stdout, stderr syncBuffer
+	err := run(context.Background(), []string{"serve", "--listen", "0.0.0.0:0", "--out", t.TempDir()}, &stdout, &stderr)
+	require.Error(t, err)
+	assert.Equal(t, exitBadInput, exitCodeOf(err))
+	assert.Contains(t, err.Error(), "--allow-remote")
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNoSilentFlagCoercion: every value that used to be coerced silently
+// is bad input (exit 2), with the flag named.
+func TestNoSilentFlagCoercion(t *testing.T) {
+	out := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--out", out, "--clock", "wall", "--time-scale", "NaN"}, "--time-scale must be a finite number"},
+		{[]string{"run", "--out", out, "--clock", "wall", "--time-scale", "+Inf"}, "--time-scale must be a finite number"},
+		{[]string{"run", "--out", out, "--clock", "wall", "--time-scale", "1e9"}, "--time-scale must be at most"},
+		{[]string{"run", "--out", out, "--clock", "wall", "--time-scale", "-2"}, "--time-scale must be > 0"},
+		{[]string{"serve", "--time-scale", "NaN"}, "--time-scale must be a finite number"},
+		{[]string{"run", "--out", out, "--max-failed", "NaN"}, "--max-failed must be a finite number"},
+		{[]string{"compare", "1p3d-mlx5", "--out", out, "--max-failed", "-Inf"}, "--max-failed must be a finite number"},
+		{[]string{"run", "--out", out, "--set", "router.rho=0.5", "--set", "router.rho=0.6"}, "--set router.rho given twice"},
+		{[]string{"run", "--out", out, "--var", "sessions=2", "--var", "sessions=3"}, "--var sessions given twice"},
+		{[]string{"validate", "1p3d-mlx5", "--var", "sessions=2", "--var", "sessions=3"}, "--var sessions given twice"},
+		{[]string{"run", "--out", ""}, "--out must name"},
+		{[]string{"compare", "1p3d-mlx5", "--out", " "}, "--out must name"},
+	} {
+		_, _, err := runCLI(t, c.args...)
+		require.Error(t, err, "%v", c.args)
+		assert.Contains(t, err.Error(), c.want, "%v", c.args)
+		assert.Equal(t, exitBadInput, exitCodeOf(err), "%v", c.args)
+	}
+	// Different paths and variables are fine.
+	_, _, err := runCLI(t, "validate", "1p3d-mlx5", "--var", "sessions=2", "--var", "seed=3", "--set", "router.rho=0.5", "--set", "router.alpha=2")
+	require.NoError(t, err)
+}

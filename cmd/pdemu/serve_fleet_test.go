@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/fleetserve"
+)
+
+// pdemu serve --endpoints workers: four endpoints for 1p3d-mlx5, listed in
+// --endpoints-file; a hand-off through kv_transfer_params; the outputs
+// after the drain have one row per call, with the worker and how the KV
+// arrived.
+func TestServeEndpointsWorkers(t *testing.T) {
+	dir := t.TempDir()
+	out, listing := filepath.Join(dir, "served"), filepath.Join(dir, "fleet.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "1p3d-mlx5", "--endpoints", "workers", "--listen", "127.0.0.1:0",
+			"--endpoints-file", listing, "--out", out, "--time-scale", "20"}, &stdout, &stderr)
+	}()
+	var l fleetserve.Listing
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(listing)
+		return err == nil && json.Unmarshal(b, &l) == nil && len(l.Workers) == 4
+	}, 20*time.Second, 20*time.Millisecond, "no listing: %s", stderr.String())
+	urls := map[string]string{}
+	for _, w := range l.Workers {
+		urls[w.Worker] = w.URL
+		assert.Contains(t, stderr.String(), w.URL+"/v1", "the listing is printed")
+		assert.True(t, strings.HasPrefix(w.KVEvents, "tcp://127.0.0.1:"))
+	}
+	require.Contains(t, urls, "p0")
+
+	msgs := `"messages":[{"role":"user","content":"` + strings.Repeat("explain the failing test. ", 20) + `"}]`
+	post := func(url, body string) (int, map[string]json.RawMessage) {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(b, &m), "%s", b)
+		return resp.StatusCode, m
+	}
+	code, p := post(urls["p0"], `{"model":"pdemu","max_tokens":1,`+msgs+`,"kv_transfer_params":{"do_remote_decode":true}}`)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, p, "kv_transfer_params")
+	code, d := post(urls["d1"], `{"model":"pdemu","max_tokens":8,`+msgs+`,"kv_transfer_params":`+string(p["kv_transfer_params"])+`}`)
+	require.Equal(t, http.StatusOK, code, "%s", d["error"])
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("no drain in 30 s")
+	}
+	csv, err := os.ReadFile(filepath.Join(out, "per_request.csv"))
+	require.NoError(t, err)
+	rows := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	require.Len(t, rows, 3, "header and one row per call")
+	assert.Contains(t, rows[1], ",Vanilla,,p0,,")
+	assert.Contains(t, rows[2], ",Seed,,p0,d1,")
+	_, err = os.Stat(listing)
+	assert.True(t, os.IsNotExist(err), "the listing goes with the fleet")
+}

@@ -1,0 +1,167 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Sensitivity (issue 19, `--sensitivity`): every fitted and assumed
+// parameter of Params with a documented range, at its low and at its high
+// value, on the runs the figures read (KVC v2 over TCP and RDMA, KVC v1,
+// 4-way DP; the first seed, every other parameter at its default). Per
+// figure: the value at each end, and whether the verdict changes; the
+// parameters that change it decide the verdict.
+
+// Sensitivity is the report's sensitivity section.
+type Sensitivity struct {
+	Seed   uint64             `json:"seed"`
+	Params []SensitivityParam `json:"params"`
+	// Figures has one entry per figure of the table, in table order.
+	Figures []FigureSensitivity `json:"figures"`
+}
+
+// SensitivityParam is one varied parameter.
+type SensitivityParam struct {
+	Name  string  `json:"name"`
+	Label string  `json:"label"`
+	Low   float64 `json:"low"`
+	High  float64 `json:"high"`
+}
+
+// FigureSensitivity is how far each parameter moves one figure.
+type FigureSensitivity struct {
+	Figure string  `json:"figure"`
+	Base   float64 `json:"base"` // the figure on the same seed, every parameter at its default
+	BaseOK bool    `json:"base_in_tolerance"`
+	Moves  []Move  `json:"moves"` // by decreasing |high − low| effect
+	// DecidedBy are the parameters at whose low or high value the figure
+	// crosses its tolerance (in or out).
+	DecidedBy []string `json:"decided_by"`
+}
+
+// Move is one parameter's effect on one figure.
+type Move struct {
+	Param  string  `json:"param"`
+	Label  string  `json:"label"`
+	Low    float64 `json:"at_low"`
+	High   float64 `json:"at_high"`
+	LowOK  bool    `json:"low_in_tolerance"`
+	HighOK bool    `json:"high_in_tolerance"`
+}
+
+// span is the largest distance of the ends from the base.
+func (m Move) span(base float64) float64 {
+	return math.Max(math.Abs(m.Low-base), math.Abs(m.High-base))
+}
+
+// sensitivityDefs are the sensitivity runs: for each varied parameter and
+// end, the four runs the figures read.
+func sensitivityDefs(seed uint64, short bool) []runDef {
+	var defs []runDef
+	paper := sweSource(nil, short)
+	v1 := map[string]string{"v1": "true", "tau_append": "2048"}
+	for _, p := range Params() {
+		if !p.Varied() {
+			continue
+		}
+		for _, end := range []struct {
+			tag string
+			v   float64
+		}{{"low", p.Low}, {"high", p.High}} {
+			for _, r := range []struct {
+				name, file string
+				vars       map[string]string
+			}{{"v2-tcp", "kvc-tcp", nil}, {"v2-rdma", "kvc-rdma", nil}, {"v1-tcp", "kvc-tcp", v1}, {"dp4", "dp4", nil}} {
+				d := runDef{name: sensName(p.Name, end.tag, r.name), file: r.file, vars: r.vars, seed: seed, source: paper, cap: clientCap}
+				defs = append(defs, p.apply(d, end.v, short))
+			}
+		}
+	}
+	return defs
+}
+
+func sensName(param, end, run string) string { return fmt.Sprintf("sens-%s-%s-%s", param, end, run) }
+
+// sensitivity computes the section from the base runs (seed s0) and the
+// sensitivity runs by name.
+func sensitivity(seed uint64, base *seedRuns, by map[string]*runOut) *Sensitivity {
+	s := &Sensitivity{Seed: seed}
+	var varied []Param
+	for _, p := range Params() {
+		if p.Varied() {
+			varied = append(varied, p)
+			s.Params = append(s.Params, SensitivityParam{Name: p.Name, Label: p.Label, Low: p.Low, High: p.High})
+		}
+	}
+	for _, d := range figDefs() {
+		fs := FigureSensitivity{Figure: d.name, Base: d.value(base)}
+		fs.BaseOK = d.ok(fs.Base)
+		for _, p := range varied {
+			at := func(end string) (float64, bool) {
+				k := &seedRuns{by[sensName(p.Name, end, "v2-tcp")], by[sensName(p.Name, end, "v2-rdma")],
+					by[sensName(p.Name, end, "v1-tcp")], by[sensName(p.Name, end, "dp4")]}
+				if k.kvc == nil || k.kvcR == nil || k.v1 == nil || k.dp == nil {
+					return math.NaN(), false
+				}
+				v := d.value(k)
+				return v, d.ok(v)
+			}
+			m := Move{Param: p.Name, Label: p.Label}
+			m.Low, m.LowOK = at("low")
+			m.High, m.HighOK = at("high")
+			fs.Moves = append(fs.Moves, m)
+			if m.LowOK != fs.BaseOK || m.HighOK != fs.BaseOK {
+				fs.DecidedBy = append(fs.DecidedBy, p.Name)
+			}
+		}
+		sort.SliceStable(fs.Moves, func(i, j int) bool { return fs.Moves[i].span(fs.Base) > fs.Moves[j].span(fs.Base) })
+		s.Figures = append(s.Figures, fs)
+	}
+	return s
+}
+
+// applySensitivity sets each figure's DecidedBy and re-classes a figure
+// that a fitted parameter decides as depends-on-fitted.
+func (r *Report) applySensitivity() {
+	if r.Sensitivity == nil {
+		return
+	}
+	labels := map[string]string{}
+	for _, p := range Params() {
+		labels[p.Name] = p.Label
+	}
+	defs := figDefs()
+	for i := range r.Figures {
+		f := &r.Figures[i]
+		fs := r.Sensitivity.Figures[i]
+		f.DecidedBy = fs.DecidedBy
+		var fitted []string
+		for _, n := range fs.DecidedBy {
+			if labels[n] == LabelFitted {
+				fitted = append(fitted, n)
+			}
+		}
+		f.Verdict = verdictOf(defs[i], f.InTolerance, fitted)
+	}
+}
+
+// sensitivityTable is the section's table: per figure, its base value and
+// the parameters that move it most (top 5), each with its two ends.
+func (s *Sensitivity) table() Table {
+	t := Table{Header: []string{"figure", "base", "decided by", "largest moves (param: at low → at high)"}}
+	defs := figDefs()
+	for i, fs := range s.Figures {
+		d := defs[i]
+		var moves []string
+		for _, m := range fs.Moves[:min(5, len(fs.Moves))] {
+			moves = append(moves, fmt.Sprintf("%s (%s): %s → %s", m.Param, m.Label, d.format(m.Low), d.format(m.High)))
+		}
+		dec := "—"
+		if len(fs.DecidedBy) > 0 {
+			dec = fmt.Sprint(fs.DecidedBy)
+		}
+		t.Rows = append(t.Rows, []string{fs.Figure, d.format(fs.Base), dec, fmt.Sprint(moves)})
+	}
+	return t
+}

@@ -1,0 +1,77 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSensitivityDefs: two ends × four runs for every varied parameter,
+// each a run of a parameter set to that end.
+func TestSensitivityDefs(t *testing.T) {
+	n := 0
+	for _, p := range Params() {
+		if p.Varied() {
+			n++
+			require.True(t, p.Label == LabelFitted || p.Label == LabelAssumed, p.Name)
+		}
+	}
+	defs := sensitivityDefs(1, true)
+	require.Len(t, defs, 8*n)
+	names := map[string]bool{}
+	for _, d := range defs {
+		require.False(t, names[d.name], d.name)
+		names[d.name] = true
+	}
+	require.True(t, names[sensName("mfu", "low", "dp4")])
+	require.Equal(t, "0.25", defs[indexOf(defs, sensName("mfu", "low", "v2-tcp"))].vars["mfu"])
+}
+
+func indexOf(defs []runDef, name string) int {
+	for i, d := range defs {
+		if d.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestSensitivityDecides: with every variant equal to the base runs no
+// parameter decides anything; a variant whose figure leaves its tolerance
+// decides it, a fitted one re-classes it depends-on-fitted, and the HTML
+// report draws a tornado plot per figure.
+func TestSensitivityDecides(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end experiment")
+	}
+	rep, err := Run(context.Background(), "kvc-paper", Options{Short: true, Parallel: 2})
+	require.NoError(t, err)
+	base := &seedRuns{rep.outs["v2-tcp-s1"], rep.outs["v2-rdma-s1"], rep.outs["v1-tcp-s1"], rep.outs["dp4-s1"]}
+	by := map[string]*runOut{}
+	for _, p := range Params() {
+		for _, end := range []string{"low", "high"} {
+			by[sensName(p.Name, end, "v2-tcp")], by[sensName(p.Name, end, "v2-rdma")] = base.kvc, base.kvcR
+			by[sensName(p.Name, end, "v1-tcp")], by[sensName(p.Name, end, "dp4")] = base.v1, base.dp
+		}
+	}
+	s := sensitivity(1, base, by)
+	for _, f := range s.Figures {
+		assert.Empty(t, f.DecidedBy, f.Figure)
+	}
+	by[sensName("tcp_rate", "high", "v2-tcp")] = base.v1 // the v1 run's Direct share is out of v2's tolerance
+	rep.Sensitivity = sensitivity(1, base, by)
+	rep.applySensitivity()
+	f := rep.Figure("Direct share, KVC v2 1P3D")
+	require.NotNil(t, f)
+	if f.InTolerance {
+		assert.Equal(t, []string{"tcp_rate"}, f.DecidedBy)
+		assert.Equal(t, VerdictDependsFitted, f.Verdict, "tcp_rate is fitted")
+	}
+	var b bytes.Buffer
+	require.NoError(t, rep.WriteHTML(&b))
+	assert.Contains(t, b.String(), "<svg")
+	assert.Contains(t, b.String(), "Sensitivity (seed 1)")
+}

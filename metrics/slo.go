@@ -1,0 +1,216 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// SLO is a service-level objective (topology.SLO): a request meets it
+// when it completed with TTFT, TPOT and E2E each at most its threshold
+// (0 = not checked); the run meets it when at least Attainment of its
+// requests do.
+type SLO struct {
+	TTFT, TPOT, E2E time.Duration
+	Attainment      float64
+}
+
+// Overload thresholds of the verdict (docs/MODEL.md, "SLOs and goodput").
+const (
+	// OverloadTTFTFactor: p99 TTFT above this many times the SLO's TTFT
+	// is far beyond it.
+	OverloadTTFTFactor = 10
+	// OverloadGrowth: requests arriving in the last quarter of the run
+	// waiting (mean TTFT) this many times longer than those of the first
+	// quarter, and beyond the SLO, mean queues that grow without bound.
+	OverloadGrowth = 4
+)
+
+// SLOSummary is summary.json's slo: the objective, how many requests and
+// sessions met it, goodput, and the overload verdict.
+type SLOSummary struct {
+	TTFTMs float64 `json:"ttft_ms"` // thresholds; 0 = not checked
+	TPOTMs float64 `json:"tpot_ms"`
+	E2EMs  float64 `json:"e2e_ms"`
+	Target float64 `json:"target"` // the attainment the SLO asks for
+	// Met requests completed within every threshold; Attainment is
+	// Met / requests; OK is Attainment >= Target.
+	Met        int     `json:"met"`
+	Attainment float64 `json:"attainment"`
+	OK         bool    `json:"ok"`
+	// Missed counts why requests missed it (one request may count under
+	// several): failed, ttft, tpot, e2e.
+	Missed map[string]int `json:"missed"`
+	// GoodputRPS is Met per emulated second.
+	GoodputRPS float64 `json:"goodput_rps"`
+	// Sessions met: every request of the session met the SLO.
+	Sessions          int     `json:"sessions"`
+	SessionsMet       int     `json:"sessions_met"`
+	SessionAttainment float64 `json:"session_attainment"`
+	// TTFT growth over the run: mean TTFT (ms) of the completed requests
+	// arriving in the first and the last quarter of the arrivals.
+	FirstQuarterTTFTMs float64 `json:"first_quarter_ttft_ms"`
+	LastQuarterTTFTMs  float64 `json:"last_quarter_ttft_ms"`
+	// Overloaded: p99 TTFT is more than OverloadTTFTFactor × the SLO's
+	// TTFT, or TTFT grows over the run (OverloadGrowth); Verdict says
+	// which, with where the tail's time went ("" when not overloaded).
+	Overloaded bool   `json:"overloaded"`
+	Verdict    string `json:"verdict"`
+}
+
+// sloRow is what the SLO needs of one ended request.
+type sloRow struct {
+	sess                     int32
+	failed                   bool
+	arrival, ttft, tpot, e2e time.Duration
+}
+
+// SLO computes the SLO figures of the requests tallied, with s the
+// run's summary (emulated seconds, TTFT p99 and its tail's parts).
+func (t *Tally) SLO(slo SLO, s Summary) *SLOSummary {
+	out := &SLOSummary{TTFTMs: ms(slo.TTFT), TPOTMs: ms(slo.TPOT), E2EMs: ms(slo.E2E), Target: slo.Attainment,
+		Missed: map[string]int{"failed": 0, "ttft": 0, "tpot": 0, "e2e": 0}}
+	bad := map[int32]bool{}
+	for _, r := range t.sloRows {
+		if _, seen := bad[r.sess]; !seen {
+			bad[r.sess] = false
+		}
+		met := true
+		miss := func(k string) { out.Missed[k]++; met = false }
+		if r.failed {
+			miss("failed")
+		} else {
+			if slo.TTFT > 0 && r.ttft > slo.TTFT {
+				miss("ttft")
+			}
+			if slo.TPOT > 0 && r.tpot > slo.TPOT {
+				miss("tpot")
+			}
+			if slo.E2E > 0 && r.e2e > slo.E2E {
+				miss("e2e")
+			}
+		}
+		if met {
+			out.Met++
+		} else {
+			bad[r.sess] = true
+		}
+	}
+	n := len(t.sloRows)
+	if n > 0 {
+		out.Attainment = round4(float64(out.Met) / float64(n))
+	}
+	out.OK = n > 0 && float64(out.Met) >= slo.Attainment*float64(n)
+	if s.EmulatedSeconds > 0 {
+		out.GoodputRPS = round4(float64(out.Met) / s.EmulatedSeconds)
+	}
+	out.Sessions = len(bad)
+	for _, b := range bad {
+		if !b {
+			out.SessionsMet++
+		}
+	}
+	if out.Sessions > 0 {
+		out.SessionAttainment = round4(float64(out.SessionsMet) / float64(out.Sessions))
+	}
+	out.FirstQuarterTTFTMs, out.LastQuarterTTFTMs = t.quarterTTFT()
+	out.overload(s)
+	return out
+}
+
+// quarterTTFT is the mean TTFT (ms) of the completed requests among the
+// first and the last quarter of the ended requests by arrival.
+func (t *Tally) quarterTTFT() (first, last float64) {
+	rows := make([]sloRow, len(t.sloRows))
+	copy(rows, t.sloRows)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].arrival < rows[j].arrival })
+	q := len(rows) / 4
+	if q == 0 {
+		return 0, 0
+	}
+	mean := func(rs []sloRow) float64 {
+		var sum time.Duration
+		k := 0
+		for _, r := range rs {
+			if !r.failed {
+				sum += r.ttft
+				k++
+			}
+		}
+		if k == 0 {
+			return 0
+		}
+		return round3(ms(sum) / float64(k))
+	}
+	return mean(rows[:q]), mean(rows[len(rows)-q:])
+}
+
+// overload sets the verdict.
+func (o *SLOSummary) overload(s Summary) {
+	var why []string
+	if o.TTFTMs > 0 && s.TTFT.P99 > OverloadTTFTFactor*o.TTFTMs {
+		why = append(why, fmt.Sprintf("p99 TTFT %.1f s is %.0f× the SLO's %.1f s", s.TTFT.P99/1000, s.TTFT.P99/o.TTFTMs, o.TTFTMs/1000))
+	}
+	if o.FirstQuarterTTFTMs > 0 && o.LastQuarterTTFTMs > OverloadGrowth*o.FirstQuarterTTFTMs && (o.TTFTMs == 0 || o.LastQuarterTTFTMs > o.TTFTMs) {
+		why = append(why, fmt.Sprintf("queues grow over the run: requests arriving in its last quarter waited %.1f s for their first token on average, %.0f× the %.1f s of the first quarter",
+			o.LastQuarterTTFTMs/1000, o.LastQuarterTTFTMs/o.FirstQuarterTTFTMs, o.FirstQuarterTTFTMs/1000))
+	}
+	if len(why) == 0 {
+		return
+	}
+	o.Overloaded = true
+	v := "overloaded: " + why[0]
+	for _, w := range why[1:] {
+		v += "; " + w
+	}
+	if tail := s.TTFTTail; tail.Dominant != "" {
+		total := 0.0
+		for _, x := range tail.MeanMS {
+			total += x
+		}
+		v += fmt.Sprintf("; the %d slowest requests (TTFT >= %.1f s) spent %.1f of their %.1f s in %s", tail.Requests, tail.Threshold/1000,
+			tail.MeanMS[tail.Dominant]/1000, total/1000, tail.Dominant)
+	}
+	o.Verdict = v
+}
+
+// SLOWarnings are the SLO lines of Warnings: a missed SLO and the
+// overload verdict.
+func SLOWarnings(o *SLOSummary) []string {
+	if o == nil {
+		return nil
+	}
+	var w []string
+	if !o.OK && o.Sessions > 0 {
+		w = append(w, fmt.Sprintf("SLO missed: %.1f%% of requests met it (%s), target %.0f%%; missed for ttft %d, tpot %d, e2e %d, failed %d",
+			100*o.Attainment, o.Thresholds(), 100*o.Target, o.Missed["ttft"], o.Missed["tpot"], o.Missed["e2e"], o.Missed["failed"]))
+	}
+	if o.Overloaded {
+		w = append(w, o.Verdict)
+	}
+	return w
+}
+
+// Thresholds lists the SLO's thresholds ("ttft <= 10s, tpot <= 100ms").
+func (o *SLOSummary) Thresholds() string {
+	s := ""
+	for _, x := range []struct {
+		k  string
+		ms float64
+	}{{"ttft", o.TTFTMs}, {"tpot", o.TPOTMs}, {"e2e", o.E2EMs}} {
+		if x.ms == 0 {
+			continue
+		}
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s <= %s", x.k, time.Duration(x.ms*float64(time.Millisecond)))
+	}
+	if s == "" {
+		return "no threshold: completed"
+	}
+	return s
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
