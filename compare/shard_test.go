@@ -1,6 +1,7 @@
 package compare_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pdemu/pdemu/compare"
 	"github.com/pdemu/pdemu/report"
+	"github.com/pdemu/pdemu/topology"
 )
 
 func TestParseShard(t *testing.T) {
@@ -240,4 +242,38 @@ func TestMergeChecksSummaries(t *testing.T) {
 	write(dirs[2:], summary("v1", "sha256:aaaa"))
 	_, err = compare.Merge(dirs)
 	assert.ErrorContains(t, err, "rows 0 and 2 (1p3d-mlx5__seed=3) replayed different trace files")
+}
+
+// Execute with a shard runs only its rows, writes plan.json and no
+// comparison of its own; every row was still loaded (a bad row in another
+// shard stops this one too).
+func TestExecuteShard(t *testing.T) {
+	runs := smallPlan(t)
+	out := t.TempDir()
+	loaded := 0
+	load := func(p report.Params) (*topology.Spec, error) { loaded++; return testLoad(p) }
+	res, err := compare.Execute(context.Background(), runs, compare.Options{Out: out, Jobs: 1, Load: load, Shard: &compare.Shard{Index: 1, Count: 3}})
+	require.NoError(t, err)
+	assert.Equal(t, 8, loaded, "the whole plan is loaded and checked")
+	var names []string
+	for _, r := range res.Runs {
+		names = append(names, r.Name)
+	}
+	assert.Equal(t, []string{runs[1].Name, runs[4].Name, runs[7].Name}, names)
+	assert.Empty(t, res.Rows)
+	assert.NoFileExists(t, filepath.Join(out, "compare.csv"))
+	assert.FileExists(t, filepath.Join(out, compare.PlanFile))
+	ents, err := os.ReadDir(filepath.Join(out, "runs"))
+	require.NoError(t, err)
+	assert.Len(t, ents, 3)
+
+	bad := append([]report.Params(nil), runs...)
+	bad[6].Set = []string{"workload.nope=1"}
+	_, err = compare.Execute(context.Background(), bad, compare.Options{Out: t.TempDir(), Load: testLoad, Shard: &compare.Shard{Index: 0, Count: 3}})
+	var le *compare.LoadError
+	require.ErrorAs(t, err, &le, "row 6 is shard 0's, but any row's bad input stops every shard")
+	bad[6] = runs[6]
+	bad[5].Set = []string{"workload.nope=1"}
+	_, err = compare.Execute(context.Background(), bad, compare.Options{Out: t.TempDir(), Load: testLoad, Shard: &compare.Shard{Index: 0, Count: 3}})
+	require.ErrorAs(t, err, &le, "row 5 is shard 2's, and stops shard 0 too")
 }
