@@ -155,7 +155,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
 			ReadTimeout: f.bodyTimeout,
 			Ready: func(a net.Addr) {
-				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
+				fmt.Fprintf(stderr, "pdemu: serving %s%s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, groupNote(group, spec), spec.Router.Policy, a, f.out)
 			},
 		},
 		TimeScale: f.timeScale,
