@@ -44,7 +44,14 @@ func (e *MergeError) Error() string {
 func Merge(dirs []string) ([]string, error) {
 	entries := make([]entry, 0, len(dirs))
 	planned := 0
+	var unfinished []string
 	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "summary.json")); errors.Is(err, fs.ErrNotExist) {
+			// summary.json is renamed into place last, params.json after
+			// it: a run that crashed or is still running.
+			unfinished = append(unfinished, d)
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(d, report.ParamsFile))
 		if errors.Is(err, fs.ErrNotExist) {
 			entries = append(entries, entry{dir: d})
@@ -64,10 +71,17 @@ func Merge(dirs []string) ([]string, error) {
 		planned++
 		entries = append(entries, entry{dir: d, p: &p})
 	}
+	var problems []string
+	if len(unfinished) > 0 {
+		problems = append(problems, fmt.Sprintf("%d run(s) did not finish (no summary.json: a shard still running, or crashed; run it again): %s",
+			len(unfinished), strings.Join(unfinished, ", ")))
+	}
 	if planned == 0 {
+		if len(problems) > 0 {
+			return nil, &MergeError{Problems: problems}
+		}
 		return dirs, nil
 	}
-	var problems []string
 	var unplanned []string
 	byDigest := map[string][]entry{}
 	var digests []string

@@ -144,6 +144,7 @@ func writeShards(t *testing.T, out string, runs []report.Params, keep func(i int
 		d := compare.RunDir(out, r.Name)
 		require.NoError(t, os.MkdirAll(d, 0o755))
 		require.NoError(t, report.WriteParams(d, r))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "summary.json"), []byte("{}\n"), 0o644))
 		dirs = append(dirs, d)
 	}
 	return dirs
@@ -168,9 +169,21 @@ func TestMerge(t *testing.T) {
 			assert.Equal(t, runs[i].Name, filepath.Base(d))
 		}
 	})
+	t.Run("a run that did not finish is named", func(t *testing.T) {
+		dirs := writeShards(t, t.TempDir(), runs, all)
+		require.NoError(t, os.Remove(filepath.Join(dirs[5], "summary.json")))
+		_, err := compare.Merge(dirs)
+		var me *compare.MergeError
+		require.ErrorAs(t, err, &me)
+		assert.Contains(t, err.Error(), "1 run(s) did not finish (no summary.json: a shard still running, or crashed; run it again): "+dirs[5])
+		assert.Contains(t, err.Error(), "rows 5 (dp4__seed=2)")
+		_, err = compare.Merge([]string{t.TempDir()})
+		assert.ErrorContains(t, err, "did not finish", "a plain directory without summary.json too")
+	})
 	t.Run("runs without a plan follow, as given", func(t *testing.T) {
 		dirs := writeShards(t, t.TempDir(), runs, all)
 		lone := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(lone, "summary.json"), []byte("{}\n"), 0o644))
 		got, err := compare.Merge(append([]string{lone}, dirs...))
 		require.NoError(t, err)
 		assert.Equal(t, append(dirs, lone), got)
