@@ -283,7 +283,9 @@ func Execute(ctx context.Context, runs []report.Params, opts Options) (*Result, 
 		if err != nil {
 			return nil, &LoadError{Run: r.Name, Err: err}
 		}
-		specs[i] = s
+		if opts.Shard == nil || opts.Shard.Has(i) {
+			specs[i] = s // another shard's row is checked, not kept
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(opts.Out, "runs"), 0o755); err != nil {
 		return nil, err
