@@ -198,6 +198,12 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		if err := f.sloFlags.apply(spec); err != nil {
 			return nil, err
 		}
+		for _, w := range noEffectWarnings(spec) {
+			if !swapSaid[w] { // once per distinct warning
+				swapSaid[w] = true
+				fmt.Fprintf(stderr, "pdemu: warning: run %s: %s\n", p.Name, w)
+			}
+		}
 		if err := checkBeforeRun(spec, p, f, traceSet, mine[p.Name], stderr); err != nil {
 			return nil, err
 		}
@@ -221,6 +227,7 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		fmt.Fprintf(stderr, "pdemu: compare: %d runs, %d at a time, into %s%s\n", nrun, f.jobs, f.out, shardNote(shard, len(runs)))
 	}
 	start := time.Now()
+	enterCancellable()
 	res, err := compare.Execute(cmd.Context(), runs, opts)
 	prog.finish()
 	var le *compare.LoadError

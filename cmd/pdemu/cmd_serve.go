@@ -152,11 +152,20 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 		labels = map[string]string{"group": strconv.Itoa(group.Index)}
 	}
 	stopIsNormal.Store(true)
+	enterCancellable()
 	cut, cutNow := context.WithCancelCause(context.Background())
 	defer cutNow(nil)
 	onSecondSignal.Store(func(name string) { cutNow(actors.StopCause(name)) })
+	// The records go to disk as the requests end: a server's memory is
+	// bounded by its requests in flight, not by how many it served.
+	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force}})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
-		Cut: cut,
+		Cut:     cut,
+		Records: st,
 		HTTP: serve.Options{
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
 			ReadTimeout: f.bodyTimeout,
@@ -170,7 +179,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if res == nil || res.Result == nil {
 		return runErr
 	}
-	if err := output.Write(f.out, res.Result, output.WriteOptions{Force: f.force}); err != nil {
+	if err := st.Write(res.Result); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if group != nil {
