@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,4 +92,44 @@ func TestKVCauseEverywhere(t *testing.T) {
 			t.Logf("kv causes: %v", counts)
 		})
 	}
+}
+
+// TestV1ThrashInScenario: in kvc-v1-1p3d (v1, all_blacklisted defaulting
+// to degenerate_fallback), once a session's request falls back because
+// every decode worker blacklists it, every later request of the session
+// is such a Fallback too (v1 never resets a counter, §3.4), round robin
+// over the decode workers; and the run has some.
+func TestV1ThrashInScenario(t *testing.T) {
+	dir, ok := runScenario(t, "kvc-v1-1p3d.hcl")
+	require.True(t, ok)
+	rows := readCSV(t, dir, "per_request.csv")
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, _ := strconv.ParseFloat(rows[i]["arrival_ms"], 64)
+		b, _ := strconv.ParseFloat(rows[j]["arrival_ms"], 64)
+		return a < b
+	})
+	stuck := map[string]bool{}
+	ds := map[string]map[string]bool{}
+	n := 0
+	for _, r := range rows {
+		s := r["session"]
+		if stuck[s] {
+			require.Equal(t, "Fallback", r["mode"], "request %s of session %s after its blacklisting", r["id"], s)
+			require.Equal(t, "blacklisted", r["kv_cause"], "request %s", r["id"])
+		}
+		if r["kv_cause"] == "blacklisted" && r["mode"] == "Fallback" {
+			stuck[s] = true
+			n++
+			if ds[s] == nil {
+				ds[s] = map[string]bool{}
+			}
+			ds[s][r["d_worker"]] = true
+		}
+	}
+	require.Positive(t, n, "the scenario exercises §3.4's loop")
+	moved := false
+	for _, m := range ds {
+		moved = moved || len(m) > 1
+	}
+	require.True(t, moved, "a stuck session's Fallbacks go round robin over the decode workers")
 }
