@@ -134,6 +134,7 @@ func cmdExperiment(cmd *cobra.Command, name string, f *experimentFlags) error {
 			fmt.Fprintf(stderr, "pdemu: experiment %s: %d/%d runs done (%s)\n", name, done, total, run)
 		}
 	}
+	enterCancellable()
 	rep, err := experiment.Run(cmd.Context(), name, opts)
 	if err != nil {
 		return err
