@@ -7,7 +7,7 @@
 //	pdemu report RUN_DIR... [--out FILE]
 //	pdemu experiment kvc-paper [--out DIR] [--seeds N] [--short] [--force] [--json]
 //	pdemu validate SCENARIO [--json]
-//	pdemu models | scenarios [show NAME] | trace stats|gen | version | completion
+//	pdemu models | scenarios [show NAME] | trace stats|gen|fetch | version | completion
 //
 // Exit codes: 0 success, 1 the run failed (a lost request, a panic, an
 // internal error), 2 bad input (HCL, trace, flags), 3 too many failed
@@ -109,6 +109,7 @@ func main() {
 		s := <-ch
 		sig.Store(s)
 		cancel(actors.StopCause(signalName(s)))
+		go watchdog(s)
 		s2 := <-ch
 		if f, ok := onSecondSignal.Load().(func(string)); ok && f != nil {
 			// pdemu serve: stop waiting for the drain, still write the
