@@ -300,6 +300,7 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.f.ResolveColumns(s.jobs)
 	pre, dec := s.f.Names()
 	res := &Result{Jobs: s.jobs, Prefill: pre, Decode: dec, Links: s.links, End: s.f.Now(), Wall: time.Since(s.start),
 		Scale: scale, Partial: partial, Unfinished: unfinished, Residency: residency,

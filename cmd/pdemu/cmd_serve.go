@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -147,13 +149,18 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	}
 	if f.fleet.workers() {
 		// One endpoint per worker of the scenario, or of group I of N.
-		return cmdServeFleet(cmd, f, log, spec)
+		err := cmdServeFleet(cmd, f, log, spec)
+		if _, serr := os.Stat(filepath.Join(f.out, output.Marker)); group != nil && serr == nil {
+			err = errors.Join(err, writeGroupParams(f.out, file, f, spec, group))
+		}
+		return err
 	}
 	var labels map[string]string
 	if group != nil {
 		labels = map[string]string{"group": strconv.Itoa(group.Index)}
 	}
 	stopIsNormal.Store(true)
+	enterCancellable()
 	cut, cutNow := context.WithCancelCause(context.Background())
 	defer cutNow(nil)
 	onSecondSignal.Store(func(name string) { cutNow(actors.StopCause(name)) })
@@ -171,7 +178,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
 			ReadTimeout: f.bodyTimeout,
 			Ready: func(a net.Addr) {
-				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
+				fmt.Fprintf(stderr, "pdemu: serving %s%s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, groupNote(group, spec), spec.Router.Policy, a, f.out)
 			},
 		},
 		TimeScale: f.timeScale,
