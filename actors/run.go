@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -226,11 +227,19 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	if res.Summary.Faults != nil {
 		res.Summary.Faults.Restarts = res.Restarts
 	}
-	if by := stoppedBy(ctx, runErr); by != "" {
-		markPartial(res, cl, by)
-		return res, checkPartial(res, cl, by, runErr, rs.error(), deadLetters.Load())
+	by := stoppedBy(ctx, runErr)
+	if by == "" && errors.As(rs.error(), new(*workload.RecordError)) {
+		by = StoppedByBadRecord // the trace ended early: the rest was never read
 	}
-	return res, check(res, cl, runErr, rs.error(), deadLetters.Load())
+	if by != "" {
+		markPartial(res, cl, by)
+		err := checkPartial(res, cl, by, runErr, rs.error(), deadLetters.Load())
+		markFailed(res, cl, err)
+		return res, err
+	}
+	err = check(res, cl, runErr, rs.error(), deadLetters.Load())
+	markFailed(res, cl, err)
+	return res, err
 }
 
 // newClock returns the run's clock; a run failure aborts it.

@@ -35,13 +35,16 @@ type bucketNode struct {
 	rec      *metrics.LinkRecorder // links.csv (nil: not recorded)
 
 	f *bucketFaults // nil: no faults
+	// evictions are the instances' prefix-cache evictions (evictions.csv).
+	evictions []metrics.EvictionRow
 }
 
 // fetch is a prefix being copied from another instance of the bucket.
 type fetch struct {
-	job  *gpu.Job
-	inst int
-	upto int // leading blocks the instance will hold after the fetch
+	job   *gpu.Job
+	inst  int
+	upto  int   // leading blocks the instance will hold after the fetch
+	epoch int32 // the instance's crash epoch when it started (faults only)
 }
 
 // submit hands job to instance inst, first fetching over the bucket's
@@ -68,8 +71,18 @@ func (n *bucketNode) submit(now time.Duration, job *gpu.Job, inst int) {
 		if best > own {
 			bytes := int64(best-own) * int64(r.BlockTokens) * n.bytesTok
 			job.TransferBytes, job.TransferStart = bytes, now
-			n.fetches[uint64(r.ID)] = fetch{job: job, inst: inst, upto: best}
-			n.nic.Start(now, uint64(r.ID), bytes, 0)
+			// A crash may have left this request's earlier fetch on the
+			// fabric (its job was retried): a fresh transfer id then.
+			id := uint64(r.ID)
+			for _, busy := n.fetches[id]; busy; _, busy = n.fetches[id] {
+				id += 1 << 40
+			}
+			fe := fetch{job: job, inst: inst, upto: best}
+			if n.f != nil {
+				fe.epoch = n.f.epoch[inst]
+			}
+			n.fetches[id] = fe
+			n.nic.Start(now, id, bytes, 0)
 			return
 		}
 	}
@@ -168,7 +181,7 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		for _, c := range rd.Out {
 			f := n.fetches[c.ID]
 			delete(n.fetches, c.ID)
-			if n.f != nil && (f.job == nil || n.f.held[f.inst][f.job.Req.ID] != f.job) {
+			if n.f != nil && (f.job == nil || n.f.held[f.inst][f.job.Req.ID] != f.job || n.f.epoch[f.inst] != f.epoch) {
 				continue // the instance crashed meanwhile: the job was retried
 			}
 			f.job.TransferEnd = c.At
@@ -198,6 +211,8 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 				n.send(n.collector, JobEnded{ev.Job}, 0)
 			case gpu.EvBlocksEvicted:
 				n.local.Evicted(i, ev.Blocks, now)
+				n.evictions = append(n.evictions, metrics.EvictionRow{At: now, Worker: n.series[i].Worker,
+					Tokens: ev.Tokens, Cause: ev.Cause.String(), For: -1}) // kvcause.go
 			}
 		}
 		n.series[i].Observe(now, c.Used(), c.Queued(), c.Running())

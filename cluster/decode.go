@@ -75,7 +75,7 @@ func (n *decodeNode) Handle(now time.Duration, msg any) Ready {
 			if n.f != nil {
 				delete(n.f.held, ev.Job.Req.ID)
 				if ev.Job.FaultHit != 0 {
-					n.send(n.router, Retry{ev.Job}, 0)
+					n.send(n.router, Retry{Job: ev.Job}, 0)
 					continue
 				}
 			}

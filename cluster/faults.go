@@ -47,8 +47,14 @@ type (
 		Up     bool
 	}
 	// Retry hands a request hit by a fault back to the router (Job.Failed
-	// says why, Job.FaultHit which fault).
-	Retry struct{ Job *gpu.Job }
+	// says why, Job.FaultHit which fault). Wait: the router's own timer
+	// for a request that found no reachable decode worker, waiting for
+	// the fault FaultHit to end; a wait is not a dispatch and spends no
+	// retry budget.
+	Retry struct {
+		Job  *gpu.Job
+		Wait bool
+	}
 )
 
 // FaultEvent is one fault of the schedule.
@@ -157,7 +163,7 @@ func faultCost(w topology.Worker, p gpu.Perf) (gpu.Cost, *slowCost) {
 // hit marks job failed by fault id for reason and hands it back to the router.
 func hit(o *outbox, router Addr, j *gpu.Job, id int32, reason string, delay time.Duration) {
 	j.Failed, j.FaultHit = reason, id
-	o.send(router, Retry{j}, delay)
+	o.send(router, Retry{Job: j}, delay)
 }
 
 // Faults of fused deployments (as above): a crashed fused worker (an

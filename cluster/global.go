@@ -87,7 +87,7 @@ func (n *globalNode) decide(now time.Duration, job *gpu.Job, views []bucket.Buck
 	if n.f != nil && n.f.down[dec.Bucket] != 0 {
 		// Known down: the request waits (a retry) instead.
 		job.Failed, job.FaultHit = "fault: bucket down", n.f.down[dec.Bucket]
-		n.send(n.self, Retry{job}, n.f.detect)
+		n.send(n.self, Retry{Job: job}, n.f.detect)
 		return
 	}
 	n.send(n.buckets[dec.Bucket], Assign{job, dec}, 0)

@@ -172,18 +172,20 @@ func (n *decodeNode) recordCrash(now time.Duration) {
 	}
 }
 
-// Evictions returns every decode worker's evictions.csv rows after the
-// run, in time order (ties: worker order, then the order they happened).
+// Evictions returns every decode worker's evictions.csv rows, and the
+// fused workers' prefix-cache evictions, after the run, in time order
+// (ties: node order, then the order they happened).
 func (c *Cluster) Evictions() []metrics.EvictionRow {
 	var out []metrics.EvictionRow
 	for i, n := range c.Nodes {
-		dn, ok := n.(*decodeNode)
-		if !ok {
-			continue
-		}
-		for _, r := range dn.evictions {
-			r.Worker = c.Names[i]
-			out = append(out, r)
+		switch dn := n.(type) {
+		case *decodeNode:
+			for _, r := range dn.evictions {
+				r.Worker = c.Names[i]
+				out = append(out, r)
+			}
+		case *bucketNode:
+			out = append(out, dn.evictions...)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b metrics.EvictionRow) int {

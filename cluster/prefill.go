@@ -66,7 +66,7 @@ func (f *prefillFaults) drop(o *outbox, j *gpu.Job, id int32, reason string, del
 		o.send(f.decode[j.D], KVReady{j}, delay)
 		return
 	}
-	o.send(f.router, Retry{j}, delay)
+	o.send(f.router, Retry{Job: j}, delay)
 }
 
 func (n *prefillNode) faultHandle(now time.Duration, msg any) (Ready, bool) {

@@ -55,6 +55,12 @@ func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
 				n.learn(now, Health{Fault: id, Target: e.Target, Index: e.Index, Ds: e.Ds})
 			}
 		}
+		if m.Wait { // waited for a fault to end: dispatch again, budget intact
+			nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Retries: j.Retries, RetryReasons: j.RetryReasons}
+			ds := n.dss.New(nj.Req)
+			n.apply(now, nj, ds, n.pol.Begin(ds))
+			return true
+		}
 		if j.Retries >= f.budget {
 			if f.budget > 0 {
 				j.Failed = fmt.Sprintf("%s (retry budget %d spent)", j.Failed, f.budget)
@@ -210,10 +216,64 @@ func (n *routerNode) fix(now time.Duration, job *gpu.Job, ds *policy.Dispatch, s
 	return st, true
 }
 
-// wait: no decode worker is reachable; the request tries again after the
-// detection delay (a retry: it spends the budget).
+// wait: no decode worker is reachable. The request is attributed to the
+// fault that keeps one unreachable, preferring one that ends: it tries
+// again after the detection delay without spending its retry budget (a
+// wait is not a dispatch). When every such fault is permanent nothing
+// will change, and it fails now.
 func (n *routerNode) wait(job *gpu.Job) {
-	n.f.noPath++
-	job.Failed = "fault: no healthy decode worker"
-	n.send(n.self, Retry{job}, n.f.detect)
+	f := n.f
+	f.noPath++
+	id, ends := f.blocking()
+	job.Failed, job.FaultHit = "fault: no healthy decode worker", id
+	if id > 0 {
+		job.Failed += " (" + f.describe(int(id)-1) + ")"
+	}
+	if !ends {
+		job.Failed += "; no fault that ends"
+		job.Retries = f.budget // nothing to wait for: fail now
+		n.send(n.self, Retry{Job: job}, 0)
+		return
+	}
+	n.send(n.self, Retry{Job: job, Wait: true}, f.detect)
+}
+
+// blocking returns the fault (id + 1) that keeps a decode worker
+// unreachable, one that ends if any does (ends), the first in decode
+// order otherwise (0: none known).
+func (f *routerFaults) blocking() (id int32, ends bool) {
+	h := f.h
+	for d := range h.d {
+		ids := []int32{h.d[d]}
+		if h.d[d] == 0 {
+			ids = ids[:0]
+			for p := range h.p {
+				ids = append(ids, h.downFault(p, d))
+			}
+		}
+		for _, x := range ids {
+			if x == 0 {
+				continue
+			}
+			if id == 0 {
+				id = x
+			}
+			if f.events[x-1].End > 0 {
+				return x, true
+			}
+		}
+	}
+	return id, false
+}
+
+// describe names fault id for a failure reason ("decode d1 crashed").
+func (f *routerFaults) describe(id int) string {
+	e := f.events[id]
+	switch e.Kind {
+	case topology.FaultCut:
+		return "link " + e.Name + " cut"
+	case topology.FaultSlow:
+		return string(e.Target) + " " + e.Name + " slowed"
+	}
+	return string(e.Target) + " " + e.Name + " crashed"
 }

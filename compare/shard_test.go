@@ -1,6 +1,7 @@
 package compare_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pdemu/pdemu/compare"
 	"github.com/pdemu/pdemu/report"
+	"github.com/pdemu/pdemu/topology"
 )
 
 func TestParseShard(t *testing.T) {
@@ -142,6 +144,7 @@ func writeShards(t *testing.T, out string, runs []report.Params, keep func(i int
 		d := compare.RunDir(out, r.Name)
 		require.NoError(t, os.MkdirAll(d, 0o755))
 		require.NoError(t, report.WriteParams(d, r))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "summary.json"), []byte("{}\n"), 0o644))
 		dirs = append(dirs, d)
 	}
 	return dirs
@@ -166,9 +169,21 @@ func TestMerge(t *testing.T) {
 			assert.Equal(t, runs[i].Name, filepath.Base(d))
 		}
 	})
+	t.Run("a run that did not finish is named", func(t *testing.T) {
+		dirs := writeShards(t, t.TempDir(), runs, all)
+		require.NoError(t, os.Remove(filepath.Join(dirs[5], "summary.json")))
+		_, err := compare.Merge(dirs)
+		var me *compare.MergeError
+		require.ErrorAs(t, err, &me)
+		assert.Contains(t, err.Error(), "1 run(s) did not finish (no summary.json: a shard still running, or crashed; run it again): "+dirs[5])
+		assert.Contains(t, err.Error(), "rows 5 (dp4__seed=2)")
+		_, err = compare.Merge([]string{t.TempDir()})
+		assert.ErrorContains(t, err, "did not finish", "a plain directory without summary.json too")
+	})
 	t.Run("runs without a plan follow, as given", func(t *testing.T) {
 		dirs := writeShards(t, t.TempDir(), runs, all)
 		lone := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(lone, "summary.json"), []byte("{}\n"), 0o644))
 		got, err := compare.Merge(append([]string{lone}, dirs...))
 		require.NoError(t, err)
 		assert.Equal(t, append(dirs, lone), got)
@@ -214,8 +229,9 @@ func TestMerge(t *testing.T) {
 func TestMergeChecksSummaries(t *testing.T) {
 	runs, err := compare.Plan{Scenarios: []string{"1p3d-mlx5"}, Seeds: 3}.Runs()
 	require.NoError(t, err)
+	trace := "sha256:1111"
 	summary := func(version, digest string) []byte {
-		return []byte(fmt.Sprintf(`{"pdemu_version": %q, "scenario_digest": %q}`, version, digest))
+		return []byte(fmt.Sprintf(`{"pdemu_version": %q, "scenario_digest": %q, "trace": {"digest": %q}}`, version, digest, trace))
 	}
 	write := func(dirs []string, sums ...[]byte) {
 		for i, d := range dirs {
@@ -233,4 +249,44 @@ func TestMergeChecksSummaries(t *testing.T) {
 	require.ErrorAs(t, err, &me)
 	assert.Contains(t, err.Error(), "rows 0 and 1 (1p3d-mlx5__seed=2) read different files for scenario 1p3d-mlx5")
 	assert.Contains(t, err.Error(), "rows 0 and 2 (1p3d-mlx5__seed=3) were run by different pdemu versions (v1 and v2)")
+
+	write(dirs[:2], summary("v1", "sha256:aaaa"), summary("v1", "sha256:aaaa"))
+	trace = "sha256:2222"
+	write(dirs[2:], summary("v1", "sha256:aaaa"))
+	_, err = compare.Merge(dirs)
+	assert.ErrorContains(t, err, "rows 0 and 2 (1p3d-mlx5__seed=3) replayed different trace files")
+}
+
+// Execute with a shard runs only its rows, writes plan.json and no
+// comparison of its own; every row was still loaded (a bad row in another
+// shard stops this one too).
+func TestExecuteShard(t *testing.T) {
+	runs := smallPlan(t)
+	out := t.TempDir()
+	loaded := 0
+	load := func(p report.Params) (*topology.Spec, error) { loaded++; return testLoad(p) }
+	res, err := compare.Execute(context.Background(), runs, compare.Options{Out: out, Jobs: 1, Load: load, Shard: &compare.Shard{Index: 1, Count: 3}})
+	require.NoError(t, err)
+	assert.Equal(t, 8, loaded, "the whole plan is loaded and checked")
+	var names []string
+	for _, r := range res.Runs {
+		names = append(names, r.Name)
+	}
+	assert.Equal(t, []string{runs[1].Name, runs[4].Name, runs[7].Name}, names)
+	assert.Empty(t, res.Rows)
+	assert.NoFileExists(t, filepath.Join(out, "compare.csv"))
+	assert.FileExists(t, filepath.Join(out, compare.PlanFile))
+	ents, err := os.ReadDir(filepath.Join(out, "runs"))
+	require.NoError(t, err)
+	assert.Len(t, ents, 3)
+
+	bad := append([]report.Params(nil), runs...)
+	bad[6].Set = []string{"workload.nope=1"}
+	_, err = compare.Execute(context.Background(), bad, compare.Options{Out: t.TempDir(), Load: testLoad, Shard: &compare.Shard{Index: 0, Count: 3}})
+	var le *compare.LoadError
+	require.ErrorAs(t, err, &le, "row 6 is shard 0's, but any row's bad input stops every shard")
+	bad[6] = runs[6]
+	bad[5].Set = []string{"workload.nope=1"}
+	_, err = compare.Execute(context.Background(), bad, compare.Options{Out: t.TempDir(), Load: testLoad, Shard: &compare.Shard{Index: 0, Count: 3}})
+	require.ErrorAs(t, err, &le, "row 5 is shard 2's, and stops shard 0 too")
 }

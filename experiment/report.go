@@ -76,6 +76,7 @@ func (r *Report) write(w io.Writer, md bool) error {
 	}
 	if r.Sensitivity != nil {
 		h(2, fmt.Sprintf("Sensitivity (seed %d; every fitted and assumed parameter at its low and high value)", r.Sensitivity.Seed))
+		fmt.Fprintf(w, "%s\n\n", r.Sensitivity.decidersLine())
 		writeTable(w, r.Sensitivity.table(), md)
 	}
 	for _, s := range r.Sections {

@@ -206,7 +206,7 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 		return 20 * time.Millisecond
 	}})
 	s.serveOpts = serve.Options{Model: o.Model, MaxInFlight: o.MaxInFlight, AllowRemote: o.AllowRemote, Logger: log,
-		BlockTokens: s.bt, DrainTimeout: o.DrainTimeout}
+		BlockTokens: s.bt, DrainTimeout: o.DrainTimeout, ExtraParams: []string{"kv_transfer_params"}}
 
 	// Admin first (a busy port fails before anything starts), then the
 	// workers, then the clock.

@@ -295,7 +295,8 @@ func (f *FusedWorker) Advance(now time.Duration) {
 func (f *FusedWorker) Ready() effect.Ready[Event] {
 	at, ok := f.NextEvent()
 	if len(f.evicted) > 0 {
-		f.d.out = append(f.d.out, Event{Kind: EvBlocksEvicted, Blocks: f.evicted})
+		f.d.out = append(f.d.out, Event{Kind: EvBlocksEvicted, Blocks: f.evicted, At: f.d.last,
+			Tokens: len(f.evicted) * f.lastBT, Cause: EvictPrefixCache, For: -1})
 		f.evicted = nil
 	}
 	return effect.Take(&f.d.out, at, ok)

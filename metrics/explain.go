@@ -276,6 +276,9 @@ func attachWorkers(s *Summary, workers []WorkerSummary, pCount, dCount map[strin
 // clock, a partial run. Empty for a clean run.
 func Warnings(s Summary) []string {
 	w := []string{}
+	if s.Error != "" {
+		w = append(w, "the run failed: "+s.Error)
+	}
 	if s.Partial {
 		w = append(w, fmt.Sprintf("partial run: stopped by %s with %d requests unfinished; the figures cover the requests that ended", s.StoppedBy, s.Requests.Unfinished))
 	}

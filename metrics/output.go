@@ -79,6 +79,12 @@ type Summary struct {
 	// Partial: the run was stopped (StoppedBy) before every request ended.
 	Partial   bool   `json:"partial"`
 	StoppedBy string `json:"stopped_by"`
+	// Error says why a run failed (a lost request, a bad record, a node
+	// error; absent when it did not): an unsuccessful run never looks
+	// clean. MissingIDs are the first MaxMissingIDs ids of the requests
+	// that did not end (unfinished or lost; absent when none).
+	Error      string  `json:"error,omitempty"`
+	MissingIDs []int64 `json:"missing_ids,omitempty"`
 
 	Scenario string `json:"scenario"`
 	Policy   string `json:"policy"`

@@ -60,6 +60,8 @@ func StopCode(stoppedBy string) int {
 		return ExitSIGINT
 	case "SIGTERM":
 		return ExitSIGTERM
+	case "bad-record": // actors.StoppedByBadRecord: bad input
+		return ExitBadInput
 	}
 	return ExitFailure
 }

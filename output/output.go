@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pdemu/pdemu/actors"
@@ -271,6 +272,9 @@ func writeAtomic(dir, name string, f func(io.Writer) error) error {
 	if err := tmp.Chmod(0o644); err != nil {
 		return err
 	}
+	if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
@@ -278,5 +282,20 @@ func writeAtomic(dir, name string, f func(io.Writer) error) error {
 		return err
 	}
 	ok = true
+	return syncDir(dir)
+}
+
+// syncDir makes the renames in dir durable (a crash after it cannot
+// leave summary.json, renamed last, without the files renamed before).
+// File systems that cannot sync a directory are not an error.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return err
+	}
 	return nil
 }

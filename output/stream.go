@@ -187,6 +187,9 @@ func (s *Stream) commit(f **os.File) func(name string) error {
 		if err := tmp.Chmod(0o644); err != nil {
 			return err
 		}
+		if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
+			return err
+		}
 		if err := tmp.Close(); err != nil {
 			return err
 		}
@@ -195,7 +198,7 @@ func (s *Stream) commit(f **os.File) func(name string) error {
 			os.Remove(tmp.Name())
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		return nil
+		return syncDir(s.dir)
 	}
 }
 

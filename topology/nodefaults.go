@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Node faults: crash and slow blocks inside prefill, decode and fused
@@ -109,7 +110,7 @@ type recoveryHCL struct {
 
 type chaosHCL struct {
 	DefRange          hcl.Range `hcl:",def_range"`
-	Seed              *uint64   `hcl:"seed,optional"`
+	Seed              cty.Value `hcl:"seed,optional"` // a whole number (checkSeed)
 	SeedRange         hcl.Range `hcl:"seed,attr_range"`
 	Horizon           string    `hcl:"horizon"`
 	HorizonRange      hcl.Range `hcl:"horizon,attr_range"`
@@ -252,7 +253,7 @@ func (c *checker) chaos(spec *Spec, chs []chaosHCL) {
 	}
 	ch := &chs[0]
 	var k Chaos
-	k.Seed = checkNum(c, ch.Seed, ch.SeedRange, 1, "seed", "seed of the random fault schedule", nil)
+	k.Seed = c.checkSeed(ch.Seed, ch.SeedRange, 1, "seed of the random fault schedule")
 	var ok bool
 	k.Horizon, ok = c.checkDurationOK(&ch.Horizon, ch.HorizonRange, 0, time.Nanosecond, "horizon", "no drawn fault starts after it")
 	if ch.HorizonRange == (hcl.Range{}) || c.bad(ch.HorizonRange) {

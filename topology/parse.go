@@ -259,7 +259,7 @@ func functions() map[string]function.Function {
 		"floor": stdlib.FloorFunc,
 		"ceil":  stdlib.CeilFunc,
 		// For dynamic blocks: for_each = range(3), setproduct(a, b).
-		"range":      stdlib.RangeFunc,
+		"range":      countRange,
 		"setproduct": boundedSetProduct,
 		"format":     stdlib.FormatFunc,
 	}

@@ -190,7 +190,7 @@ func TestDiagnostics(t *testing.T) {
 		{"bad clock", minimal + "workload {\n  clock = \"walll\" #!\n}\n", Options{}, []string{`Invalid value for "clock"`, `"virtual" or "wall"`, `Did you mean "wall"?`}},
 		{"bad loop", minimal + "workload {\n  loop = \"half-open\" #!\n}\n", Options{}, []string{`Invalid value for "loop"`, `"closed" or "open"`}},
 		{"time_scale zero", minimal + "workload {\n  time_scale = 0 #!\n}\n", Options{}, []string{`Invalid value for "time_scale"`, "greater than 0"}},
-		{"negative seed", minimal + "workload {\n  seed = -1 #!\n}\n", Options{}, []string{"Unsuitable value type", "whole number"}},
+		{"negative seed", minimal + "workload {\n  seed = -1 #!\n}\n", Options{}, []string{`Invalid value for "seed"`, "whole number"}},
 		{"negative max_requests", minimal + "workload {\n  max_requests = -1 #!\n}\n", Options{}, []string{`Invalid value for "max_requests"`}},
 		{"bad sample_interval", minimal + "workload {\n  sample_interval = \"often\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`}},
 		{"zero sample_interval", minimal + "workload {\n  sample_interval = \"0s\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`, "at least 1ms"}},

@@ -1,6 +1,9 @@
 package topology
 
-import "github.com/hashicorp/hcl/v2"
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
 
 // This file holds the gohcl decoding targets. They mirror the HCL format
 // one to one; every attribute carries its source range so that semantic
@@ -252,7 +255,7 @@ type workloadHCL struct {
 	ClockRange          hcl.Range `hcl:"clock,attr_range"`
 	TimeScale           *float64  `hcl:"time_scale,optional"`
 	TimeScaleRange      hcl.Range `hcl:"time_scale,attr_range"`
-	Seed                *uint64   `hcl:"seed,optional"`
+	Seed                cty.Value `hcl:"seed,optional"` // a whole number (checkSeed)
 	SeedRange           hcl.Range `hcl:"seed,attr_range"`
 	Loop                *string   `hcl:"loop,optional"`
 	LoopRange           hcl.Range `hcl:"loop,attr_range"`

@@ -12,7 +12,7 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 	w.Clock = c.checkEnum(wh.Clock, wh.ClockRange, w.Clock, "clock", ClockVirtual, ClockWall)
 	w.TimeScale = checkNum(c, wh.TimeScale, wh.TimeScaleRange, w.TimeScale, "time_scale",
 		"wall clock: emulated d takes d/time_scale real time", inLeftOpen(0, MaxTimeScale))
-	w.Seed = checkNum(c, wh.Seed, wh.SeedRange, w.Seed, "seed", "", nil)
+	w.Seed = c.checkSeed(wh.Seed, wh.SeedRange, w.Seed, "")
 	w.Loop = c.checkEnum(wh.Loop, wh.LoopRange, w.Loop, "loop", LoopOpen, LoopClosed)
 	w.MaxRequests = checkNum(c, wh.MaxRequests, wh.MaxRequestsRange, w.MaxRequests, "max_requests",
 		"0 replays every request", between(0, MaxRequests))

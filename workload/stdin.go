@@ -1,11 +1,14 @@
 package workload
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"io"
 	"os"
+	"sync"
 )
 
 // Stdin is the trace path that reads the trace from standard input
@@ -13,13 +16,17 @@ import (
 // other non-regular file (a FIFO, a device) before it could block.
 const Stdin = "-"
 
+// A trace on standard input is read into memory whole, once per process
+// (at most maxStdinBytes), digested as it is read, and replayed from
+// memory each time the process opens it.
+
 // stdin is standard input (tests replace it).
 var stdin io.Reader = os.Stdin
 
 // Digester is implemented by sources that digest their trace as they
-// read it (standard input, which cannot be read twice). ok is false until
-// the trace was read to its end: the digest of a prefix is never given
-// as the trace's.
+// read it (standard input, which cannot be read twice). ok is false when
+// no digest of the whole trace is known: the digest of a prefix is never
+// given as the trace's.
 type Digester interface {
 	Digest() (digest string, ok bool)
 }
@@ -43,15 +50,12 @@ func (h *hashReader) Read(p []byte) (int, error) {
 // digestSource is a source read from standard input, with its digest.
 type digestSource struct {
 	Source
-	hr *hashReader
+	hr     *hashReader
+	digest string // of the whole stream
 }
 
-func (d digestSource) Digest() (string, bool) {
-	if !d.hr.eof {
-		return "", false
-	}
-	return "sha256:" + hex.EncodeToString(d.hr.h.Sum(nil)), true
-}
+// Digest is the whole stream's: it was read whole before the replay.
+func (d digestSource) Digest() (string, bool) { return d.digest, true }
 
 func (d digestSource) Warnings() []string {
 	if w, ok := d.Source.(Warner); ok {
@@ -75,12 +79,38 @@ func (d digestSource) Close() error {
 	return nil
 }
 
-// openStdin reads the trace from standard input, digesting it as it goes.
+// maxStdinBytes bounds a trace read from standard input.
+const maxStdinBytes = 1 << 30
+
+// stdinTrace is standard input read once: a process may open the trace
+// more than once (pdemu run's preflight, then the run), and a pipe can be
+// read only once.
+var stdinTrace struct {
+	once   sync.Once
+	data   []byte
+	digest string
+	err    error
+}
+
+// openStdin replays the trace read from standard input (read whole, at
+// most maxStdinBytes, and digested, the first time).
 func openStdin(format string, opts LoadOptions) (Source, error) {
-	hr := &hashReader{r: stdin, h: sha256.New()}
+	st := &stdinTrace
+	st.once.Do(func() {
+		hr := &hashReader{r: io.LimitReader(stdin, maxStdinBytes+1), h: sha256.New()}
+		st.data, st.err = io.ReadAll(hr)
+		if st.err == nil && len(st.data) > maxStdinBytes {
+			st.err = fmt.Errorf("workload: stdin: a trace on standard input may be at most %d bytes (give a file instead)", maxStdinBytes)
+		}
+		st.digest = "sha256:" + hex.EncodeToString(hr.h.Sum(nil))
+	})
+	if st.err != nil {
+		return nil, st.err
+	}
+	hr := &hashReader{r: bytes.NewReader(st.data), h: sha256.New()}
 	src, err := OpenReader(hr, "stdin", format, opts)
 	if err != nil {
 		return nil, err
 	}
-	return digestSource{Source: src, hr: hr}, nil
+	return digestSource{Source: src, hr: hr, digest: st.digest}, nil
 }

@@ -195,6 +195,9 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if err := f.sloFlags.apply(spec); err != nil {
 		return err
 	}
+	for _, w := range noEffectWarnings(spec) {
+		fmt.Fprintln(stderr, "pdemu: warning: "+w)
+	}
 	// Before anything runs: the trace exists and parses, and its requests
 	// fit the cluster's context and KV pools.
 	fc, err := preflight(spec, f.skipBad, cmd.Flags().Changed("trace"))
@@ -231,6 +234,11 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	}
 	// The records go to disk as the requests end (memory bounded by the
 	// requests in flight, not the run's length).
+	replaced := f.force && completeRunIn(f.out) // --force is about to remove a complete run
+	outputs, note := largeRunOutputs(spec, outputs, routingLogAsked(cmd.Flags().Changed("outputs"), f.set))
+	if note != "" { // even with -q: a file the user may expect is missing
+		fmt.Fprintln(stderr, note)
+	}
 	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force, Outputs: outputs}})
 	if err != nil {
 		return err
@@ -243,6 +251,7 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if err != nil {
 		return err
 	}
+	enterCancellable()
 	res, runErr := actors.Run(cmd.Context(), spec, opts)
 	if live != nil && res != nil {
 		live.Finish(res.End) // scrapes from now on see the run's end
@@ -275,13 +284,16 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	// Warnings (failed share, imbalance, wall-clock distortion, partial
 	// run) go to stderr even with -q: a run that is wrong must look wrong.
 	output.PrintWarnings(stderr, res.Summary)
-	if runErr != nil {
-		return runErr
+	if runErr == nil {
+		runErr = output.Check(res, output.CheckOptions{MaxFailed: f.maxFailed, StrictWall: f.strictWall})
 	}
-	if err := output.Check(res, output.CheckOptions{MaxFailed: f.maxFailed, StrictWall: f.strictWall}); err != nil {
-		return err
+	if runErr == nil {
+		runErr = f.sloFlags.check(res.Summary)
 	}
-	return f.sloFlags.check(res.Summary)
+	if runErr != nil && replaced {
+		fmt.Fprintf(stderr, "WARNING: --force replaced the complete run that was in %s with this unsuccessful one\n", f.out)
+	}
+	return runErr
 }
 
 func printTable(w io.Writer, res *actors.Result) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -139,23 +141,36 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	}
 	if f.fleet.workers() {
 		// One endpoint per worker of the scenario, or of group I of N.
-		return cmdServeFleet(cmd, f, log, spec)
+		err := cmdServeFleet(cmd, f, log, spec)
+		if _, serr := os.Stat(filepath.Join(f.out, output.Marker)); group != nil && serr == nil {
+			err = errors.Join(err, writeGroupParams(f.out, file, f, spec, group))
+		}
+		return err
 	}
 	var labels map[string]string
 	if group != nil {
 		labels = map[string]string{"group": strconv.Itoa(group.Index)}
 	}
 	stopIsNormal.Store(true)
+	enterCancellable()
 	cut, cutNow := context.WithCancelCause(context.Background())
 	defer cutNow(nil)
 	onSecondSignal.Store(func(name string) { cutNow(actors.StopCause(name)) })
+	// The records go to disk as the requests end: a server's memory is
+	// bounded by its requests in flight, not by how many it served.
+	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force}})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
-		Cut: cut,
+		Cut:     cut,
+		Records: st,
 		HTTP: serve.Options{
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
 			ReadTimeout: f.bodyTimeout,
 			Ready: func(a net.Addr) {
-				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
+				fmt.Fprintf(stderr, "pdemu: serving %s%s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, groupNote(group, spec), spec.Router.Policy, a, f.out)
 			},
 		},
 		TimeScale: f.timeScale,
@@ -164,7 +179,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if res == nil || res.Result == nil {
 		return runErr
 	}
-	if err := output.Write(f.out, res.Result, output.WriteOptions{Force: f.force}); err != nil {
+	if err := st.Write(res.Result); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if group != nil {

@@ -106,6 +106,7 @@ func cmdServeFleet(cmd *cobra.Command, f *serveFlags, log hclog.Logger, spec *to
 		}
 	}
 	stopIsNormal.Store(true)
+	enterCancellable()
 	res, runErr := fleetserve.Run(cmd.Context(), spec, o)
 	if res == nil {
 		return runErr

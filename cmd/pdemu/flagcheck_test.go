@@ -37,3 +37,19 @@ func TestNoSilentFlagCoercion(t *testing.T) {
 	_, _, err := runCLI(t, "validate", "1p3d-mlx5", "--var", "sessions=2", "--var", "seed=3", "--set", "router.rho=0.5", "--set", "router.alpha=2")
 	require.NoError(t, err)
 }
+
+// TestForceSaysWhenItReplacesAGoodRun: --force replacing a complete run
+// with an unsuccessful one says so on stderr (the good run used to vanish
+// silently).
+func TestForceSaysWhenItReplacesAGoodRun(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := runCLI(t, "run", "--out", dir, "-q", "--var", "sessions=4", "--max-requests", "30")
+	require.NoError(t, err)
+	_, stderr, err := runCLI(t, "run", "chaos", "--out", dir, "-q", "--max-requests", "100", "--force", "--set", "recovery.retry_budget=0")
+	require.Error(t, err)
+	assert.Contains(t, stderr, "--force replaced the complete run")
+	// A failed run replaced by another is not news.
+	_, stderr, err = runCLI(t, "run", "chaos", "--out", dir, "-q", "--max-requests", "100", "--force", "--set", "recovery.retry_budget=0")
+	require.Error(t, err)
+	assert.NotContains(t, stderr, "--force replaced")
+}

@@ -1,0 +1,35 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCountsAndSeedsAreWhole: decodes = -3 made workers d0, d-1, d-2;
+// 2.5 made three; seed = 4.5 ran as 4. Each is now an error.
+func TestCountsAndSeedsAreWhole(t *testing.T) {
+	dyn := "variable \"n\" {\n  default = %s\n}\n" + p0 +
+		"dynamic \"decode\" {\n  for_each = range(var.n)\n  labels = [\"d${decode.value}\"]\n  content {\n    gpu = \"H200-SXM\"\n    model = \"qwen3-coder-30b-a3b\"\n  }\n}\n" + kvc
+	for n, want := range map[string]string{"-3": "range(n) needs n >= 0", "2.5": "must be a whole number, got 2.5"} {
+		assert.Contains(t, parseErr(t, strings.Replace(dyn, "%s", n, 1), Options{}), want, n)
+	}
+	spec := mustParse(t, strings.Replace(dyn, "%s", "0", 1)+"decode \"x\" {\n  gpu = \"H200-SXM\"\n  model = \"qwen3-coder-30b-a3b\"\n}\n"+
+		"link \"p0\" \"x\" {\n  transport = \"rdma\"\n  device = \"mlx5_0\"\n  bandwidth = \"200Gbps\"\n}\n", Options{})
+	require.Len(t, spec.Decode, 1, "range(0) is empty")
+	mustParse(t, minimal+"variable \"r\" {\n  default = range(5, -1, -2)\n}\n", Options{}) // start, end, step may count down
+
+	for seed, want := range map[string]string{"4.5": "got 4.5", "-1": "got -1", "1e30": "got 1e+30", "\"x\"": "got string"} {
+		msg := parseErr(t, minimal+"workload {\n  seed = "+seed+"\n}\n", Options{})
+		assert.Contains(t, msg, "must be a whole number", seed)
+		assert.Contains(t, msg, want, seed)
+	}
+	spec = mustParse(t, minimal+"workload {\n  seed = 18446744073709551615\n}\n", Options{})
+	assert.Equal(t, uint64(18446744073709551615), spec.Workload.Seed, "kept exactly")
+	assert.Contains(t, parseErr(t, minimal+"chaos {\n  seed = 0.5\n  horizon = \"1s\"\n  mtbf_decode = \"1s\"\n}\n", Options{}), "must be a whole number")
+	_, err := Parse("t.hcl", []byte(minimal+"workload {\n  seed = var.s\n}\nvariable \"s\" {\n  default = 1\n}\n"), Options{Vars: map[string]string{"s": "4.5"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "got 4.5")
+}
