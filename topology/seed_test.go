@@ -53,3 +53,17 @@ func TestCountsAreNeverTruncated(t *testing.T) {
 	assert.Equal(t, 3, spec.Router.Epsilon, "a whole result of an expression is fine")
 	assert.Contains(t, parseErr(t, strings.Replace(twoBuckets, "[0, 99]", "[0, 99.5]", 1), Options{}), "Not a whole number")
 }
+
+// TestDegradeFloor: a degradation below the bandwidth floor (1e-9 of 200
+// Gb/s is 200 b/s) is refused; compounding counts, a restore resets it.
+func TestDegradeFloor(t *testing.T) {
+	fault := func(at, kv string) string {
+		return "\n fault {\n  at = \"" + at + "\"\n  " + kv + "\n }"
+	}
+	with := func(fs ...string) string {
+		return strings.Replace(minimal, `bandwidth = "200Gbps"`, `bandwidth = "200Gbps"`+strings.Join(fs, ""), 1)
+	}
+	assert.Contains(t, parseErr(t, with(fault("1s", "degrade = 1e-9")), Options{}), "below the bandwidth floor")
+	assert.Contains(t, parseErr(t, with(fault("1s", "degrade = 1e-3"), fault("2s", "degrade = 1e-3")), Options{}), "below the bandwidth floor")
+	mustParse(t, with(fault("1s", "degrade = 1e-3"), fault("2s", "restore = true"), fault("3s", "degrade = 1e-3")), Options{})
+}
