@@ -84,3 +84,24 @@ func TestFaultAfterTheEndIsListedNotReached(t *testing.T) {
 	}
 	assert.True(t, found, "%v", res.Summary.Warnings)
 }
+
+// TestBucketCrashDetected: a whole bucket's crash is detected (the
+// global router's probe), and the reason of a request that waited for it
+// names it. Bucket crashes were never "detected" when a lost request's
+// Retry reached the global router before the probe.
+func TestBucketCrashDetected(t *testing.T) {
+	src := []byte("extends = \"buckets-3.hcl\"\nbucket \"short\" {\n  crash {\n    at = \"20s\"\n    restart_after = \"30s\"\n  }\n}\n")
+	spec, err := topology.Parse("<embedded>/b.hcl", src, topology.Options{})
+	require.NoError(t, err)
+	spec.Workload.MaxRequests = 400
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	require.Len(t, res.Faults, 1)
+	f := res.Faults[0]
+	assert.GreaterOrEqual(t, f.Detected, f.At, "detected")
+	for _, r := range res.Records {
+		if strings.Contains(r.Reason, "fault: bucket down") {
+			assert.Contains(t, r.Reason, "fault: bucket down (bucket:short crashed)")
+		}
+	}
+}
