@@ -1,9 +1,12 @@
 package main
 
 import (
+	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestQABadFlagsExit2 collects bad flag values found in review that must be
@@ -17,4 +20,22 @@ func TestQABadFlagsExit2(t *testing.T) {
 		_, _, err := runCLI(t, args...)
 		assert.Equal(t, 2, exitCode(err), "%v: %v", args, err)
 	}
+}
+
+// TestQAReportBaselineExampleRuns runs report -h's --baseline example on the
+// directory compare -h's first example writes (fewer requests): the baseline
+// it names must be one of that compare's runs.
+func TestQAReportBaselineExampleRuns(t *testing.T) {
+	help, _, err := runCLI(t, "report", "-h")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`pdemu report cmp --baseline (\S+)`).FindStringSubmatch(help)
+	require.NotNil(t, m, "report -h has a --baseline example on cmp")
+	chelp, _, err := runCLI(t, "compare", "-h")
+	require.NoError(t, err)
+	require.Contains(t, chelp, "pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --out cmp")
+	cmp := filepath.Join(t.TempDir(), "cmp")
+	_, _, err = runCLI(t, "compare", "1p3d-mlx5", "vanilla-pd-1p3d", "dp4", "--max-requests", "20", "-q", "--out", cmp)
+	require.NoError(t, err)
+	_, _, err = runCLI(t, "report", cmp, "--baseline", m[1], "--out", filepath.Join(cmp, "report.html"))
+	require.NoError(t, err, "report -h's example baseline %q", m[1])
 }
