@@ -430,7 +430,7 @@ func (c *checker) bucketRange(bh *bucketHCL, ctx *hcl.EvalContext) bucketRange {
 		return br
 	}
 	var v []int
-	if !c.decoded(gohcl.DecodeExpression(bh.InputTokens, ctx, &v)) {
+	if !c.decoded(gohcl.DecodeExpression(wholeExpr{bh.InputTokens}, ctx, &v)) {
 		return br
 	}
 	const usage = "\"input_tokens\" is the bucket's inclusive range of input lengths, [MIN, MAX], e.g. input_tokens = [0, 32768]."
