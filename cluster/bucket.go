@@ -35,6 +35,9 @@ type bucketNode struct {
 	rec      *metrics.LinkRecorder // links.csv (nil: not recorded)
 
 	f *bucketFaults // nil: no faults
+	// aborts are the Aborts of requests no instance held when they came
+	// (still in the global router, a probe or a fetch), until AbortDone.
+	aborts map[int64]bool
 	// evictions are the instances' prefix-cache evictions (evictions.csv).
 	evictions []metrics.EvictionRow
 }
@@ -173,6 +176,13 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		}
 	case Submit:
 		n.submit(now, m.Job, m.Inst)
+	case Abort:
+		if n.aborts == nil {
+			n.aborts = map[int64]bool{}
+		}
+		n.aborts[m.ID] = true
+	case AbortDone:
+		delete(n.aborts, m.ID)
 	}
 	next, has := time.Duration(0), false
 	if n.nic != nil {
@@ -197,6 +207,16 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		if n.rec != nil {
 			b, r := n.nic.Load(now)
 			n.rec.Link(now, n.nic.Config().Name, b, r, n.nic.Active())
+		}
+	}
+	// A request whose client went away leaves the instance that holds it
+	// (now or once it arrives there).
+	for id := range n.aborts {
+		for _, c := range n.cores {
+			if c.Abort(now, id) {
+				delete(n.aborts, id)
+				break
+			}
 		}
 	}
 	for i, c := range n.cores {

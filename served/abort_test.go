@@ -51,7 +51,13 @@ func scrape(t *testing.T, base, label string) map[string]float64 {
 // request_success_total{finished_reason="abort"}) and the run's
 // conservation check holds.
 func TestServeAbortsOnDisconnect(t *testing.T) {
-	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1})
+	for _, sc := range []string{scenarios.Default, "buckets-3.hcl"} {
+		t.Run(sc, func(t *testing.T) { abortsOnDisconnect(t, sc) })
+	}
+}
+
+func abortsOnDisconnect(t *testing.T, scenario string) {
+	base, stop := startServe(t, scenario, Options{TimeScale: 1})
 	const streams = 4
 	for i := range streams {
 		ctx, cancel := context.WithCancel(context.Background())

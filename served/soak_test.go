@@ -102,13 +102,15 @@ func TestSoak(t *testing.T) {
 					req.Header.Set("X-Session-Id", fmt.Sprintf("soak-%d-%d", c, conv))
 					res, err := hc.Do(req)
 					if err != nil {
-						failures.Add(1)
+						if failures.Add(1) <= 5 {
+							t.Logf("request %d: %v", i, err)
+						}
 						continue
 					}
-					_, _ = io.Copy(io.Discard, res.Body)
+					b, _ := io.ReadAll(res.Body)
 					res.Body.Close()
-					if res.StatusCode != http.StatusOK {
-						failures.Add(1)
+					if res.StatusCode != http.StatusOK && failures.Add(1) <= 5 {
+						t.Logf("request %d: %d %s", i, res.StatusCode, b)
 					}
 					sample(i)
 				}

@@ -54,19 +54,27 @@ func newServeCmd() *cobra.Command {
 its workload block:
 
   POST /v1/chat/completions, POST /v1/completions (streaming or not)
-  GET  /v1/models, /health, /metrics (Prometheus; vLLM-compatible names)
+  POST /tokenize, /detokenize; GET /v1/models[/{id}], /health[/ready]
+  GET  /metrics (Prometheus; every family of vLLM's reference dashboard)
+
+It runs through the same runtime as run: the scenario's faults fire (a
+request a crash lost is retried by the router, or ends in 503 with
+Retry-After); a client that disconnects has its request aborted. Every
+request parameter is applied, a documented no-op, or refused with 400
+naming it (docs/SERVE.md, Conformance); /v1/models reports the context
+the cluster admits.
 
 Each prompt is cut into 24-token blocks hashed as a chain, so a
 conversation re-sent with its history reuses its KV exactly as a trace
 does; the session comes from the X-Session-Id header, else the "user"
-field, else the conversation's opening. Tokens stream at the emulated
-decode's pace (scaled by --time-scale). docs/SERVE.md has the details and
-how to point clients and load generators at it.
+field, else the conversation's opening, and holds only while each prompt
+extends the previous one. Tokens stream at the emulated decode's pace
+(scaled by --time-scale).
 
 The server binds to loopback unless --allow-remote. SIGINT/SIGTERM drain:
-new requests get 503, streams in flight end normally; then the run's
-outputs are written to --out (per_request.csv, summary.json, ...; marked
-partial if the drain was cut).
+/health and new requests get 503 with Retry-After, requests in flight end
+normally; then the run's outputs are written to --out. A second signal
+stops waiting (outputs marked partial, exit 130/143).
 
 ` + exitCodesHelp,
 		Example: `  pdemu serve
