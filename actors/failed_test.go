@@ -3,12 +3,14 @@ package actors
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -58,4 +60,48 @@ func TestCleanRunHasNoError(t *testing.T) {
 	assert.Empty(t, res.Summary.Error)
 	assert.Empty(t, res.Summary.MissingIDs)
 	assert.False(t, res.Summary.Partial)
+}
+
+// TestFaultAfterTheEndIsListedNotReached: a fault scheduled after the
+// run's end left no trace; it is listed as not reached, with a warning.
+func TestFaultAfterTheEndIsListedNotReached(t *testing.T) {
+	src, err := scenarios.Read("1p3d-mlx5.hcl")
+	require.NoError(t, err)
+	src = append(src, "\ndecode \"d9\" {\n  gpu = \"H200-SXM\"\n  model = \"qwen3-coder-30b-a3b\"\n  crash {\n    at = \"8000h\"\n  }\n}\nlink \"p0\" \"d9\" {\n  transport = \"rdma\"\n  device = \"mlx5_9\"\n  bandwidth = \"200Gbps\"\n}\n"...)
+	spec, err := topology.Parse("<embedded>/x.hcl", src, topology.Options{})
+	require.NoError(t, err)
+	spec = small(spec, 2, 3)
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	f := res.Summary.Faults
+	require.NotNil(t, f)
+	require.Len(t, f.NotReached, 1)
+	assert.Equal(t, "d9", f.NotReached[0].Node)
+	assert.Empty(t, res.Faults, "it never happened: not in faults.csv")
+	found := false
+	for _, w := range res.Summary.Warnings {
+		found = found || strings.Contains(w, "not reached")
+	}
+	assert.True(t, found, "%v", res.Summary.Warnings)
+}
+
+// TestBucketCrashDetected: a whole bucket's crash is detected (the
+// global router's probe), and the reason of a request that waited for it
+// names it. Bucket crashes were never "detected" when a lost request's
+// Retry reached the global router before the probe.
+func TestBucketCrashDetected(t *testing.T) {
+	src := []byte("extends = \"buckets-3.hcl\"\nbucket \"short\" {\n  crash {\n    at = \"20s\"\n    restart_after = \"30s\"\n  }\n}\n")
+	spec, err := topology.Parse("<embedded>/b.hcl", src, topology.Options{})
+	require.NoError(t, err)
+	spec.Workload.MaxRequests = 400
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	require.Len(t, res.Faults, 1)
+	f := res.Faults[0]
+	assert.GreaterOrEqual(t, f.Detected, f.At, "detected")
+	for _, r := range res.Records {
+		if strings.Contains(r.Reason, "fault: bucket down") {
+			assert.Contains(t, r.Reason, "fault: bucket down (bucket:short crashed)")
+		}
+	}
 }

@@ -95,9 +95,16 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	if st := cl.Sessions(); st != nil {
 		res.Sessions, sum.Router = sessionRows(tally.Sessions(), st)
 	}
-	res.Faults = metrics.FaultsUntil(cl.Faults(), res.End)
+	all := cl.Faults()
+	res.Faults = metrics.FaultsUntil(all, res.End)
 	tally.Recover(res.Faults)
 	sum.Faults = metrics.SummarizeFaults(res.Faults)
+	if nr := metrics.NotReached(all, res.End); len(nr) > 0 {
+		if sum.Faults == nil {
+			sum.Faults = &metrics.FaultSummary{List: []metrics.FaultReport{}}
+		}
+		sum.Faults.NotReached = nr
+	}
 	if wr, ok := src.(workload.Warner); ok {
 		sum.Trace.Warnings = wr.Warnings()
 	}

@@ -32,8 +32,8 @@ func (c *Cluster) Faults() []metrics.FaultRecord {
 				r.Retried += s.retried
 				r.Failed += s.failed
 				r.Reseeded += s.reseeded
-				if s.detected >= 0 {
-					r.Detected = s.detected
+				if s.detected >= 0 && (r.Detected < 0 || s.detected < r.Detected) {
+					r.Detected = s.detected // the first node to notice
 				}
 			}
 		}

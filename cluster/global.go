@@ -86,7 +86,8 @@ func (n *globalNode) decide(now time.Duration, job *gpu.Job, views []bucket.Buck
 	}
 	if n.f != nil && n.f.down[dec.Bucket] != 0 {
 		// Known down: the request waits (a retry) instead.
-		job.Failed, job.FaultHit = "fault: bucket down", n.f.down[dec.Bucket]
+		id := n.f.down[dec.Bucket]
+		job.Failed, job.FaultHit = "fault: bucket down ("+n.f.events[id-1].Name+" crashed)", id
 		n.send(n.self, Retry{Job: job}, n.f.detect)
 		return
 	}
@@ -113,8 +114,13 @@ func (n *globalNode) faultHandle(now time.Duration, msg any) bool {
 			return true
 		}
 		f.down[e.Index] = int32(m.Fault + 1)
-		if f.stats[m.Fault] == nil {
-			f.stats[m.Fault] = &faultStats{detected: now}
+		st := f.stats[m.Fault]
+		if st == nil { // a Retry may have created it first, undetected
+			st = &faultStats{detected: -1}
+			f.stats[m.Fault] = st
+		}
+		if st.detected < 0 {
+			st.detected = now
 		}
 		return true
 	case Retry:

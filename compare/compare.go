@@ -9,6 +9,14 @@
 // byte-identical to running it alone and do not depend on Jobs. Loading
 // (HCL, --set, --router) is the caller's, through Options.Load, so that
 // this package does not depend on how overrides are applied.
+//
+// Sharding (shard.go, merge.go): Plan.Runs numbers every run and stamps
+// it with the plan's size and digest; Options.Shard runs the rows with
+// index mod N == I after loading every row; Merge orders the run
+// directories of a plan's shards back into plan order and refuses (a
+// *MergeError naming the rows) runs of different plans, rows missing or
+// given twice, unfinished runs, and rows that read different scenario or
+// trace files or ran on different pdemu versions.
 package compare
 
 import (

@@ -2,10 +2,12 @@ package compare_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -289,4 +291,71 @@ func TestExecuteShard(t *testing.T) {
 	bad[5].Set = []string{"workload.nope=1"}
 	_, err = compare.Execute(context.Background(), bad, compare.Options{Out: t.TempDir(), Load: testLoad, Shard: &compare.Shard{Index: 0, Count: 3}})
 	require.ErrorAs(t, err, &le, "row 5 is shard 2's, and stops shard 0 too")
+}
+
+// For any plan and shard count, the shards' run directories given in any
+// order merge into plan order; dropping any shard's directory is refused
+// and names exactly the rows dropped.
+func TestMergeProperty(t *testing.T) {
+	base := t.TempDir()
+	n := 0
+	rapid.Check(t, func(t *rapid.T) {
+		p := randomPlan(t)
+		runs, err := p.Runs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) > 60 {
+			return // the partition property covers big plans; this one writes files
+		}
+		shards := rapid.IntRange(1, len(runs)+2).Draw(t, "shards")
+		n++
+		root := filepath.Join(base, strconv.Itoa(n))
+		var dirs []string
+		byShard := map[int][]string{}
+		for i, r := range runs {
+			out := filepath.Join(root, strconv.Itoa(i%shards))
+			d := compare.RunDir(out, r.Name)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := report.WriteParams(d, r); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "summary.json"), []byte("{}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dirs = append(dirs, d)
+			byShard[i%shards] = append(byShard[i%shards], d)
+		}
+		perm := rapid.Permutation(dirs).Draw(t, "order")
+		got, err := compare.Merge(perm)
+		if err != nil {
+			t.Fatalf("complete plan refused: %v", err)
+		}
+		for i, d := range got {
+			if d != dirs[i] {
+				t.Fatalf("row %d: got %s, want %s", i, d, dirs[i])
+			}
+		}
+		if shards < 2 || len(runs) < 2 {
+			return // dropping a shard must leave some runs to merge
+		}
+		drop := rapid.IntRange(0, min(shards, len(runs))-1).Draw(t, "drop") // a shard with rows
+		var kept []string
+		for s := range shards {
+			if s != drop {
+				kept = append(kept, byShard[s]...)
+			}
+		}
+		_, err = compare.Merge(kept)
+		var me *compare.MergeError
+		if !errors.As(err, &me) {
+			t.Fatalf("shard %d of %d dropped, merge gave %v", drop, shards, err)
+		}
+		want := fmt.Sprintf("%d of the plan's %d rows are missing", len(byShard[drop]), len(runs))
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("want %q in %v", want, err)
+		}
+	})
 }

@@ -52,10 +52,10 @@ func (r *Report) write(w io.Writer, md bool) error {
 		}
 		var bits []string
 		if len(f.DependsOn) > 0 {
-			bits = append(bits, fmt.Sprintf("fitted to it: %v", f.DependsOn))
+			bits = append(bits, "fitted to it: "+strings.Join(f.DependsOn, ", "))
 		}
 		if len(f.DecidedBy) > 0 {
-			bits = append(bits, fmt.Sprintf("decided by: %v", f.DecidedBy))
+			bits = append(bits, "decided by: "+strings.Join(f.DecidedBy, ", "))
 		}
 		bits = append(bits, f.Attribution...)
 		if md {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Sensitivity (issue 19, `--sensitivity`): every fitted and assumed
@@ -257,9 +258,9 @@ func (s *Sensitivity) table() Table {
 		}
 		dec := "—"
 		if len(fs.DecidedBy) > 0 {
-			dec = fmt.Sprint(fs.DecidedBy)
+			dec = strings.Join(fs.DecidedBy, ", ")
 		}
-		t.Rows = append(t.Rows, []string{fs.Figure, d.format(fs.Base), dec, fmt.Sprint(moves)})
+		t.Rows = append(t.Rows, []string{fs.Figure, d.format(fs.Base), dec, strings.Join(moves, "; ")})
 	}
 	return t
 }

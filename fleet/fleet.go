@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -1069,6 +1070,19 @@ func (f *Fleet) holdFor(engine string, r *workload.Request) *Handoff {
 		}
 	}
 	return best
+}
+
+// InFlight is every job submitted and not ended, by request ID (for a
+// run cut short: per_request.csv's unfinished rows).
+func (f *Fleet) InFlight() []*gpu.Job {
+	var out []*gpu.Job
+	for _, w := range f.workers {
+		for _, j := range w.inflight {
+			out = append(out, j)
+		}
+	}
+	slices.SortFunc(out, func(a, b *gpu.Job) int { return cmp.Compare(a.Req.ID, b.Req.ID) })
+	return out
 }
 
 // Holds is the number of hand-offs waiting to be pulled.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -565,4 +566,58 @@ func gauge(scrape, metric, worker string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// TestGatewayLoad measures the fleet behind the gateway: N concurrent
+// agent sessions (PDEMU_FLEET_LOAD_CLIENTS, default: skipped) of two turns
+// each, every turn a P→D hand-off, at time scale 1.
+func TestGatewayLoad(t *testing.T) {
+	n := 0
+	fmt.Sscan(os.Getenv("PDEMU_FLEET_LOAD_CLIENTS"), &n)
+	if n <= 0 {
+		t.Skip("set PDEMU_FLEET_LOAD_CLIENTS=N to measure N concurrent sessions through the gateway")
+	}
+	fu := startFleet(t, fleetserve.Options{TimeScale: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := newGateway(t, ctx, fu.listing.Admin)
+	g.listing()
+	time.Sleep(300 * time.Millisecond)
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = 4 * n
+	start := time.Now()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for s := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ss := newSession(gw.URL, fmt.Sprint("load-", s))
+			for turn := range 2 {
+				ss.msgs = append(ss.msgs, openai.UserMessage(fmt.Sprintf("turn %d: %s", turn, strings.Repeat("fix the bug. ", 10))))
+				r, err := ss.c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", Messages: ss.msgs, MaxTokens: openai.Int(16)})
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				ss.msgs = append(ss.msgs, openai.AssistantMessage(r.Choices[0].Message.Content))
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	g.quiet()
+	fu.stop(t)
+	rr, err := fu.res.RunResult(loadSpec(t))
+	require.NoError(t, err)
+	s := rr.Summary
+	t.Logf("%d sessions x 2 turns: wall %v, %d worker calls (%d failed), client errors %d, TTFT of all worker calls p50 %.1f ms p99 %.1f ms (a prefill call's is its prefill; a decode call's counts from its own arrival), KV batches %d sent %d dropped",
+		n, wall.Round(time.Millisecond), s.Requests.Total, s.Requests.Failed, failed.Load(), s.TTFT.P50, s.TTFT.P99, fu.res.KVSent, fu.res.KVDropped)
+	assert.Zero(t, failed.Load())
+	assert.Equal(t, s.Requests.Total, s.Requests.Completed)
+	assert.Equal(t, 4*n, s.Requests.Total, "a prefill and a decode call per turn")
+	for w, blocks := range fu.res.Residency {
+		assert.Eventually(t, func() bool { return equal(blocks, g.idx.Blocks(w)) }, 5*time.Second, 5*time.Millisecond, w)
+	}
 }

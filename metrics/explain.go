@@ -295,6 +295,10 @@ func Warnings(s Summary) []string {
 	if s.Clock.Fidelity == FidelityDistorted {
 		w = append(w, WallWarning(s.Clock))
 	}
+	if s.Faults != nil && len(s.Faults.NotReached) > 0 {
+		w = append(w, fmt.Sprintf("%d faults were scheduled after the run's end (first at %.3f s) and were not reached (summary.json faults.not_reached)",
+			len(s.Faults.NotReached), s.Faults.NotReached[0].AtMS/1e3))
+	}
 	for _, m := range s.Trace.Warnings {
 		w = append(w, "trace: "+m)
 	}

@@ -188,6 +188,21 @@ type FaultSummary struct {
 	// Restarts: the actor runtime's supervisor restarts per actor (an
 	// injected crash fails the node's actor; filled by package actors).
 	Restarts map[string]int `json:"actor_restarts,omitempty"`
+	// NotReached lists the faults scheduled after the run's end (absent
+	// when none): they never happened, and are not in List or faults.csv.
+	NotReached []FaultReport `json:"not_reached,omitempty"`
+}
+
+// NotReached returns the faults scheduled after end (the run's end), as
+// summary.json faults.not_reached lists them.
+func NotReached(faults []FaultRecord, end time.Duration) []FaultReport {
+	var out []FaultReport
+	for _, f := range faults {
+		if f.At > end {
+			out = append(out, FaultReport{Kind: f.Kind, Node: f.Node, AtMS: float64(f.At) / 1e6, DetectedMS: -1, RecoveryMS: -1})
+		}
+	}
+	return out
 }
 
 // FaultReport is one fault in summary.json.

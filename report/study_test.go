@@ -555,3 +555,31 @@ func TestRunsShownByWorkload(t *testing.T) {
 	mix := string(page.Figures[0].SVG)
 	assert.Greater(t, strings.Index(mix, ">vanilla__trace=cc<"), strings.Index(mix, ">kvc__trace=swe<"), "the mode mix lists runs top-down in the table order (its labels are drawn bottom-up)")
 }
+
+// Keeping only the columns the report reads changes nothing in what it
+// builds: a column a new figure reads must be added to the kept lists.
+func TestColumnProjectionChangesNothing(t *testing.T) {
+	root, _ := loadStudy(t, studyFixtures())
+	build := func() []byte {
+		ents, err := os.ReadDir(filepath.Join(root, "runs"))
+		require.NoError(t, err)
+		var dirs []string
+		for _, e := range ents {
+			dirs = append(dirs, filepath.Join(root, "runs", e.Name()))
+		}
+		runs, err := LoadAll(dirs)
+		require.NoError(t, err)
+		page, err := BuildWith(Options{Title: "s", BaseDir: root}, runs)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		rows, err := MakeRows(runs)
+		require.NoError(t, err)
+		require.NoError(t, WriteCSV(&b, rows))
+		return append(page.HTML, b.Bytes()...)
+	}
+	projected := build()
+	rc, ic, lc := requestColumns, instanceColumns, linkColumns
+	requestColumns, instanceColumns, linkColumns = nil, nil, nil
+	defer func() { requestColumns, instanceColumns, linkColumns = rc, ic, lc }()
+	assert.Equal(t, string(build()), string(projected))
+}

@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -215,5 +217,39 @@ func (c *checker) link(lh *linkHCL) (Link, map[string]bool) {
 			l.Faults = append(l.Faults, fs...)
 		}
 	}
+	c.degradeFloor(&l, lh)
 	return l, valid
+}
+
+// degradeFloor refuses degradations that take the link below
+// MinBandwidth (a degrade = 1e-9 made a 200 Gb/s link 200 b/s, the
+// bandwidth bound bypassed: a run of many emulated years). Degradations
+// compound until a restore, in time order.
+func (c *checker) degradeFloor(l *Link, lh *linkHCL) {
+	if l.Bandwidth <= 0 {
+		return
+	}
+	fs := slices.Clone(l.Faults)
+	slices.SortStableFunc(fs, func(a, b LinkFault) int { return cmp.Compare(a.At, b.At) })
+	f := 1.0
+	for _, x := range fs {
+		switch x.Kind {
+		case FaultDegrade:
+			f *= x.Factor
+			if l.Bandwidth*f < MinBandwidth {
+				rng := lh.DefRange
+				for i := range lh.Faults {
+					if d := lh.Faults[i].Degrade; d != nil && *d == x.Factor {
+						rng = lh.Faults[i].DegradeRange
+					}
+				}
+				c.errorf(rng, "Degraded below the bandwidth floor",
+					"With the degradations up to %s the link's bandwidth is %.3g b/s, below the %g b/s floor of any bandwidth (docs/MODEL.md §6). Use a larger factor, or cut = true for a dead link.",
+					x.At, 8*l.Bandwidth*f, 8*MinBandwidth)
+				return
+			}
+		case FaultRestore:
+			f = 1
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"maps"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -204,7 +205,7 @@ func parse(p *hclparse.Parser, filename string, src []byte, opts Options) (*Spec
 	}
 	rest := ov.wrap(dynblock.Expand(vh.Remain, ctx))
 	var fh fileHCL
-	c.decoded(gohcl.DecodeBody(rest, ctx, &fh))
+	c.decoded(gohcl.DecodeBody(wholeInts(rest, reflect.TypeOf(fh)), ctx, &fh))
 	spec := c.build(filename, &fh, ctx, fileStart)
 	if spec != nil {
 		spec.Digest = digestFiles(files)

@@ -108,7 +108,11 @@ func numParam[T int | float64](name, help string, field func(*Router) *T, check 
 func numField[T int | float64](name, help string, field func(*routerOut) *T, check func(T) string) routerParam {
 	return routerParam{name: name, help: help, apply: func(c *checker, attr *hcl.Attribute, ctx *hcl.EvalContext, o *routerOut) {
 		var v T
-		if !c.decoded(gohcl.DecodeExpression(attr.Expr, ctx, &v)) {
+		expr := attr.Expr
+		if _, isInt := any(v).(int); isInt {
+			expr = wholeExpr{expr} // never truncated (wholeint.go)
+		}
+		if !c.decoded(gohcl.DecodeExpression(expr, ctx, &v)) {
 			return
 		}
 		*field(o) = checkNum(c, &v, attr.Range, *field(o), name, help, check)

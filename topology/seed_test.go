@@ -33,3 +33,37 @@ func TestCountsAndSeedsAreWhole(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "got 4.5")
 }
+
+// TestCountsAreNeverTruncated: gohcl truncated every integer attribute
+// (sessions = 2.5 ran 2 sessions); each is now an error at the attribute.
+func TestCountsAreNeverTruncated(t *testing.T) {
+	for _, c := range []struct{ old, new string }{
+		{`decode "d0" {`, "decode \"d0\" {\n  tp = 1.5"},
+		{`decode "d0" {`, "decode \"d0\" {\n  kv_budget_tokens = 1000.5"},
+		{`router "kvc" {}`, "router \"kvc\" {\n  epsilon = 2.5\n}"},
+		{`router "kvc" {}`, "router \"kvc\" {}\nworkload {\n  max_requests = 10.5\n}"},
+		{`router "kvc" {}`, "router \"kvc\" {}\nworkload {\n  generator \"agentic\" {\n    sessions = 5 / 2\n  }\n}"},
+	} {
+		src := strings.Replace(minimal, c.old, c.new, 1)
+		msg := parseErr(t, src, Options{})
+		assert.Contains(t, msg, "Not a whole number", c.new)
+		assert.Contains(t, msg, "test.hcl:", c.new)
+	}
+	spec := mustParse(t, strings.Replace(minimal, `router "kvc" {}`, "router \"kvc\" {\n  epsilon = 6 / 2\n}", 1), Options{})
+	assert.Equal(t, 3, spec.Router.Epsilon, "a whole result of an expression is fine")
+	assert.Contains(t, parseErr(t, strings.Replace(twoBuckets, "[0, 99]", "[0, 99.5]", 1), Options{}), "Not a whole number")
+}
+
+// TestDegradeFloor: a degradation below the bandwidth floor (1e-9 of 200
+// Gb/s is 200 b/s) is refused; compounding counts, a restore resets it.
+func TestDegradeFloor(t *testing.T) {
+	fault := func(at, kv string) string {
+		return "\n fault {\n  at = \"" + at + "\"\n  " + kv + "\n }"
+	}
+	with := func(fs ...string) string {
+		return strings.Replace(minimal, `bandwidth = "200Gbps"`, `bandwidth = "200Gbps"`+strings.Join(fs, ""), 1)
+	}
+	assert.Contains(t, parseErr(t, with(fault("1s", "degrade = 1e-9")), Options{}), "below the bandwidth floor")
+	assert.Contains(t, parseErr(t, with(fault("1s", "degrade = 1e-3"), fault("2s", "degrade = 1e-3")), Options{}), "below the bandwidth floor")
+	mustParse(t, with(fault("1s", "degrade = 1e-3"), fault("2s", "restore = true"), fault("3s", "degrade = 1e-3")), Options{})
+}
