@@ -8,9 +8,11 @@
 #
 # Skips (exit 0, with a line saying why) when it cannot install or start
 # Slurm: not root, no apt-get, the packages unavailable, a daemon that does
-# not come up. Every wait has a timeout; the whole script is bounded by
-# SLURM_TEST_TIMEOUT (default 300 s). Everything it starts is stopped by
-# pid on exit.
+# not come up. Every step is bounded: apt-get update 90 s and install 180 s
+# (then it skips), each daemon 20-30 s (then it skips), the array
+# SLURM_TEST_TIMEOUT (default 120 s) and the merge 60 s (then it fails).
+# Everything it starts is stopped by pid on exit. About 12 s once the
+# packages are installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,8 +23,8 @@ log() { echo "== slurm: $*"; }
 if ! command -v sbatch >/dev/null || ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   command -v apt-get >/dev/null || skip "no apt-get to install slurm-wlm"
   log "installing slurm-wlm and munge with apt-get"
-  timeout 120 apt-get update -qq >/dev/null 2>&1 || skip "apt-get update failed"
-  DEBIAN_FRONTEND=noninteractive timeout 240 apt-get install -y -qq slurm-wlm munge >/dev/null 2>&1 ||
+  timeout 90 apt-get update -qq >/dev/null 2>&1 || skip "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive timeout 180 apt-get install -y -qq slurm-wlm munge >/dev/null 2>&1 ||
     skip "apt-get install slurm-wlm munge failed"
 fi
 
@@ -122,8 +124,8 @@ mkdir -p "$work/sharded"
 log "sbatch --array (3 tasks)"
 jid=$(sbatch --parsable "$work/array.sh")
 # --wait on a job: poll squeue until the array has left the queue.
-waitfor "${SLURM_TEST_TIMEOUT:-300}" "array $jid" sh -c "[ -z \"\$(squeue -h -j $jid 2>/dev/null)\" ]" ||
-  { echo "== slurm: FAILED: array $jid still queued after ${SLURM_TEST_TIMEOUT:-300} s"; squeue; exit 1; }
+waitfor "${SLURM_TEST_TIMEOUT:-120}" "array $jid" sh -c "[ -z \"\$(squeue -h -j $jid 2>/dev/null)\" ]" ||
+  { echo "== slurm: FAILED: array $jid still queued after ${SLURM_TEST_TIMEOUT:-120} s"; squeue; exit 1; }
 ok=$(ls "$work/sharded"/pdemu-*.out 2>/dev/null | wc -l)
 [ "$ok" = 3 ] || { echo "== slurm: FAILED: $ok of 3 task logs"; ls -la "$work/sharded"; exit 1; }
 runs=$(ls "$work/sharded/runs" | wc -l)
@@ -135,7 +137,7 @@ log "3 array tasks wrote $runs runs (task logs: $(cat "$work/sharded"/pdemu-*.ou
 merge=$(sed -n 's/^#   \(sbatch --dependency=afterok:\$jid .*\)$/\1/p' "$work/array.sh")
 [ -n "$merge" ] || { echo "== slurm: FAILED: no merge step in the emitted script"; cat "$work/array.sh"; exit 1; }
 mjid=$(eval "${merge/sbatch /sbatch --parsable --output=$work/merge.out }")
-waitfor 120 "merge $mjid" sh -c "[ -z \"\$(squeue -h -j $mjid 2>/dev/null)\" ]" ||
+waitfor 60 "merge $mjid" sh -c "[ -z \"\$(squeue -h -j $mjid 2>/dev/null)\" ]" ||
   { echo "== slurm: FAILED: merge job still queued"; exit 1; }
 grep -q "report of 8 runs" "$work/merge.out" || { echo "== slurm: FAILED: merge:"; cat "$work/merge.out"; exit 1; }
 

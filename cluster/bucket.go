@@ -35,6 +35,11 @@ type bucketNode struct {
 	rec      *metrics.LinkRecorder // links.csv (nil: not recorded)
 
 	f *bucketFaults // nil: no faults
+	// aborts are the Aborts of requests no instance held when they came
+	// (still in the global router, a probe or a fetch), until AbortDone.
+	aborts map[int64]bool
+	// evictions are the instances' prefix-cache evictions (evictions.csv).
+	evictions []metrics.EvictionRow
 }
 
 // fetch is a prefix being copied from another instance of the bucket.
@@ -171,6 +176,13 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		}
 	case Submit:
 		n.submit(now, m.Job, m.Inst)
+	case Abort:
+		if n.aborts == nil {
+			n.aborts = map[int64]bool{}
+		}
+		n.aborts[m.ID] = true
+	case AbortDone:
+		delete(n.aborts, m.ID)
 	}
 	next, has := time.Duration(0), false
 	if n.nic != nil {
@@ -197,6 +209,16 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 			n.rec.Link(now, n.nic.Config().Name, b, r, n.nic.Active())
 		}
 	}
+	// A request whose client went away leaves the instance that holds it
+	// (now or once it arrives there).
+	for id := range n.aborts {
+		for _, c := range n.cores {
+			if c.Abort(now, id) {
+				delete(n.aborts, id)
+				break
+			}
+		}
+	}
 	for i, c := range n.cores {
 		rd := c.Ready()
 		for _, ev := range rd.Out {
@@ -209,6 +231,8 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 				n.send(n.collector, JobEnded{ev.Job}, 0)
 			case gpu.EvBlocksEvicted:
 				n.local.Evicted(i, ev.Blocks, now)
+				n.evictions = append(n.evictions, metrics.EvictionRow{At: now, Worker: n.series[i].Worker,
+					Tokens: ev.Tokens, Cause: ev.Cause.String(), For: -1}) // kvcause.go
 			}
 		}
 		n.series[i].Observe(now, c.Used(), c.Queued(), c.Running())

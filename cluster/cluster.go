@@ -3,7 +3,6 @@ package cluster
 import (
 	"fmt"
 
-	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/policy"
 	"github.com/pdemu/pdemu/topology"
@@ -157,7 +156,7 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	for ni, n := range b.nics {
 		c.links.NIC(n.name, n.nic.Config().LineRate)
 		ln := &linkNode{nic: n.nic, bytesPerToken: n.bytesTok, rateCap: n.rateCap, decode: rtr.decode,
-			inflight: map[uint64]*gpu.Job{}, name: n.name, rec: c.links, f: linkFaults[ni]}
+			name: n.name, rec: c.links, f: linkFaults[ni]}
 		links, linkPrefill = append(links, ln), append(linkPrefill, n.prefill)
 		a := c.add(ln, "link:"+n.name, KindLink)
 		n.rateCap.each(func(d int, _ float64) { pres[n.prefill].links[d] = a })

@@ -47,6 +47,8 @@
 //	 EndOfInput   | run → driver       | — (open-ended runs: no more requests from outside)                                 | -
 //	 Abort        | run → decode       | request id whose client went away (served runs)                                    | -
 //	 AbortDone    | run → decode       | request id that ended: forget its Abort                                            | -
+//	 Abort        | run → bucket       | request id whose client went away (served runs)                                    | -
+//	 AbortDone    | run → bucket       | request id that ended: forget its Abort                                            | -
 //	 NewJob       | driver → router    | new Job (P = D = -1, Arrival set)                                                  | router
 //	 NewJob       | driver → global    | new Job                                                                            | global router
 //	 DriverDone   | driver → collector | requests released in total                                                         | -

@@ -3,7 +3,6 @@ package cluster
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
@@ -23,7 +22,7 @@ import (
 const (
 	CauseFirstTurn     = "first-turn"     // Seed: the session's first turn
 	CauseNeverResident = "never-resident" // Reseed: no earlier turn left KV anywhere (all were Fallbacks or failed)
-	CauseRejected      = "rejected:"      // + the admission rejections of this dispatch, joined by '+'
+	CauseRejected      = "rejected:"      // + the admission rejections of this dispatch, each distinct one once with (xN), joined by '+'
 	CauseBlacklisted   = "blacklisted"    // the session's decode worker (or every one) blacklists it
 	CauseRerouted      = "rerouted"       // Route chose another worker than the one holding the session's KV
 )
@@ -90,7 +89,7 @@ func (c *kvCauses) cause(pol RouterPolicy, job *gpu.Job, ds *policy.Dispatch, st
 		return CauseFirstTurn
 	case policy.ModeFallback:
 		if len(ds.Reasons) > 0 {
-			return CauseRejected + strings.Join(ds.Reasons, "+")
+			return CauseRejected + metrics.CompactReasons("+", ds.Reasons)
 		}
 		if bl != nil {
 			return CauseBlacklisted
@@ -105,7 +104,7 @@ func (c *kvCauses) cause(pol RouterPolicy, job *gpu.Job, ds *policy.Dispatch, st
 		}
 		if int(t.d) != st.D {
 			if len(ds.Reasons) > 0 {
-				return CauseRejected + strings.Join(ds.Reasons, "+")
+				return CauseRejected + metrics.CompactReasons("+", ds.Reasons)
 			}
 			if bl != nil && bl.Blacklisted(s, int(t.d)) {
 				return CauseBlacklisted
@@ -172,18 +171,20 @@ func (n *decodeNode) recordCrash(now time.Duration) {
 	}
 }
 
-// Evictions returns every decode worker's evictions.csv rows after the
-// run, in time order (ties: worker order, then the order they happened).
+// Evictions returns every decode worker's evictions.csv rows, and the
+// fused workers' prefix-cache evictions, after the run, in time order
+// (ties: node order, then the order they happened).
 func (c *Cluster) Evictions() []metrics.EvictionRow {
 	var out []metrics.EvictionRow
 	for i, n := range c.Nodes {
-		dn, ok := n.(*decodeNode)
-		if !ok {
-			continue
-		}
-		for _, r := range dn.evictions {
-			r.Worker = c.Names[i]
-			out = append(out, r)
+		switch dn := n.(type) {
+		case *decodeNode:
+			for _, r := range dn.evictions {
+				r.Worker = c.Names[i]
+				out = append(out, r)
+			}
+		case *bucketNode:
+			out = append(out, dn.evictions...)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b metrics.EvictionRow) int {

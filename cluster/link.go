@@ -32,6 +32,9 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 		j.TransferBytes = int64(j.Req.InputLen) * n.bytesPerToken
 		j.TransferStart = now
 		id := uint64(j.Req.ID)
+		if n.inflight == nil { // made on first use: most NICs of a big mesh never carry a transfer
+			n.inflight = map[uint64]*gpu.Job{}
+		}
 		n.inflight[id] = j
 		n.nic.Start(now, id, j.TransferBytes, n.rateCap.at(j.D))
 	}

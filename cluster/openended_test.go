@@ -69,7 +69,7 @@ func TestOpenEndedRunFiresFaults(t *testing.T) {
 // at done, as a server's feeder does when request id's client goes away.
 func abortAll(net *clustertest.Net, id int64, at, done time.Duration) {
 	for a, k := range net.Cluster.Kinds {
-		if k == cluster.KindDecode {
+		if k == cluster.KindDecode || k == cluster.KindBucket {
 			net.Inject(cluster.Addr(a), at, cluster.Abort{ID: id})
 			net.Inject(cluster.Addr(a), done, cluster.AbortDone{ID: id})
 		}
@@ -81,9 +81,14 @@ func abortAll(net *clustertest.Net, id int64, at, done time.Duration) {
 // it (while it is still being prefilled), and ends once, aborted; the
 // other requests complete.
 func TestOpenEndedAbort(t *testing.T) {
-	for _, at := range []time.Duration{time.Millisecond + 1, 3 * time.Second} {
-		t.Run(fmt.Sprint("abort at ", at), func(t *testing.T) {
-			net, err := clustertest.New(embedded(t, "1p3d-mlx5.hcl"), eof{})
+	for _, tc := range []struct {
+		scenario string
+		at       time.Duration
+	}{{"1p3d-mlx5.hcl", time.Millisecond + 1}, {"1p3d-mlx5.hcl", 3 * time.Second},
+		{"buckets-3.hcl", time.Millisecond + 1}, {"buckets-3.hcl", 3 * time.Second}} {
+		at := tc.at
+		t.Run(fmt.Sprint(tc.scenario, " abort at ", at), func(t *testing.T) {
+			net, err := clustertest.New(embedded(t, tc.scenario), eof{})
 			require.NoError(t, err)
 			net.Cluster.OpenEnded()
 			for i := range 3 {

@@ -132,6 +132,8 @@ var Protocol = []Hop{
 	{EndOfInput{}, KindRun, KindDriver, "— (open-ended runs: no more requests from outside)", "-"},
 	{Abort{}, KindRun, KindDecode, "request id whose client went away (served runs)", "-"},
 	{AbortDone{}, KindRun, KindDecode, "request id that ended: forget its Abort", "-"},
+	{Abort{}, KindRun, KindBucket, "request id whose client went away (served runs)", "-"},
+	{AbortDone{}, KindRun, KindBucket, "request id that ended: forget its Abort", "-"},
 	{NewJob{}, KindDriver, KindRouter, "new Job (P = D = -1, Arrival set)", "router"},
 	{NewJob{}, KindDriver, KindGlobal, "new Job", "global router"},
 	{DriverDone{}, KindDriver, KindCollector, "requests released in total", "-"},

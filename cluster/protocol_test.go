@@ -212,21 +212,24 @@ func TestProtocolWalk(t *testing.T) {
 	dp.LocalRouter.Policy = key.Name
 	require.NoError(t, walk(t, dp, &source{reqs: []*workload.Request{req(0, 0, 100)}}, seen))
 
-	// An open-ended run (a server's): requests and EndOfInput from outside.
-	open := openEnded(t, "1p3d-mlx5.hcl", 2, time.Millisecond, time.Second)
-	abortAll(open, 1, 2*time.Millisecond, 500*time.Millisecond)
-	open.Tap = func(from cluster.Addr, e cluster.Envelope) {
-		k := cluster.KindRun
-		if from >= 0 {
-			k = open.Cluster.Kinds[from]
+	// Open-ended runs (a server's): requests, aborts and EndOfInput from
+	// outside, on a P/D and a fused cluster.
+	for _, name := range []string{"1p3d-mlx5.hcl", "buckets-3.hcl"} {
+		open := openEnded(t, name, 2, time.Millisecond, time.Second)
+		abortAll(open, 1, 2*time.Millisecond, 500*time.Millisecond)
+		open.Tap = func(from cluster.Addr, e cluster.Envelope) {
+			k := cluster.KindRun
+			if from >= 0 {
+				k = open.Cluster.Kinds[from]
+			}
+			to := cluster.KindRun
+			if e.To >= 0 {
+				to = open.Cluster.Kinds[e.To]
+			}
+			seen[hop{msgName(e.Msg), k, to}] = true
 		}
-		to := cluster.KindRun
-		if e.To >= 0 {
-			to = open.Cluster.Kinds[e.To]
-		}
-		seen[hop{msgName(e.Msg), k, to}] = true
+		require.NoError(t, open.Run(), name)
 	}
-	require.NoError(t, open.Run())
 
 	// Fault schedules (faults_test.go).
 	for _, spec := range faultWalkSpecs(t) {

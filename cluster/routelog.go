@@ -123,6 +123,12 @@ func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 // appendJSONFloat is encoding/json's float64 encoding of a finite f.
 func appendJSONFloat(b []byte, f float64) []byte {
 	abs := math.Abs(f)
+	// Most of a line's floats are small integers (overlaps, counts): their
+	// shortest form is the integer's digits (-0 aside), far cheaper than
+	// AppendFloat's shortest-digit search.
+	if i := int64(f); float64(i) == f && abs < 1e15 && (i != 0 || !math.Signbit(f)) {
+		return strconv.AppendInt(b, i, 10)
+	}
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'

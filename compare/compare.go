@@ -9,6 +9,14 @@
 // byte-identical to running it alone and do not depend on Jobs. Loading
 // (HCL, --set, --router) is the caller's, through Options.Load, so that
 // this package does not depend on how overrides are applied.
+//
+// Sharding (shard.go, merge.go): Plan.Runs numbers every run and stamps
+// it with the plan's size and digest; Options.Shard runs the rows with
+// index mod N == I after loading every row; Merge orders the run
+// directories of a plan's shards back into plan order and refuses (a
+// *MergeError naming the rows) runs of different plans, rows missing or
+// given twice, unfinished runs, and rows that read different scenario or
+// trace files or ran on different pdemu versions.
 package compare
 
 import (
@@ -18,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -282,7 +291,9 @@ func Execute(ctx context.Context, runs []report.Params, opts Options) (*Result, 
 		if err != nil {
 			return nil, &LoadError{Run: r.Name, Err: err}
 		}
-		specs[i] = s
+		if opts.Shard == nil || opts.Shard.Has(i) {
+			specs[i] = s // another shard's row is checked, not kept
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(opts.Out, "runs"), 0o755); err != nil {
 		return nil, err
@@ -342,7 +353,13 @@ func Execute(ctx context.Context, runs []report.Params, opts Options) (*Result, 
 	if len(dirs) == 0 || sharded {
 		return res, runErr
 	}
-	rows, err := WriteResults(opts.Out, dirs, "pdemu compare")
+	var failed []report.FailedRun // runs with no results: listed on the page
+	for _, r := range runs {
+		if e := res.Failed[r.Name]; e != nil && !slices.Contains(dirs, RunDir(opts.Out, r.Name)) {
+			failed = append(failed, report.FailedRun{Name: r.Name, Error: e.Error()})
+		}
+	}
+	rows, err := WriteResults(opts.Out, dirs, "pdemu compare", failed...)
 	res.Rows = rows
 	return res, errors.Join(runErr, err)
 }
@@ -406,8 +423,9 @@ func runOne(ctx context.Context, p report.Params, spec *topology.Spec, open func
 
 // WriteResults reads the run directories dirs and writes out/compare.csv,
 // out/compare.json, out/report.html and out/plots/*.svg. It returns the
-// table's rows.
-func WriteResults(out string, dirs []string, title string) ([]report.Row, error) {
+// table's rows. failed are the runs that wrote no summary.json: the page
+// lists them with their errors.
+func WriteResults(out string, dirs []string, title string, failed ...report.FailedRun) ([]report.Row, error) {
 	runs, err := report.LoadAll(dirs)
 	if err != nil {
 		return nil, err
@@ -433,7 +451,7 @@ func WriteResults(out string, dirs []string, title string) ([]report.Row, error)
 	if err := write("compare.json", func(f *os.File) error { return report.WriteJSON(f, rows) }); err != nil {
 		return nil, err
 	}
-	page, err := report.Build(title, out, runs)
+	page, err := report.BuildWith(report.Options{Title: title, BaseDir: out, Failed: failed}, runs)
 	if err != nil {
 		return nil, err
 	}

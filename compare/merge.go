@@ -44,7 +44,14 @@ func (e *MergeError) Error() string {
 func Merge(dirs []string) ([]string, error) {
 	entries := make([]entry, 0, len(dirs))
 	planned := 0
+	var unfinished []string
 	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "summary.json")); errors.Is(err, fs.ErrNotExist) {
+			// summary.json is renamed into place last, params.json after
+			// it: a run that crashed or is still running.
+			unfinished = append(unfinished, d)
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(d, report.ParamsFile))
 		if errors.Is(err, fs.ErrNotExist) {
 			entries = append(entries, entry{dir: d})
@@ -64,10 +71,17 @@ func Merge(dirs []string) ([]string, error) {
 		planned++
 		entries = append(entries, entry{dir: d, p: &p})
 	}
+	var problems []string
+	if len(unfinished) > 0 {
+		problems = append(problems, fmt.Sprintf("%d run(s) did not finish (no summary.json: a shard still running, or crashed; run it again): %s",
+			len(unfinished), strings.Join(unfinished, ", ")))
+	}
 	if planned == 0 {
+		if len(problems) > 0 {
+			return nil, &MergeError{Problems: problems}
+		}
 		return dirs, nil
 	}
-	var problems []string
 	var unplanned []string
 	byDigest := map[string][]entry{}
 	var digests []string
@@ -152,7 +166,8 @@ func short(digest string) string {
 
 // sameInputs checks what the plan digest cannot see: that the rows of one
 // scenario read the same scenario files (summary.json's scenario_digest)
-// and that every row was run by the same pdemu version. Shards run on
+// and, with one trace, the same trace files (trace.digest), and that
+// every row was run by the same pdemu version. Shards run on
 // other machines, from other images or checkouts, differ here; rows
 // without a summary.json are left to the loader.
 func sameInputs(at [][]entry) []string {
@@ -160,7 +175,7 @@ func sameInputs(at [][]entry) []string {
 		val string
 		row int
 	}
-	digests := map[string]first{}
+	digests, traces := map[string]first{}, map[string]first{}
 	var version *first
 	var problems []string
 	for i, list := range at {
@@ -172,6 +187,9 @@ func sameInputs(at [][]entry) []string {
 			var s struct {
 				Version string `json:"pdemu_version"`
 				Digest  string `json:"scenario_digest"`
+				Trace   struct {
+					Digest string `json:"digest"`
+				} `json:"trace"`
 			}
 			if json.Unmarshal(b, &s) != nil {
 				continue
@@ -181,6 +199,13 @@ func sameInputs(at [][]entry) []string {
 			} else if f.val != s.Digest {
 				problems = append(problems, fmt.Sprintf("rows %d and %d (%s) read different files for scenario %s (scenario_digest %s and %s): the shards did not see the same scenario",
 					f.row, i, e.p.Name, e.p.Scenario, short(f.val), short(s.Digest)))
+			}
+			tk := e.p.Scenario + "\x00" + e.p.Trace
+			if f, ok := traces[tk]; !ok {
+				traces[tk] = first{s.Trace.Digest, i}
+			} else if f.val != s.Trace.Digest {
+				problems = append(problems, fmt.Sprintf("rows %d and %d (%s) replayed different trace files (trace digest %s and %s): the shards did not see the same trace",
+					f.row, i, e.p.Name, short(f.val), short(s.Trace.Digest)))
 			}
 			if version == nil {
 				version = &first{s.Version, i}

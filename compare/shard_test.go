@@ -1,10 +1,13 @@
 package compare_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/pdemu/pdemu/compare"
 	"github.com/pdemu/pdemu/report"
+	"github.com/pdemu/pdemu/topology"
 )
 
 func TestParseShard(t *testing.T) {
@@ -142,6 +146,7 @@ func writeShards(t *testing.T, out string, runs []report.Params, keep func(i int
 		d := compare.RunDir(out, r.Name)
 		require.NoError(t, os.MkdirAll(d, 0o755))
 		require.NoError(t, report.WriteParams(d, r))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "summary.json"), []byte("{}\n"), 0o644))
 		dirs = append(dirs, d)
 	}
 	return dirs
@@ -166,9 +171,21 @@ func TestMerge(t *testing.T) {
 			assert.Equal(t, runs[i].Name, filepath.Base(d))
 		}
 	})
+	t.Run("a run that did not finish is named", func(t *testing.T) {
+		dirs := writeShards(t, t.TempDir(), runs, all)
+		require.NoError(t, os.Remove(filepath.Join(dirs[5], "summary.json")))
+		_, err := compare.Merge(dirs)
+		var me *compare.MergeError
+		require.ErrorAs(t, err, &me)
+		assert.Contains(t, err.Error(), "1 run(s) did not finish (no summary.json: a shard still running, or crashed; run it again): "+dirs[5])
+		assert.Contains(t, err.Error(), "rows 5 (dp4__seed=2)")
+		_, err = compare.Merge([]string{t.TempDir()})
+		assert.ErrorContains(t, err, "did not finish", "a plain directory without summary.json too")
+	})
 	t.Run("runs without a plan follow, as given", func(t *testing.T) {
 		dirs := writeShards(t, t.TempDir(), runs, all)
 		lone := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(lone, "summary.json"), []byte("{}\n"), 0o644))
 		got, err := compare.Merge(append([]string{lone}, dirs...))
 		require.NoError(t, err)
 		assert.Equal(t, append(dirs, lone), got)
@@ -214,8 +231,9 @@ func TestMerge(t *testing.T) {
 func TestMergeChecksSummaries(t *testing.T) {
 	runs, err := compare.Plan{Scenarios: []string{"1p3d-mlx5"}, Seeds: 3}.Runs()
 	require.NoError(t, err)
+	trace := "sha256:1111"
 	summary := func(version, digest string) []byte {
-		return []byte(fmt.Sprintf(`{"pdemu_version": %q, "scenario_digest": %q}`, version, digest))
+		return []byte(fmt.Sprintf(`{"pdemu_version": %q, "scenario_digest": %q, "trace": {"digest": %q}}`, version, digest, trace))
 	}
 	write := func(dirs []string, sums ...[]byte) {
 		for i, d := range dirs {
@@ -233,4 +251,111 @@ func TestMergeChecksSummaries(t *testing.T) {
 	require.ErrorAs(t, err, &me)
 	assert.Contains(t, err.Error(), "rows 0 and 1 (1p3d-mlx5__seed=2) read different files for scenario 1p3d-mlx5")
 	assert.Contains(t, err.Error(), "rows 0 and 2 (1p3d-mlx5__seed=3) were run by different pdemu versions (v1 and v2)")
+
+	write(dirs[:2], summary("v1", "sha256:aaaa"), summary("v1", "sha256:aaaa"))
+	trace = "sha256:2222"
+	write(dirs[2:], summary("v1", "sha256:aaaa"))
+	_, err = compare.Merge(dirs)
+	assert.ErrorContains(t, err, "rows 0 and 2 (1p3d-mlx5__seed=3) replayed different trace files")
+}
+
+// Execute with a shard runs only its rows, writes plan.json and no
+// comparison of its own; every row was still loaded (a bad row in another
+// shard stops this one too).
+func TestExecuteShard(t *testing.T) {
+	runs := smallPlan(t)
+	out := t.TempDir()
+	loaded := 0
+	load := func(p report.Params) (*topology.Spec, error) { loaded++; return testLoad(p) }
+	res, err := compare.Execute(context.Background(), runs, compare.Options{Out: out, Jobs: 1, Load: load, Shard: &compare.Shard{Index: 1, Count: 3}})
+	require.NoError(t, err)
+	assert.Equal(t, 8, loaded, "the whole plan is loaded and checked")
+	var names []string
+	for _, r := range res.Runs {
+		names = append(names, r.Name)
+	}
+	assert.Equal(t, []string{runs[1].Name, runs[4].Name, runs[7].Name}, names)
+	assert.Empty(t, res.Rows)
+	assert.NoFileExists(t, filepath.Join(out, "compare.csv"))
+	assert.FileExists(t, filepath.Join(out, compare.PlanFile))
+	ents, err := os.ReadDir(filepath.Join(out, "runs"))
+	require.NoError(t, err)
+	assert.Len(t, ents, 3)
+
+	bad := append([]report.Params(nil), runs...)
+	bad[6].Set = []string{"workload.nope=1"}
+	_, err = compare.Execute(context.Background(), bad, compare.Options{Out: t.TempDir(), Load: testLoad, Shard: &compare.Shard{Index: 0, Count: 3}})
+	var le *compare.LoadError
+	require.ErrorAs(t, err, &le, "row 6 is shard 0's, but any row's bad input stops every shard")
+	bad[6] = runs[6]
+	bad[5].Set = []string{"workload.nope=1"}
+	_, err = compare.Execute(context.Background(), bad, compare.Options{Out: t.TempDir(), Load: testLoad, Shard: &compare.Shard{Index: 0, Count: 3}})
+	require.ErrorAs(t, err, &le, "row 5 is shard 2's, and stops shard 0 too")
+}
+
+// For any plan and shard count, the shards' run directories given in any
+// order merge into plan order; dropping any shard's directory is refused
+// and names exactly the rows dropped.
+func TestMergeProperty(t *testing.T) {
+	base := t.TempDir()
+	n := 0
+	rapid.Check(t, func(t *rapid.T) {
+		p := randomPlan(t)
+		runs, err := p.Runs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) > 60 {
+			return // the partition property covers big plans; this one writes files
+		}
+		shards := rapid.IntRange(1, len(runs)+2).Draw(t, "shards")
+		n++
+		root := filepath.Join(base, strconv.Itoa(n))
+		var dirs []string
+		byShard := map[int][]string{}
+		for i, r := range runs {
+			out := filepath.Join(root, strconv.Itoa(i%shards))
+			d := compare.RunDir(out, r.Name)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := report.WriteParams(d, r); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "summary.json"), []byte("{}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dirs = append(dirs, d)
+			byShard[i%shards] = append(byShard[i%shards], d)
+		}
+		perm := rapid.Permutation(dirs).Draw(t, "order")
+		got, err := compare.Merge(perm)
+		if err != nil {
+			t.Fatalf("complete plan refused: %v", err)
+		}
+		for i, d := range got {
+			if d != dirs[i] {
+				t.Fatalf("row %d: got %s, want %s", i, d, dirs[i])
+			}
+		}
+		if shards < 2 || len(runs) < 2 {
+			return // dropping a shard must leave some runs to merge
+		}
+		drop := rapid.IntRange(0, min(shards, len(runs))-1).Draw(t, "drop") // a shard with rows
+		var kept []string
+		for s := range shards {
+			if s != drop {
+				kept = append(kept, byShard[s]...)
+			}
+		}
+		_, err = compare.Merge(kept)
+		var me *compare.MergeError
+		if !errors.As(err, &me) {
+			t.Fatalf("shard %d of %d dropped, merge gave %v", drop, shards, err)
+		}
+		want := fmt.Sprintf("%d of the plan's %d rows are missing", len(byShard[drop]), len(runs))
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("want %q in %v", want, err)
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pdemu/pdemu/dist"
@@ -94,6 +95,19 @@ func TestJobDecodesStrictlyIntoBatchV1(t *testing.T) {
 	assert.Equal(t, jobSpec.MergeArgs, merge.Spec.Template.Spec.Containers[0].Args)
 	assert.Equal(t, "pdemu-results", merge.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
 
+	// The rules the API server applies to these fields.
+	for _, j := range []*batchv1.Job{&job, &merge} {
+		assert.Empty(t, validation.IsDNS1123Label(j.Name), j.Name)
+		for k, v := range j.Labels {
+			assert.Empty(t, validation.IsQualifiedName(k), k)
+			assert.Empty(t, validation.IsValidLabelValue(v), v)
+		}
+		assert.Equal(t, j.Labels, j.Spec.Template.Labels)
+	}
+	assert.Empty(t, validation.IsQualifiedName("pdemu.dev/plan-digest"))
+	assert.LessOrEqual(t, *job.Spec.Parallelism, *job.Spec.Completions)
+	assert.NotNil(t, job.Spec.BackoffLimitPerIndex, "FailIndex needs backoffLimitPerIndex")
+
 	// A field the API does not know fails the strict decode: the test
 	// would catch a hand-written manifest drifting from the types.
 	var bad batchv1.Job
@@ -157,4 +171,8 @@ func TestServeDecodesStrictly(t *testing.T) {
 	assert.True(t, strings.HasSuffix(args, "--group $(POD_INDEX)/4"), args)
 	assert.Equal(t, "metadata.labels['apps.kubernetes.io/pod-index']", c.Env[0].ValueFrom.FieldRef.FieldPath)
 	assert.Equal(t, "/health", c.ReadinessProbe.HTTPGet.Path)
+	assert.Empty(t, validation.IsDNS1123Label(sts.Name))
+	assert.Empty(t, validation.IsDNS1035Label(svc.Name), "a Service name is a DNS-1035 label")
+	assert.Equal(t, c.Ports[0].Name, svc.Spec.Ports[0].TargetPort.StrVal)
+	assert.Empty(t, validation.IsValidPortName(c.Ports[0].Name))
 }

@@ -43,6 +43,8 @@ type attrStats struct {
 	tailN     int
 	// uncached tokens by mode (for medians).
 	uncached map[string][]float64
+	// evicted: evictions.csv rows by cause.
+	evicted map[string]*tokCount
 }
 
 // causeClass reduces a kv_cause to its class: first-turn, capacity,
@@ -71,9 +73,18 @@ func causeClass(c string) string {
 	return c
 }
 
-func computeAttr(recs []metrics.Record, p99ms float64) attrStats {
+func computeAttr(recs []metrics.Record, evs []metrics.EvictionRow, p99ms float64) attrStats {
 	a := attrStats{prefill: map[string]*tokCount{}, tailAt: p99ms, tailModes: map[string]int{},
-		tailParts: make([]float64, len(metrics.TTFTPartNames)), uncached: map[string][]float64{}}
+		tailParts: make([]float64, len(metrics.TTFTPartNames)), uncached: map[string][]float64{}, evicted: map[string]*tokCount{}}
+	for _, e := range evs {
+		t := a.evicted[e.Cause]
+		if t == nil {
+			t = &tokCount{}
+			a.evicted[e.Cause] = t
+		}
+		t.N++
+		t.Tokens += int64(e.Tokens)
+	}
 	for i := range recs {
 		r := &recs[i]
 		if r.Failed {
@@ -273,6 +284,14 @@ func prefillLine(o *runOut) string {
 	}
 	if len(parts) > 0 {
 		s += "; on P: " + strings.Join(parts, ", ")
+	}
+	var ev []string
+	for _, c := range sortedKeys(o.st.attr.evicted) {
+		e := o.st.attr.evicted[c]
+		ev = append(ev, fmt.Sprintf("%s %d (%.2f M tokens)", c, e.N, float64(e.Tokens)/1e6))
+	}
+	if len(ev) > 0 {
+		s += "; evictions.csv: " + strings.Join(ev, ", ")
 	}
 	return s + "."
 }

@@ -15,10 +15,12 @@ package experiment
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -229,7 +231,7 @@ type Figure struct {
 	Name        string  `json:"name"`
 	Published   string  `json:"published"`
 	Emulated    string  `json:"emulated"`
-	Value       float64 `json:"value"`  // the emulated quantity the tolerance applies to (mean over seeds)
+	Value       float64 `json:"-"`      // the emulated quantity the tolerance applies to (mean over seeds; JSON: value, null for NaN)
 	Spread      string  `json:"spread"` // across seeds, when repeated
 	Tolerance   string  `json:"tolerance"`
 	InTolerance bool    `json:"in_tolerance"`
@@ -243,6 +245,32 @@ type Figure struct {
 	// Attribution is what the code computed from the runs to decompose
 	// the figure (attribution.go): only computed numbers.
 	Attribution []string `json:"attribution,omitempty"`
+}
+
+// MarshalJSON writes a NaN value (nothing to measure) as null.
+func (f Figure) MarshalJSON() ([]byte, error) {
+	type plain Figure
+	return json.Marshal(struct {
+		plain
+		Value *float64 `json:"value"`
+	}{plain(f), nullable(f.Value)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (null: NaN).
+func (f *Figure) UnmarshalJSON(b []byte) error {
+	type plain Figure
+	aux := struct {
+		*plain
+		Value *float64 `json:"value"`
+	}{plain: (*plain)(f)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	f.Value = math.NaN()
+	if aux.Value != nil {
+		f.Value = *aux.Value
+	}
+	return nil
 }
 
 // Table is a small text table.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,6 +147,15 @@ func checkDirections(t *testing.T, rep *Report) {
 			assert.NotEmpty(t, append(f.DependsOn, f.DecidedBy...), f.Name)
 		}
 		assert.Equal(t, f.Verdict == VerdictMiss, !f.InTolerance && f.Verdict != VerdictConsistency, f.Name)
+	}
+	// Every Seed, Reseed and Fallback of every run names its kv_cause.
+	for name, o := range rep.outs {
+		for k, c := range o.st.attr.prefill {
+			p := strings.SplitN(k, "|", 3)
+			if p[1] == "Seed" || p[1] == "Reseed" || p[1] == "Fallback" {
+				assert.NotEmpty(t, p[2], "%s: %d %s requests without a kv_cause", name, c.N, p[1])
+			}
+		}
 	}
 	var det bool
 	for _, sec := range rep.Sections {

@@ -43,7 +43,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	if s := r.Sensitivity; s != nil {
 		st := s.table()
-		st.Title = fmt.Sprintf("Sensitivity (seed %d)", s.Seed)
+		st.Title = fmt.Sprintf("Sensitivity (seed %d). %s", s.Seed, s.decidersLine())
 		page.Tables = append(page.Tables, st)
 		for _, fs := range s.Figures {
 			var bars []report.TornadoBar

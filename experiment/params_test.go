@@ -23,13 +23,16 @@ const (
 // paramTable renders Params() as docs/MODEL.md's parameter table.
 func paramTable() string {
 	var b strings.Builder
-	b.WriteString("| parameter | unit | default | label | sensitivity low – high | source |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| parameter | unit | default | label | sensitivity low – high | unfitted | source |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range Params() {
-		rng := "—"
+		rng, unf := "—", "—"
 		if p.Varied() {
 			rng = fmt.Sprintf("%s – %s", num(p.Low), num(p.High))
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | *%s* | %s | %s |\n", p.Name, p.Unit, num(p.Default), p.Label, rng, p.Source)
+		if p.HasUnfitted {
+			unf = num(p.Unfitted)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | *%s* | %s | %s | %s |\n", p.Name, p.Unit, num(p.Default), p.Label, rng, unf, p.Source)
 	}
 	return b.String()
 }

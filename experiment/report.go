@@ -52,10 +52,10 @@ func (r *Report) write(w io.Writer, md bool) error {
 		}
 		var bits []string
 		if len(f.DependsOn) > 0 {
-			bits = append(bits, fmt.Sprintf("fitted to it: %v", f.DependsOn))
+			bits = append(bits, "fitted to it: "+strings.Join(f.DependsOn, ", "))
 		}
 		if len(f.DecidedBy) > 0 {
-			bits = append(bits, fmt.Sprintf("decided by: %v", f.DecidedBy))
+			bits = append(bits, "decided by: "+strings.Join(f.DecidedBy, ", "))
 		}
 		bits = append(bits, f.Attribution...)
 		if md {
@@ -76,6 +76,7 @@ func (r *Report) write(w io.Writer, md bool) error {
 	}
 	if r.Sensitivity != nil {
 		h(2, fmt.Sprintf("Sensitivity (seed %d; every fitted and assumed parameter at its low and high value)", r.Sensitivity.Seed))
+		fmt.Fprintf(w, "%s\n\n", r.Sensitivity.decidersLine())
 		writeTable(w, r.Sensitivity.table(), md)
 	}
 	for _, s := range r.Sections {

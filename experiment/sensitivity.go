@@ -1,9 +1,11 @@
 package experiment
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Sensitivity (issue 19, `--sensitivity`): every fitted and assumed
@@ -19,6 +21,16 @@ type Sensitivity struct {
 	Params []SensitivityParam `json:"params"`
 	// Figures has one entry per figure of the table, in table order.
 	Figures []FigureSensitivity `json:"figures"`
+	// Deciders counts, per parameter, the figures whose verdict it decides
+	// (most first; parameters that decide none are left out).
+	Deciders []Decider `json:"deciders"`
+}
+
+// Decider is a parameter and how many figures' verdicts it decides.
+type Decider struct {
+	Param   string `json:"param"`
+	Label   string `json:"label"`
+	Figures int    `json:"figures"`
 }
 
 // SensitivityParam is one varied parameter.
@@ -32,7 +44,7 @@ type SensitivityParam struct {
 // FigureSensitivity is how far each parameter moves one figure.
 type FigureSensitivity struct {
 	Figure string  `json:"figure"`
-	Base   float64 `json:"base"` // the figure on the same seed, every parameter at its default
+	Base   float64 `json:"-"` // the figure on the same seed, every parameter at its default (JSON: base, null for NaN)
 	BaseOK bool    `json:"base_in_tolerance"`
 	Moves  []Move  `json:"moves"` // by decreasing |high − low| effect
 	// DecidedBy are the parameters at whose low or high value the figure
@@ -48,6 +60,48 @@ type Move struct {
 	High   float64 `json:"at_high"`
 	LowOK  bool    `json:"low_in_tolerance"`
 	HighOK bool    `json:"high_in_tolerance"`
+	// Unfitted: the figure with a fitted parameter at its unfitted value
+	// (NaN, omitted, for the others).
+	Unfitted   float64 `json:"-"`
+	UnfittedOK bool    `json:"-"`
+}
+
+// nullable is x, or nil for NaN (a figure with nothing to measure, e.g. no
+// reseed in a variant): JSON has no NaN.
+func nullable(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// MarshalJSON writes the ends as numbers or null, and at_unfitted only
+// where there is one.
+func (m Move) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Param      string   `json:"param"`
+		Label      string   `json:"label"`
+		Low        *float64 `json:"at_low"`
+		High       *float64 `json:"at_high"`
+		LowOK      bool     `json:"low_in_tolerance"`
+		HighOK     bool     `json:"high_in_tolerance"`
+		AtUnfitted *float64 `json:"at_unfitted,omitempty"`
+		UnfitOK    *bool    `json:"unfitted_in_tolerance,omitempty"`
+	}{Param: m.Param, Label: m.Label, Low: nullable(m.Low), High: nullable(m.High), LowOK: m.LowOK, HighOK: m.HighOK}
+	if !math.IsNaN(m.Unfitted) {
+		out.AtUnfitted, out.UnfitOK = nullable(m.Unfitted), &m.UnfittedOK
+	}
+	return json.Marshal(out)
+}
+
+// MarshalJSON writes a NaN base as null.
+func (f FigureSensitivity) MarshalJSON() ([]byte, error) {
+	type plain FigureSensitivity
+	out := struct {
+		plain
+		Base *float64 `json:"base"`
+	}{plain: plain(f), Base: nullable(f.Base)}
+	return json.Marshal(out)
 }
 
 // span is the largest distance of the ends from the base.
@@ -65,10 +119,17 @@ func sensitivityDefs(seed uint64, short bool) []runDef {
 		if !p.Varied() {
 			continue
 		}
-		for _, end := range []struct {
+		ends := []struct {
 			tag string
 			v   float64
-		}{{"low", p.Low}, {"high", p.High}} {
+		}{{"low", p.Low}, {"high", p.High}}
+		if p.HasUnfitted {
+			ends = append(ends, struct {
+				tag string
+				v   float64
+			}{"unfitted", p.Unfitted})
+		}
+		for _, end := range ends {
 			for _, r := range []struct {
 				name, file string
 				vars       map[string]string
@@ -107,18 +168,52 @@ func sensitivity(seed uint64, base *seedRuns, by map[string]*runOut) *Sensitivit
 				v := d.value(k)
 				return v, d.ok(v)
 			}
-			m := Move{Param: p.Name, Label: p.Label}
+			m := Move{Param: p.Name, Label: p.Label, Unfitted: math.NaN()}
 			m.Low, m.LowOK = at("low")
 			m.High, m.HighOK = at("high")
+			crosses := m.LowOK != fs.BaseOK || m.HighOK != fs.BaseOK
+			if p.HasUnfitted {
+				m.Unfitted, m.UnfittedOK = at("unfitted")
+				crosses = crosses || m.UnfittedOK != fs.BaseOK
+			}
 			fs.Moves = append(fs.Moves, m)
-			if m.LowOK != fs.BaseOK || m.HighOK != fs.BaseOK {
+			if crosses {
 				fs.DecidedBy = append(fs.DecidedBy, p.Name)
 			}
 		}
 		sort.SliceStable(fs.Moves, func(i, j int) bool { return fs.Moves[i].span(fs.Base) > fs.Moves[j].span(fs.Base) })
 		s.Figures = append(s.Figures, fs)
 	}
+	for _, p := range varied {
+		d := Decider{Param: p.Name, Label: p.Label}
+		for _, fs := range s.Figures {
+			for _, n := range fs.DecidedBy {
+				if n == p.Name {
+					d.Figures++
+				}
+			}
+		}
+		if d.Figures > 0 {
+			s.Deciders = append(s.Deciders, d)
+		}
+	}
+	sort.SliceStable(s.Deciders, func(i, j int) bool { return s.Deciders[i].Figures > s.Deciders[j].Figures })
 	return s
+}
+
+// decidersLine is "large_append_prob (assumed) decides 11 of 23 verdicts, ...".
+func (s *Sensitivity) decidersLine() string {
+	if len(s.Deciders) == 0 {
+		return "No parameter at either end of its range changes any verdict."
+	}
+	out := "Parameters that decide verdicts (the figure crosses its tolerance at the parameter's low, high or unfitted value): "
+	for i, d := range s.Deciders {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s (%s) %d of %d", d.Param, d.Label, d.Figures, len(s.Figures))
+	}
+	return out + "."
 }
 
 // applySensitivity sets each figure's DecidedBy and re-classes a figure
@@ -155,13 +250,17 @@ func (s *Sensitivity) table() Table {
 		d := defs[i]
 		var moves []string
 		for _, m := range fs.Moves[:min(5, len(fs.Moves))] {
-			moves = append(moves, fmt.Sprintf("%s (%s): %s → %s", m.Param, m.Label, d.format(m.Low), d.format(m.High)))
+			mv := fmt.Sprintf("%s (%s): %s → %s", m.Param, m.Label, d.format(m.Low), d.format(m.High))
+			if !math.IsNaN(m.Unfitted) {
+				mv += fmt.Sprintf(", unfitted %s", d.format(m.Unfitted))
+			}
+			moves = append(moves, mv)
 		}
 		dec := "—"
 		if len(fs.DecidedBy) > 0 {
-			dec = fmt.Sprint(fs.DecidedBy)
+			dec = strings.Join(fs.DecidedBy, ", ")
 		}
-		t.Rows = append(t.Rows, []string{fs.Figure, d.format(fs.Base), dec, fmt.Sprint(moves)})
+		t.Rows = append(t.Rows, []string{fs.Figure, d.format(fs.Base), dec, strings.Join(moves, "; ")})
 	}
 	return t
 }

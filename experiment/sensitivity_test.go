@@ -3,24 +3,31 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestSensitivityDefs: two ends × four runs for every varied parameter,
-// each a run of a parameter set to that end.
+// TestSensitivityDefs: two ends (three with an unfitted value) × four runs
+// for every varied parameter, each a run of a parameter set to that end.
 func TestSensitivityDefs(t *testing.T) {
-	n := 0
+	n, u := 0, 0
 	for _, p := range Params() {
 		if p.Varied() {
 			n++
 			require.True(t, p.Label == LabelFitted || p.Label == LabelAssumed, p.Name)
+			if p.HasUnfitted {
+				u++
+				require.Equal(t, LabelFitted, p.Label, p.Name)
+			}
 		}
 	}
 	defs := sensitivityDefs(1, true)
-	require.Len(t, defs, 8*n)
+	require.Len(t, defs, 8*n+4*u, "low and high, and unfitted where there is one, × 4 runs")
+	require.Equal(t, "", defs[indexOf(defs, sensName("tcp_rate", "unfitted", "v2-tcp"))].vars["tcp_rate"], "no rate cap")
 	names := map[string]bool{}
 	for _, d := range defs {
 		require.False(t, names[d.name], d.name)
@@ -52,7 +59,7 @@ func TestSensitivityDecides(t *testing.T) {
 	base := &seedRuns{rep.outs["v2-tcp-s1"], rep.outs["v2-rdma-s1"], rep.outs["v1-tcp-s1"], rep.outs["dp4-s1"]}
 	by := map[string]*runOut{}
 	for _, p := range Params() {
-		for _, end := range []string{"low", "high"} {
+		for _, end := range []string{"low", "high", "unfitted"} {
 			by[sensName(p.Name, end, "v2-tcp")], by[sensName(p.Name, end, "v2-rdma")] = base.kvc, base.kvcR
 			by[sensName(p.Name, end, "v1-tcp")], by[sensName(p.Name, end, "dp4")] = base.v1, base.dp
 		}
@@ -66,6 +73,13 @@ func TestSensitivityDecides(t *testing.T) {
 	rep.applySensitivity()
 	f := rep.Figure("Direct share, KVC v2 1P3D")
 	require.NotNil(t, f)
+	if rep.Sensitivity.Figures[0].BaseOK {
+		require.Len(t, rep.Sensitivity.Deciders, 1)
+		d := rep.Sensitivity.Deciders[0]
+		assert.Equal(t, "tcp_rate", d.Param)
+		assert.Equal(t, LabelFitted, d.Label)
+		assert.GreaterOrEqual(t, d.Figures, 1, "the Direct share and every figure computed from the swapped run")
+	}
 	if f.InTolerance {
 		assert.Equal(t, []string{"tcp_rate"}, f.DecidedBy)
 		assert.Equal(t, VerdictDependsFitted, f.Verdict, "tcp_rate is fitted")
@@ -74,4 +88,21 @@ func TestSensitivityDecides(t *testing.T) {
 	require.NoError(t, rep.WriteHTML(&b))
 	assert.Contains(t, b.String(), "<svg")
 	assert.Contains(t, b.String(), "Sensitivity (seed 1)")
+}
+
+// TestJSONNaN: a figure or sensitivity end with nothing to measure (NaN)
+// is null in report.json, not an encoding error.
+func TestJSONNaN(t *testing.T) {
+	rep := &Report{Figures: []Figure{{Name: "x", Value: math.NaN()}},
+		Sensitivity: &Sensitivity{Figures: []FigureSensitivity{{Figure: "x", Base: math.NaN(),
+			Moves: []Move{{Param: "p", Low: math.NaN(), High: 1, Unfitted: math.NaN()}}}}}}
+	var b bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&b))
+	assert.Contains(t, b.String(), `"value": null`)
+	assert.Contains(t, b.String(), `"base": null`)
+	assert.Contains(t, b.String(), `"at_low": null`)
+	assert.NotContains(t, b.String(), "at_unfitted")
+	var back Report
+	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
+	assert.True(t, math.IsNaN(back.Figures[0].Value))
 }

@@ -137,7 +137,7 @@ func computeStats(spec *topology.Spec, res *actors.Result, window time.Duration,
 		}
 	}
 	st.medianUncached = quantile(uncached, 0.5)
-	st.attr = computeAttr(res.Records, s.TTFT.P99)
+	st.attr = computeAttr(res.Records, res.Evictions, s.TTFT.P99)
 	return st
 }
 

@@ -1,5 +1,5 @@
 // Package fleet is the pure core of `pdemu serve --endpoints workers`: a
-// fleet of independent prefill and decode workers, each addressed by name
+// fleet of independent prefill, decode and fused workers, each addressed by name
 // the way a gateway addresses vLLM pods, with vLLM's disaggregated
 // hand-off between them and the KV-cache changes a KV-aware router
 // follows.
@@ -11,8 +11,8 @@
 //     what happened since the last call in a fixed order; nothing here
 //     reads the wall clock, sleeps, starts a goroutine or imports
 //     protoactor. The same calls at the same times give the same outputs.
-//   - The per-worker state machines are gpu's (PrefillWorker with
-//     TrackCache, DecodeWorker) and the links are transfer.NICs built from
+//   - The per-worker state machines are gpu's (PrefillWorker and
+//     FusedWorker with TrackCache, DecodeWorker) and the links are transfer.NICs built from
 //     the scenario exactly as cluster.Build builds them; the scenario's
 //     router is not used: whoever submits a request names its worker.
 //   - Hand-off (vLLM's NixlConnector flow, docs/SERVE.md): a prefill call
@@ -32,7 +32,7 @@
 //     nothing is in flight on it or its NICs.
 //   - KV events: every change of a worker's KV residency is reported as an
 //     OutKV with the block hashes stored and removed (a prefill worker's
-//     prefix cache; a decode worker's resident sessions' prompt blocks,
+//     prefix cache; a fused worker's HBM and DRAM tiers; a decode worker's resident sessions' prompt blocks,
 //     counted once however many sessions hold them). Replaying them gives
 //     Residency(worker) exactly.
 package fleet

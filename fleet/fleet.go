@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,6 +22,7 @@ type Role string
 const (
 	RolePrefill Role = "prefill"
 	RoleDecode  Role = "decode"
+	RoleFused   Role = "fused" // prefill and decode on one GPU (a plain vLLM pod)
 )
 
 // State is a worker's life-cycle state.
@@ -156,6 +158,7 @@ type worker struct {
 	bytes   int64 // KV bytes per token
 	p       *gpu.PrefillWorker
 	d       *gpu.DecodeWorker
+	fu      *gpu.FusedWorker
 	nics    []*nic
 	cap     int
 	// inflight: submitted and not ended, by request ID.
@@ -175,29 +178,28 @@ type Fleet struct {
 	byName  map[string]*worker
 	nPre    int
 	nDec    int
+	nFused  int
 	holds   map[string]*Handoff
 	now     time.Duration
 	out     []Out
 	ended   []*gpu.Job
 	hints   map[*gpu.Job]hint
+	purgeAt int // purge expired holds when there are this many
 }
 
 // DefaultHoldTimeout is vLLM's VLLM_NIXL_ABORT_REQUEST_TIMEOUT default.
 const DefaultHoldTimeout = 480 * time.Second
 
-// New builds the fleet of spec's prefill and decode workers (fused
-// deployments are not served per worker).
+// New builds the fleet of spec's prefill, decode and fused workers (the
+// routers, P/D or bucketed, are not used).
 func New(spec *topology.Spec, o Options) (*Fleet, error) {
-	if len(spec.Fused) > 0 || len(spec.Buckets) > 0 {
-		return nil, fmt.Errorf("fleet: %s is a fused (bucketed) deployment; --endpoints workers serves prefill and decode workers only", spec.Source)
-	}
-	if len(spec.Decode) == 0 {
-		return nil, fmt.Errorf("fleet: %s has no decode worker", spec.Source)
+	if len(spec.Decode) == 0 && len(spec.Fused) == 0 {
+		return nil, fmt.Errorf("fleet: %s has no decode or fused worker", spec.Source)
 	}
 	if o.HoldTimeout <= 0 {
 		o.HoldTimeout = DefaultHoldTimeout
 	}
-	f := &Fleet{opts: o, spec: spec, byName: map[string]*worker{}, holds: map[string]*Handoff{}, hints: map[*gpu.Job]hint{}}
+	f := &Fleet{opts: o, spec: spec, byName: map[string]*worker{}, holds: map[string]*Handoff{}, hints: map[*gpu.Job]hint{}, purgeAt: 1024}
 	nics, err := spec.NICs()
 	if err != nil {
 		return nil, err
@@ -223,6 +225,11 @@ func New(spec *topology.Spec, o Options) (*Fleet, error) {
 			mine = append(mine, nn)
 		}
 		if err := f.add(0, w, RolePrefill, mine, 0); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range spec.Fused {
+		if err := f.add(0, w, RoleFused, nil, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -282,6 +289,25 @@ func (f *Fleet) add(now time.Duration, w topology.Worker, role Role, nics []*nic
 		}
 		wk.p, wk.idx, wk.cap = pw, f.nPre, budget
 		f.nPre++
+	case RoleFused:
+		dram := w.DRAMBandwidth
+		if dram == 0 {
+			dram = topology.DefaultDRAMBandwidth
+		}
+		rho := r.Rho
+		if rho <= 0 {
+			rho = 1
+		}
+		fw, err := gpu.NewFusedWorker(gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: rho, MaxRunning: w.MaxRunning,
+			ChunkTokens: w.MaxBatchTokens, DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dram,
+			KVBytesPerToken: p.KVBytesPerToken(), TrackCache: true}, p)
+		if err != nil {
+			return err
+		}
+		// Fused workers share the decode columns of the outputs, after the
+		// decode workers (Names).
+		wk.fu, wk.idx, wk.cap = fw, f.nFused, fw.Cap()
+		f.nFused++
 	default:
 		return fmt.Errorf("fleet: unknown role %q (prefill or decode)", role)
 	}
@@ -330,6 +356,9 @@ func (f *Fleet) Add(now time.Duration, w topology.Worker, role Role, like string
 	}
 	if w.MaxRunning == 0 {
 		w.MaxRunning = tmpl.spec.MaxRunning
+	}
+	if w.DRAMCacheTokens == 0 && w.DRAMBandwidth == 0 {
+		w.DRAMCacheTokens, w.DRAMBandwidth = tmpl.spec.DRAMCacheTokens, tmpl.spec.DRAMBandwidth
 	}
 	if w.Perf == (topology.PerfOverrides{}) {
 		w.Perf = tmpl.spec.Perf
@@ -460,6 +489,15 @@ func (f *Fleet) Submit(now time.Duration, c Call) error {
 		f.hints[j] = hint{worker: w, remote: c.RemoteDecode, hit: hit}
 		w.p.Submit(now, j)
 		f.stepPrefill(now, w)
+	case RoleFused:
+		if c.Pull != nil || c.RemoteDecode {
+			delete(w.inflight, r.ID)
+			return fmt.Errorf("fleet: %s is a fused worker: it serves requests whole (no kv_transfer_params hand-off)", c.Worker)
+		}
+		j.D = f.fusedCol(w)
+		f.hints[j] = hint{worker: w, hit: hit}
+		w.fu.Submit(now, j)
+		f.stepFused(now, w)
 	case RoleDecode:
 		j.D = w.idx
 		f.hints[j] = hint{worker: w, hit: hit}
@@ -579,11 +617,43 @@ func (f *Fleet) stepPrefill(now time.Duration, w *worker) {
 				ho.BlockIDs[i] = i
 			}
 			f.holds[ho.RequestID] = ho
+			if len(f.holds) >= f.purgeAt {
+				f.purge(j.PrefillEnd)
+			}
 		}
 		f.endWith(j.PrefillEnd, w, j, OutDone, ho)
 	}
 	f.leaveIfIdle(now, w)
 }
+
+// stepFused collects what fused worker w did by now.
+func (f *Fleet) stepFused(now time.Duration, w *worker) {
+	w.fu.Advance(now)
+	rd := w.fu.Ready()
+	for _, ch := range w.fu.TakeCacheChanges() {
+		f.prefillKV(w, ch)
+	}
+	for _, ev := range rd.Out {
+		switch ev.Kind {
+		case gpu.EvFirstToken:
+			f.emit(Out{Kind: OutFirst, At: ev.At, Worker: w.name, Job: ev.Job, CachedBlocks: f.hints[ev.Job].hit})
+		case gpu.EvDone, gpu.EvFailed:
+			kind := OutDone
+			if ev.Kind == gpu.EvFailed {
+				kind = OutFailed
+			}
+			if ev.Job.FirstToken == 0 && kind == OutDone {
+				ev.Job.FirstToken = ev.Job.Done
+			}
+			f.end(ev.At, w, ev.Job, kind)
+		}
+	}
+	f.leaveIfIdle(now, w)
+}
+
+// fusedCol is fused worker w's index in the outputs' decode column (after
+// every decode worker ever created: Names).
+func (f *Fleet) fusedCol(w *worker) int { return -1 - w.idx }
 
 // prefillKV publishes one change of a prefill worker's prefix cache.
 func (f *Fleet) prefillKV(w *worker, ch gpu.CacheChange) {
@@ -804,8 +874,14 @@ func (f *Fleet) stepAll(t time.Duration) {
 		}
 	}
 	for _, w := range f.workers {
-		if w.role == RoleDecode && w.state != StateGone {
+		if w.state == StateGone {
+			continue
+		}
+		switch w.role {
+		case RoleDecode:
 			f.stepDecode(t, w)
+		case RoleFused:
+			f.stepFused(t, w)
 		}
 	}
 }
@@ -826,6 +902,8 @@ func (f *Fleet) NextEvent() (time.Duration, bool) {
 		case w.state == StateGone:
 		case w.role == RolePrefill:
 			take(w.p.NextEvent())
+		case w.role == RoleFused:
+			take(w.fu.NextEvent())
 		default:
 			take(w.d.NextEvent())
 		}
@@ -863,9 +941,12 @@ func (f *Fleet) Workers() []WorkerInfo {
 	for _, w := range f.workers {
 		wi := WorkerInfo{Name: w.name, Role: w.role, State: w.state, ReadyAt: w.readyAt, Spec: w.spec, Index: w.idx,
 			InFlight: len(w.inflight), KVCap: w.cap}
-		if w.role == RolePrefill {
+		switch w.role {
+		case RolePrefill:
 			wi.Running, wi.Waiting, wi.KVUsed = w.p.Running(), w.p.Queued(), w.p.CacheUsed()
-		} else {
+		case RoleFused:
+			wi.Running, wi.Waiting, wi.KVUsed = w.fu.Running(), w.fu.Queued(), w.fu.Used()
+		default:
 			wi.Running, wi.Waiting, wi.KVUsed = w.d.Running(), w.d.Queued(), w.d.Used()
 		}
 		out = append(out, wi)
@@ -884,16 +965,33 @@ func (f *Fleet) Worker(name string) (WorkerInfo, bool) {
 }
 
 // Names returns the prefill and decode worker names by role index (the
-// outputs' worker columns).
+// outputs' worker columns); fused workers follow the decode workers.
 func (f *Fleet) Names() (prefill, decode []string) {
+	var fused []string
 	for _, w := range f.workers {
-		if w.role == RolePrefill {
+		switch w.role {
+		case RolePrefill:
 			prefill = append(prefill, w.name)
-		} else {
+		case RoleFused:
+			fused = append(fused, w.name)
+		default:
 			decode = append(decode, w.name)
 		}
 	}
-	return prefill, decode
+	return prefill, append(decode, fused...)
+}
+
+// ResolveColumns rewrites the ended jobs' fused-worker columns (negative
+// D, see fusedCol) to their index in Names' decode list; call it on the
+// jobs of Ended once no more workers will be added.
+func (f *Fleet) ResolveColumns(jobs []*gpu.Job) {
+	_, dec := f.Names()
+	nd := len(dec) - f.nFused
+	for _, j := range jobs {
+		if j.D < 0 && j.Mode == policy.ModeFused {
+			j.D = nd + (-1 - j.D)
+		}
+	}
 }
 
 // LinkState is one NIC's traffic so far and its load now.
@@ -929,11 +1027,16 @@ func (f *Fleet) Residency(name string) []uint64 {
 		return nil
 	}
 	set := map[uint64]int{}
-	if w.role == RolePrefill {
+	switch w.role {
+	case RolePrefill:
 		for _, b := range w.p.CacheKeys() {
 			set[b] = 1
 		}
-	} else {
+	case RoleFused:
+		for _, b := range w.fu.CacheKeys() {
+			set[b] = 1
+		}
+	default:
 		w.d.ResidentSessions(func(_ int32, blocks []uint64) {
 			for _, b := range blocks {
 				set[b] = 1
@@ -941,6 +1044,18 @@ func (f *Fleet) Residency(name string) []uint64 {
 		})
 	}
 	return sortedKeys(set)
+}
+
+// purge drops the holds expired at now (nobody pulled them: vLLM frees
+// their blocks after the abort timeout), so the map stays bounded by the
+// holds of the last HoldTimeout.
+func (f *Fleet) purge(now time.Duration) {
+	for id, h := range f.holds {
+		if now > h.Expires {
+			delete(f.holds, id)
+		}
+	}
+	f.purgeAt = max(1024, 2*len(f.holds))
 }
 
 // holdFor is engine's oldest hold of r's prompt (nil if none).
@@ -955,6 +1070,19 @@ func (f *Fleet) holdFor(engine string, r *workload.Request) *Handoff {
 		}
 	}
 	return best
+}
+
+// InFlight is every job submitted and not ended, by request ID (for a
+// run cut short: per_request.csv's unfinished rows).
+func (f *Fleet) InFlight() []*gpu.Job {
+	var out []*gpu.Job
+	for _, w := range f.workers {
+		for _, j := range w.inflight {
+			out = append(out, j)
+		}
+	}
+	slices.SortFunc(out, func(a, b *gpu.Job) int { return cmp.Compare(a.Req.ID, b.Req.ID) })
+	return out
 }
 
 // Holds is the number of hand-offs waiting to be pulled.

@@ -15,7 +15,7 @@ import (
 	"github.com/pdemu/pdemu/workload"
 )
 
-func spec(t *testing.T) *topology.Spec {
+func spec(t testing.TB) *topology.Spec {
 	t.Helper()
 	src, err := scenarios.Read("1p3d-mlx5")
 	require.NoError(t, err)
@@ -255,4 +255,124 @@ func TestDeterministic(t *testing.T) {
 		return s
 	}
 	assert.Equal(t, once(), once())
+}
+
+func specNamed(t testing.TB, name string) *topology.Spec {
+	t.Helper()
+	src, err := scenarios.Read(name)
+	require.NoError(t, err)
+	s, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
+	require.NoError(t, err)
+	return s
+}
+
+// A fused worker is a whole vLLM pod: its prefix cache is shared across
+// sessions, its events add up to its HBM and DRAM tiers, and a hand-off is
+// refused.
+func TestFused(t *testing.T) {
+	f, err := fleet.New(specNamed(t, "buckets-3"), fleet.Options{})
+	require.NoError(t, err)
+	var outs []fleet.Out
+	for s := int32(0); s < 4; s++ {
+		require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "s0", Req: req(int64(s), s, 0, 30, 10)}))
+	}
+	run(f, &outs)
+	for s := int32(0); s < 4; s++ {
+		require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "s0", Req: req(int64(4+s), s, 1, 40, 10)}))
+	}
+	run(f, &outs)
+	e := ends(outs)
+	for i := int64(0); i < 8; i++ {
+		require.Equal(t, fleet.OutDone, e[i].Kind, "request %d", i)
+		assert.Equal(t, "Fused", e[i].Job.Mode.String())
+	}
+	assert.Equal(t, 30, e[4].CachedBlocks, "the session's previous prompt")
+	assert.Equal(t, 10, e[1].CachedBlocks, "the shared system prompt of another session")
+	assert.GreaterOrEqual(t, e[4].Job.CachedTokens, 30*24)
+	err = f.Submit(f.Now(), fleet.Call{Worker: "s0", Req: req(99, 9, 0, 10, 0), RemoteDecode: true})
+	assert.Error(t, err)
+	checkResidency(t, f, outs)
+	jobs := f.Ended()
+	f.ResolveColumns(jobs)
+	_, dec := f.Names()
+	assert.Equal(t, "s0", dec[jobs[0].D])
+}
+
+// pull runs one prefill call per request on p0 and then, all at the same
+// instant, their decode calls on the given workers; it returns the decode
+// jobs' transfer times.
+func pulls(t *testing.T, f *fleet.Fleet, to []string, blocks int) []time.Duration {
+	t.Helper()
+	var outs []fleet.Out
+	pullRound++
+	base := int64(pullRound) * 1000 // fresh sessions: nothing is resident yet
+	for i := range to {
+		p := req(base+int64(i), int32(base)+int32(i), 0, blocks, 0)
+		p.OutputLen = 1
+		require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
+	}
+	run(f, &outs)
+	e := ends(outs)
+	now := f.Now()
+	for i, d := range to {
+		h := e[base+int64(i)].Handoff
+		require.NotNil(t, h)
+		require.NoError(t, f.Submit(now, fleet.Call{Worker: d, Req: req(base+100+int64(i), int32(base)+int32(i), 0, blocks, 0), Pull: h}))
+	}
+	run(f, &outs)
+	e = ends(outs)
+	var out []time.Duration
+	for i := range to {
+		j := e[base+100+int64(i)].Job
+		require.Empty(t, j.Failed)
+		out = append(out, j.TransferEnd-j.TransferStart)
+	}
+	return out
+}
+
+var pullRound int
+
+// The pull costs what the link model says: TCP is slower than RDMA, and
+// pulls sharing a NIC share its bandwidth.
+func TestPullCost(t *testing.T) {
+	rdma, err := fleet.New(spec(t), fleet.Options{})
+	require.NoError(t, err)
+	alone := pulls(t, rdma, []string{"d0"}, 200)[0]
+	shared := pulls(t, rdma, []string{"d0", "d0"}, 200) // both over p0's NIC to d0
+	apart := pulls(t, rdma, []string{"d1", "d2"}, 200)  // each over its own NIC
+	assert.Greater(t, shared[0], alone*3/2, "two pulls on one NIC share it")
+	assert.Less(t, apart[0], alone*11/10, "pulls on separate NICs do not")
+	tcp, err := fleet.New(specNamed(t, "1p3d-tcp"), fleet.Options{})
+	require.NoError(t, err)
+	slow := pulls(t, tcp, []string{"d0"}, 200)[0]
+	assert.Greater(t, slow, alone, "TCP (%v) is slower than RDMA (%v)", slow, alone)
+	t.Logf("4,800-token pull: RDMA %v alone, %v shared by two, TCP %v", alone, shared[0], slow)
+}
+
+// Draining a prefill worker waits for the pulls from its NICs; its
+// hand-offs not pulled yet die with it.
+func TestDrainPrefill(t *testing.T) {
+	f, err := fleet.New(spec(t), fleet.Options{})
+	require.NoError(t, err)
+	var outs []fleet.Out
+	for i := range int64(2) {
+		p := req(i, int32(i), 0, 200, 0)
+		p.OutputLen = 1
+		require.NoError(t, f.Submit(0, fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
+	}
+	run(f, &outs)
+	h0, h1 := ends(outs)[0].Handoff, ends(outs)[1].Handoff
+	now := f.Now()
+	require.NoError(t, f.Submit(now, fleet.Call{Worker: "d0", Req: req(10, 0, 0, 200, 0), Pull: h0}))
+	require.NoError(t, f.Drain(now, "p0"))
+	w, _ := f.Worker("p0")
+	assert.Equal(t, fleet.StateDraining, w.State, "a pull from its NIC is in flight")
+	run(f, &outs)
+	assert.Equal(t, fleet.OutDone, ends(outs)[10].Kind)
+	w, _ = f.Worker("p0")
+	assert.Equal(t, fleet.StateGone, w.State)
+	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "d1", Req: req(11, 1, 0, 200, 0), Pull: h1}))
+	run(f, &outs)
+	assert.Equal(t, fleet.ReasonEngineGone, ends(outs)[11].Job.Failed)
+	checkResidency(t, f, outs)
 }

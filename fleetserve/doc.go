@@ -1,5 +1,5 @@
-// Package fleetserve runs `pdemu serve --endpoints workers`: every prefill
-// and decode worker of a scenario as its own vLLM-compatible OpenAI server
+// Package fleetserve runs `pdemu serve --endpoints workers`: every prefill,
+// decode and fused worker of a scenario as its own vLLM-compatible OpenAI server
 // on its own loopback port, with its own /metrics, /health and /v1/models
 // (package serve's handlers, one serve.Server per worker), its own ZMQ
 // KV-events publisher (package kvevents), vLLM's P/D hand-off through
@@ -17,7 +17,7 @@
 //     the run's outputs (actors.Result: per_request.csv with the worker
 //     that served each request, its mode — Vanilla for a prefill call,
 //     Seed for a decode call whose KV was pulled, Direct for one prefilled
-//     locally — and its transfer bytes; links.csv with the KV transfers).
+//     locally, Fused for a fused worker's — and its transfer bytes; links.csv with the KV transfers).
 //   - The listing (GET /admin/workers on the admin address, and
 //     Options.EndpointsFile, rewritten on every change) names every worker
 //     that is starting, ready or draining: worker, role, URL, KV events

@@ -68,6 +68,18 @@ func (h *front) completion(w http.ResponseWriter, r *http.Request) {
 		apiErr(w, http.StatusBadRequest, "invalid_request_error", "kv_transfer_params", "", "%v", err)
 		return
 	}
+	if pr.KV != nil {
+		// kv_transfer_params is this handler's: serve refuses parameters
+		// it does not know, so it gets the body without it.
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &m) == nil {
+			delete(m, "kv_transfer_params")
+			if nb, err := json.Marshal(m); err == nil {
+				r.Body = io.NopCloser(bytes.NewReader(nb))
+				r.ContentLength = int64(len(nb))
+			}
+		}
+	}
 	maxTok := pr.MaxTokens
 	if pr.MaxCompletionTokens != nil {
 		maxTok = pr.MaxCompletionTokens
@@ -86,6 +98,12 @@ func (h *front) completion(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		tk.remoteDecode = kv != nil && kv.DoRemoteDecode
+	case fleet.RoleFused:
+		if kv != nil && (kv.DoRemoteDecode || kv.DoRemotePrefill) {
+			apiErr(w, http.StatusBadRequest, "invalid_request_error", "kv_transfer_params", "",
+				"%s is a fused worker: it serves requests whole, without a P/D hand-off", h.ep.name)
+			return
+		}
 	case fleet.RoleDecode:
 		if kv != nil && kv.DoRemoteDecode {
 			apiErr(w, http.StatusBadRequest, "invalid_request_error", "kv_transfer_params", "",

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,11 @@ type fleetUnderTest struct {
 
 func startFleet(t *testing.T, o fleetserve.Options) *fleetUnderTest {
 	t.Helper()
+	return startFleetOf(t, loadSpec(t), o)
+}
+
+func startFleetOf(t *testing.T, spec *topology.Spec, o fleetserve.Options) *fleetUnderTest {
+	t.Helper()
 	o.Admin = "127.0.0.1:0"
 	ready := make(chan fleetserve.Listing, 1)
 	o.Ready = func(l fleetserve.Listing) { ready <- l }
@@ -53,7 +59,7 @@ func startFleet(t *testing.T, o fleetserve.Options) *fleetUnderTest {
 	fu := &fleetUnderTest{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(fu.done)
-		fu.res, fu.err = fleetserve.Run(ctx, loadSpec(t), o)
+		fu.res, fu.err = fleetserve.Run(ctx, spec, o)
 	}()
 	select {
 	case fu.listing = <-ready:
@@ -106,6 +112,7 @@ type gateway struct {
 }
 
 type gwCall struct {
+	blocks    []uint64
 	decode    string
 	handoff   bool
 	predicted int // cached tokens the KV events predict on the decode worker
@@ -154,6 +161,22 @@ func (g *gateway) subscribe(l fleetserve.Listing) {
 		g.mu.Lock()
 		g.subErrs = append(g.subErrs, errc)
 		g.mu.Unlock()
+	}
+}
+
+// caughtUp waits until the KV events of the last decode call reached the
+// index: its worker holds the call's whole prompt (at most 5 s).
+func (g *gateway) caughtUp() {
+	g.mu.Lock()
+	if len(g.calls) == 0 {
+		g.mu.Unlock()
+		return
+	}
+	c := g.calls[len(g.calls)-1]
+	g.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && g.idx.Match(c.decode, c.blocks) < len(c.blocks) {
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -294,7 +317,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.Unmarshal(out, &dr)
 		g.mu.Lock()
-		g.calls = append(g.calls, gwCall{decode: d.Worker, handoff: handoff, predicted: predicted, reported: dr.Usage.Details.Cached, input: input})
+		g.calls = append(g.calls, gwCall{blocks: blocks, decode: d.Worker, handoff: handoff, predicted: predicted, reported: dr.Usage.Details.Cached, input: input})
 		g.workerOK[d.Worker]++
 		g.mu.Unlock()
 	}
@@ -336,9 +359,6 @@ func (s *session) turn(t *testing.T, user string, maxTokens int) *openai.ChatCom
 }
 
 func TestGateway(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loopback fleet with a gateway: a few seconds")
-	}
 	fu := startFleet(t, fleetserve.Options{TimeScale: 10, StartupFixed: 2 * time.Second})
 	require.Len(t, fu.listing.Workers, 4) // p0, d0, d1, d2
 	ctx, cancel := context.WithCancel(context.Background())
@@ -355,7 +375,7 @@ func TestGateway(t *testing.T) {
 	for s := range 4 {
 		ss := newSession(gw.URL, fmt.Sprint("agent-", s))
 		for turn := range 3 {
-			g.quiet()
+			g.caughtUp()
 			ss.turn(t, fmt.Sprintf("Session %d, step %d: %s", s, turn, strings.Repeat("read the next file and summarise it. ", 8)), 8)
 		}
 	}
@@ -430,7 +450,7 @@ func TestGateway(t *testing.T) {
 		}
 	}
 	before := g.served("d0")
-	wave(3, 1, 400, "long", option.WithHeader("X-Gateway-Decode", "d0"))
+	wave(3, 1, 1000, "long", option.WithHeader("X-Gateway-Decode", "d0"))
 	require.Eventually(t, func() bool {
 		v, _ := gauge(scrape(t, d0.URL), "vllm:num_requests_running", "d0")
 		return v == 3
@@ -459,7 +479,10 @@ func TestGateway(t *testing.T) {
 	fu.stop(t)
 	res := fu.res
 	for w, blocks := range res.Residency {
-		assert.Equal(t, blocks, nonNil(g.idx.Blocks(w)), "worker %s: KV events vs residency", w)
+		// The last batches may still be on their way to the subscriber.
+		assert.Eventually(t, func() bool { return equal(blocks, g.idx.Blocks(w)) }, 5*time.Second, 5*time.Millisecond,
+			"worker %s: KV events vs residency", w)
+		assert.Equal(t, nonNil(blocks), nonNil(g.idx.Blocks(w)), "worker %s", w)
 	}
 	assert.Empty(t, g.idx.Blocks("d0"), "a gone worker holds nothing")
 	assert.Zero(t, g.idx.Gaps(), "no KV batch was missed")
@@ -502,6 +525,18 @@ func TestGateway(t *testing.T) {
 	assert.Positive(t, rr.Links.Rows(), "the KV transfers are in links.csv")
 }
 
+func equal(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 func nonNil(b []uint64) []uint64 {
 	if b == nil {
 		return []uint64{}
@@ -531,4 +566,58 @@ func gauge(scrape, metric, worker string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// TestGatewayLoad measures the fleet behind the gateway: N concurrent
+// agent sessions (PDEMU_FLEET_LOAD_CLIENTS, default: skipped) of two turns
+// each, every turn a P→D hand-off, at time scale 1.
+func TestGatewayLoad(t *testing.T) {
+	n := 0
+	fmt.Sscan(os.Getenv("PDEMU_FLEET_LOAD_CLIENTS"), &n)
+	if n <= 0 {
+		t.Skip("set PDEMU_FLEET_LOAD_CLIENTS=N to measure N concurrent sessions through the gateway")
+	}
+	fu := startFleet(t, fleetserve.Options{TimeScale: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := newGateway(t, ctx, fu.listing.Admin)
+	g.listing()
+	time.Sleep(300 * time.Millisecond)
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = 4 * n
+	start := time.Now()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for s := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ss := newSession(gw.URL, fmt.Sprint("load-", s))
+			for turn := range 2 {
+				ss.msgs = append(ss.msgs, openai.UserMessage(fmt.Sprintf("turn %d: %s", turn, strings.Repeat("fix the bug. ", 10))))
+				r, err := ss.c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", Messages: ss.msgs, MaxTokens: openai.Int(16)})
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				ss.msgs = append(ss.msgs, openai.AssistantMessage(r.Choices[0].Message.Content))
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	g.quiet()
+	fu.stop(t)
+	rr, err := fu.res.RunResult(loadSpec(t))
+	require.NoError(t, err)
+	s := rr.Summary
+	t.Logf("%d sessions x 2 turns: wall %v, %d worker calls (%d failed), client errors %d, TTFT of all worker calls p50 %.1f ms p99 %.1f ms (a prefill call's is its prefill; a decode call's counts from its own arrival), KV batches %d sent %d dropped",
+		n, wall.Round(time.Millisecond), s.Requests.Total, s.Requests.Failed, failed.Load(), s.TTFT.P50, s.TTFT.P99, fu.res.KVSent, fu.res.KVDropped)
+	assert.Zero(t, failed.Load())
+	assert.Equal(t, s.Requests.Total, s.Requests.Completed)
+	assert.Equal(t, 4*n, s.Requests.Total, "a prefill and a decode call per turn")
+	for w, blocks := range fu.res.Residency {
+		assert.Eventually(t, func() bool { return equal(blocks, g.idx.Blocks(w)) }, 5*time.Second, 5*time.Millisecond, w)
+	}
 }

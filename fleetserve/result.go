@@ -22,6 +22,10 @@ func (r *Result) RunResult(spec *topology.Spec) (*actors.Result, error) {
 		}
 	}
 	recs := col.Records()
+	var unfinished []metrics.Record
+	for _, j := range r.InFlight {
+		unfinished = append(unfinished, col.Unfinished(j))
+	}
 	tally := metrics.TallyOf(recs, false)
 	sum := tally.Summary()
 	sum.Scenario = spec.Name
@@ -33,5 +37,5 @@ func (r *Result) RunResult(spec *topology.Spec) (*actors.Result, error) {
 		metrics.MarkPartial(&sum, "drain-timeout", r.Unfinished)
 	}
 	sum.Warnings = metrics.Warnings(sum)
-	return &actors.Result{Summary: sum, Records: recs, End: r.End, Wall: r.Wall, Links: r.Links}, nil
+	return &actors.Result{Summary: sum, Records: recs, Unfinished: unfinished, End: r.End, Wall: r.Wall, Links: r.Links}, nil
 }

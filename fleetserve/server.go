@@ -90,9 +90,11 @@ type Result struct {
 	End     time.Duration
 	Wall    time.Duration
 	Scale   float64
-	// Partial: the final drain timed out; Unfinished requests never ended.
+	// Partial: the final drain timed out; Unfinished requests never ended
+	// (InFlight: their jobs, for per_request.csv's unfinished rows).
 	Partial    bool
 	Unfinished int
+	InFlight   []*gpu.Job
 	// Residency is every listed worker's KV blocks at the end, by its own
 	// state (what its KV events add up to; fleet.Fleet.Residency).
 	Residency map[string][]uint64
@@ -204,7 +206,7 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 		return 20 * time.Millisecond
 	}})
 	s.serveOpts = serve.Options{Model: o.Model, MaxInFlight: o.MaxInFlight, AllowRemote: o.AllowRemote, Logger: log,
-		BlockTokens: s.bt, DrainTimeout: o.DrainTimeout}
+		BlockTokens: s.bt, DrainTimeout: o.DrainTimeout, ExtraParams: []string{"kv_transfer_params"}}
 
 	// Admin first (a busy port fails before anything starts), then the
 	// workers, then the clock.
@@ -213,6 +215,10 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 		return nil, fmt.Errorf("fleet admin: %w", err)
 	}
 	s.adminURL = "http://" + adminLn.Addr().String()
+	// Emulated time 0 is now: the workers serve from the moment they
+	// listen.
+	s.start = time.Now()
+	s.br.Attach(s.emulated)
 	var startErr error
 	for _, wi := range f.Workers() {
 		if err := s.open(wi); err != nil {
@@ -225,8 +231,6 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 		s.closeAll()
 		return nil, startErr
 	}
-	s.start = time.Now()
-	s.br.Attach(s.emulated)
 	admin := &http.Server{Handler: s.adminMux(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute}
 	go func() { _ = admin.Serve(adminLn) }()
 	loopDone := make(chan struct{})
@@ -291,7 +295,9 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 			residency[wi.Name] = s.f.Residency(wi.Name)
 		}
 	}
+	var inflight []*gpu.Job
 	if partial {
+		inflight = s.f.InFlight()
 		s.br.Abort("the drain timed out")
 	}
 	s.mu.Unlock()
@@ -300,9 +306,10 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.f.ResolveColumns(s.jobs)
 	pre, dec := s.f.Names()
 	res := &Result{Jobs: s.jobs, Prefill: pre, Decode: dec, Links: s.links, End: s.f.Now(), Wall: time.Since(s.start),
-		Scale: scale, Partial: partial, Unfinished: unfinished, Residency: residency,
+		Scale: scale, Partial: partial, Unfinished: unfinished, InFlight: inflight, Residency: residency,
 		KVSent: s.kvTotals[0], KVDropped: s.kvTotals[1], KVFailed: s.kvTotals[2]}
 	if o.EndpointsFile != "" {
 		_ = os.Remove(o.EndpointsFile) // nothing listens any more
@@ -317,7 +324,7 @@ func (s *fleetServer) emulated() time.Duration {
 	return time.Duration(float64(time.Since(s.start)) * s.scale)
 }
 
-// startup is an added worker's start-up delay (docs/MODEL.md §9).
+// startup is an added worker's start-up delay (docs/MODEL.md §10).
 func (s *fleetServer) startup(w topology.Worker) time.Duration {
 	d := s.opts.StartupFixed
 	if s.opts.WeightsBandwidth > 0 {

@@ -22,6 +22,9 @@ const ReasonAborted = "aborted"
 // Seed or Reseed request admitted here whose KV has not arrived yet is
 // not held (Abort it again once it arrives).
 func (w *DecodeWorker) Abort(now time.Duration, id int64) bool {
+	if !w.holds(id) {
+		return false // and the worker is not advanced: its timings stay its own
+	}
 	w.advance(now)
 	if j := w.cur; j != nil && j.Req.ID == id {
 		if w.curChunk > 0 {
@@ -49,6 +52,14 @@ func (w *DecodeWorker) Abort(now time.Duration, id int64) bool {
 		return true
 	}
 	return false
+}
+
+// holds reports whether request id is on the worker (running, queued or
+// in its append-prefill).
+func (w *DecodeWorker) holds(id int64) bool {
+	match := func(j *Job) bool { return j.Req.ID == id }
+	return w.cur != nil && w.cur.Req.ID == id || slices.ContainsFunc(w.running, match) ||
+		slices.ContainsFunc(w.prefillQ, match) || slices.ContainsFunc(w.ready, match) || slices.ContainsFunc(w.waitRoom, match)
 }
 
 // abortEnd releases an aborted job's KV (held: it had a reservation or a
@@ -79,4 +90,30 @@ func (w *DecodeWorker) abortEnd(now time.Duration, j *Job, held bool) {
 	j.Failed, j.Done = ReasonAborted, now
 	w.out = append(w.out, Event{Kind: EvFailed, Job: j, At: now})
 	w.drainReady(now) // the slot and the memory it freed
+}
+
+// Abort makes request id leave the fused worker, as DecodeWorker.Abort:
+// waiting for memory (nothing reserved), for its DRAM load (its KV
+// reservation is released) or in the decode batch or its queues; it
+// ends at once as failed with ReasonAborted, and requests waiting for the
+// memory it held are admitted. It reports whether the worker held it.
+func (f *FusedWorker) Abort(now time.Duration, id int64) bool {
+	match := func(j *Job) bool { return j.Req.ID == id }
+	if !slices.ContainsFunc(f.waitMem, match) && !slices.ContainsFunc(f.loading, match) && !f.d.holds(id) {
+		return false // not advanced: an instance's timings stay its own
+	}
+	f.Advance(now)
+	if i := slices.IndexFunc(f.waitMem, match); i >= 0 {
+		j := f.waitMem[i]
+		f.waitMem = slices.Delete(f.waitMem, i, i+1)
+		f.d.abortEnd(now, j, false)
+		return true
+	}
+	if i := slices.IndexFunc(f.loading, match); i >= 0 {
+		j := f.loading[i]
+		f.loading = slices.Delete(f.loading, i, i+1)
+		f.d.abortEnd(now, j, true)
+		return true
+	}
+	return f.d.Abort(now, id)
 }

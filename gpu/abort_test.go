@@ -108,3 +108,30 @@ func TestDecodeAbortFreesRoom(t *testing.T) {
 	assert.Zero(t, w.Queued(), "b got a's room")
 	assert.Equal(t, 1, w.Running())
 }
+
+// A fused worker aborts a request waiting for memory or running, and the
+// memory it held admits the next one.
+func TestFusedAbort(t *testing.T) {
+	f, err := NewFusedWorker(FusedConfig{Name: "f0", Budget: 1000, Rho: 1}, linearCost{})
+	require.NoError(t, err)
+	a := &Job{Req: req(0, 1, 0, 500, 400)}
+	b := &Job{Req: req(1, 2, 0, 500, 5)}
+	f.Submit(0, a)
+	f.Submit(time.Millisecond, b) // waits: a holds 900 of 1000
+	f.Ready()
+	require.Equal(t, 1, len(f.waitMem))
+	require.True(t, f.Abort(2*time.Millisecond, a.Req.ID))
+	evs := f.Ready().Out
+	var failed []*Job
+	for _, e := range evs {
+		if e.Kind == EvFailed {
+			failed = append(failed, e.Job)
+		}
+	}
+	assert.Equal(t, []*Job{a}, failed)
+	assert.Equal(t, ReasonAborted, a.Failed)
+	assert.Empty(t, f.waitMem, "b got a's memory")
+	assert.True(t, f.Abort(3*time.Millisecond, b.Req.ID))
+	assert.Zero(t, f.Used())
+	assert.False(t, f.Abort(4*time.Millisecond, 99))
+}

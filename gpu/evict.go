@@ -23,9 +23,12 @@ const (
 	// EvictCrash: the worker crashed and lost every residency (reported by
 	// the cluster's fault layer, not by the worker).
 	EvictCrash
+	// EvictPrefixCache: a fused worker's LRU prefix cache dropped blocks
+	// (EvBlocksEvicted; blocks may be shared by sessions, so no session).
+	EvictPrefixCache
 )
 
-var evictNames = [...]string{"", "capacity", "transfer-failed", "session-end", "worker-crashed"}
+var evictNames = [...]string{"", "capacity", "transfer-failed", "session-end", "worker-crashed", "prefix-cache"}
 
 func (c EvictCause) String() string {
 	if int(c) < len(evictNames) && c > 0 {

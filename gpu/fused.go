@@ -34,6 +34,9 @@ type FusedConfig struct {
 	// tokens reserved by the requests in flight (LRU blocks are evicted as
 	// it shrinks).
 	SeparateCache bool
+	// TrackCache records every change of the blocks the worker holds (HBM
+	// and DRAM tiers together): TakeCacheChanges (fleet's KV events).
+	TrackCache bool
 }
 
 // FusedWorker is a fused worker: requests queue FIFO for KV memory (their
@@ -62,6 +65,8 @@ type FusedWorker struct {
 	separate bool
 	lastBT   int    // block size of the last insert
 	active   []*Job // admitted requests not yet known to have ended (shared pool)
+	track    bool
+	changes  []CacheChange
 }
 
 // NewFusedWorker validates cfg.
@@ -72,7 +77,7 @@ func NewFusedWorker(cfg FusedConfig, cost Cost) (*FusedWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FusedWorker{d: d, cache: NewBlockLRU(cfg.Budget), budget: cfg.Budget, separate: cfg.SeparateCache}
+	f := &FusedWorker{d: d, cache: NewBlockLRU(cfg.Budget), budget: cfg.Budget, separate: cfg.SeparateCache, track: cfg.TrackCache}
 	f.cache.trackEvictions = true
 	if cfg.DRAMTokens > 0 {
 		if !(cfg.DRAMBandwidth > 0) || cfg.KVBytesPerToken <= 0 {
@@ -158,7 +163,11 @@ func (f *FusedWorker) resize() {
 	for c.used > c.capTokens {
 		c.evictOldest()
 	}
+	n := len(f.evicted)
 	f.spill(c.evictedSince(), 0)
+	if f.track && len(f.evicted) > n {
+		f.changes = append(f.changes, CacheChange{At: f.d.last, Removed: append([]uint64(nil), f.evicted[n:]...)})
+	}
 }
 
 // spill moves blocks evicted from HBM to the DRAM tier, or out of the
@@ -184,6 +193,7 @@ func (f *FusedWorker) spill(out []uint64, blockTokens int) {
 // leaves the worker when there is none), and blocks now in HBM leave DRAM.
 func (f *FusedWorker) insert(blocks []uint64, blockTokens int) {
 	f.lastBT = blockTokens
+	n := len(f.evicted)
 	f.cache.Insert(blocks, blockTokens)
 	out := f.cache.evictedSince()
 	if f.l1 != nil {
@@ -192,6 +202,9 @@ func (f *FusedWorker) insert(blocks []uint64, blockTokens int) {
 		}
 	}
 	f.spill(out, blockTokens)
+	if f.track {
+		f.changes = append(f.changes, CacheChange{At: f.d.last, Stored: blocks, Removed: append([]uint64(nil), f.evicted[n:]...)})
+	}
 }
 
 // Submit queues j. Its cached prefix is looked up now; it is admitted when
@@ -282,7 +295,8 @@ func (f *FusedWorker) Advance(now time.Duration) {
 func (f *FusedWorker) Ready() effect.Ready[Event] {
 	at, ok := f.NextEvent()
 	if len(f.evicted) > 0 {
-		f.d.out = append(f.d.out, Event{Kind: EvBlocksEvicted, Blocks: f.evicted})
+		f.d.out = append(f.d.out, Event{Kind: EvBlocksEvicted, Blocks: f.evicted, At: f.d.last,
+			Tokens: len(f.evicted) * f.lastBT, Cause: EvictPrefixCache, For: -1})
 		f.evicted = nil
 	}
 	return effect.Take(&f.d.out, at, ok)

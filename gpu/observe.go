@@ -33,14 +33,7 @@ func (w *PrefillWorker) CachedBlocks(blocks []uint64) []bool {
 }
 
 // CacheKeys is every block hash in the prefix cache, most recent first.
-func (w *PrefillWorker) CacheKeys() []uint64 {
-	c := w.cache
-	var out []uint64
-	for i := c.nodes[0].next; i != 0; i = c.nodes[i].next {
-		out = append(out, c.nodes[i].key)
-	}
-	return out
-}
+func (w *PrefillWorker) CacheKeys() []uint64 { return keys(w.cache) }
 
 // ResidentBlocks returns the prompt blocks of session s's resident KV on
 // this worker (its last admitted request's; the slice is the worker's,
@@ -59,4 +52,32 @@ func (w *DecodeWorker) ResidentSessions(f func(s int32, blocks []uint64)) {
 	for id, r := range w.sess {
 		f(id, r.blocks)
 	}
+}
+
+// TakeCacheChanges returns and clears the changes of the blocks the
+// worker holds since the last call, in order (nil unless
+// FusedConfig.TrackCache). Stored blocks are in HBM; Removed ones left
+// the worker (a block moving from HBM to the DRAM tier stays on it).
+func (f *FusedWorker) TakeCacheChanges() []CacheChange {
+	out := f.changes
+	f.changes = nil
+	return out
+}
+
+// CacheKeys is every block the worker holds, HBM first, then the DRAM
+// tier.
+func (f *FusedWorker) CacheKeys() []uint64 {
+	out := keys(f.cache)
+	if f.l1 != nil {
+		out = append(out, keys(f.l1)...)
+	}
+	return out
+}
+
+func keys(c *BlockLRU) []uint64 {
+	var out []uint64
+	for i := c.nodes[0].next; i != 0; i = c.nodes[i].next {
+		out = append(out, c.nodes[i].key)
+	}
+	return out
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
@@ -129,10 +128,7 @@ func (c *Collector) Add(j *gpu.Job) error {
 	} else {
 		rec.TTFT = j.FirstToken - j.Arrival
 		rec.E2E = j.Done - j.Arrival
-		rec.Reason = strings.Join(j.Reasons, ";")
-		if len(j.RetryReasons) > 0 { // attempts lost to faults first
-			rec.Reason = strings.Join(append(append([]string(nil), j.RetryReasons...), j.Reasons...), ";")
-		}
+		rec.Reason = JoinReasons(j.RetryReasons, j.Reasons) // attempts lost to faults first
 		if r.OutputLen > 1 {
 			rec.TPOT = (j.Done - j.FirstToken) / time.Duration(r.OutputLen-1)
 		}

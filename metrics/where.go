@@ -43,8 +43,8 @@ func Where(j *gpu.Job) string {
 // was, then the admission rejections it had, ';'-separated.
 func unfinishedReason(j *gpu.Job) string {
 	s := "in " + Where(j)
-	for _, r := range j.Reasons {
-		s += ";" + r
+	if len(j.Reasons) > 0 {
+		s += ";" + JoinReasons(j.Reasons)
 	}
 	return s
 }

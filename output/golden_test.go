@@ -118,6 +118,7 @@ func TestGolden(t *testing.T) {
 			if !ok {
 				t.Skip("trace not on this machine (../shared/traces)")
 			}
+			checkKVCause(t, dir) // kvcause_test.go: on the same run
 			gold := filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".hcl"))
 			sum, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 			require.NoError(t, err)

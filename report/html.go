@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -56,6 +57,15 @@ type Options struct {
 	// configuration is that workload's baseline. A run that is not ok is
 	// refused.
 	Baseline string
+	// Failed are runs that ended without a summary.json (their error
+	// instead): listed loudly, never as figures.
+	Failed []FailedRun
+}
+
+// FailedRun is a run of the study that wrote no results.
+type FailedRun struct {
+	Name  string
+	Error string
 }
 
 // Build renders the report of runs (at least one) with the default
@@ -71,7 +81,7 @@ func Build(title, baseDir string, runs []*Run) (*Page, error) {
 // results and time series.
 func BuildWith(o Options, runs []*Run) (*Page, error) {
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("report: no runs")
+		return nil, fmt.Errorf("report: no runs with results")
 	}
 	rows, err := MakeRows(runs)
 	if err != nil {
@@ -82,7 +92,14 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 		return nil, err
 	}
 	cols := tableColumns(rows)
-	mix, err := modeMixFigure(runs)
+	// The mode mix and the runs' sections follow the table: by workload.
+	var ordered []*Run
+	var orderedRows []Row
+	for _, g := range groups {
+		ordered = append(ordered, g.Runs...)
+		orderedRows = append(orderedRows, g.Rows...)
+	}
+	mix, err := modeMixFigure(ordered)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +155,8 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 	}
 
 	var sections []runSection
-	for i, r := range runs {
+	rows = orderedRows
+	for i, r := range ordered {
 		id := SanitizeName(r.Name)
 		dir := r.Dir
 		if rel, err := filepath.Rel(o.BaseDir, r.Dir); err == nil && !strings.HasPrefix(rel, "..") {
@@ -155,8 +173,14 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 				sec.Notes = append(sec.Notes, "no instances.csv in the directory: no KV occupancy or queue plots")
 			}
 		}
-		if r.Links != nil && len(r.Links.Rows) == 0 {
+		switch {
+		case r.Links == nil:
+			sec.Notes = append(sec.Notes, "no links.csv in the directory: no link plot")
+		case len(r.Links.Rows) == 0:
 			sec.Notes = append(sec.Notes, "no KV link carried a transfer (links.csv has no rows): no link plot")
+		}
+		if r.RouterWindows == nil {
+			sec.Notes = append(sec.Notes, "no router_windows.csv in the directory: no router counters plot")
 		}
 		for _, f := range []func() (*Figure, error){
 			func() (*Figure, error) {
@@ -195,7 +219,7 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 	}
 
 	var missing []string
-	for _, r := range runs {
+	for _, r := range ordered {
 		if len(r.Missing) > 0 {
 			missing = append(missing, r.Name+" (no "+strings.Join(r.Missing, ", no ")+")")
 		}
@@ -204,6 +228,8 @@ func BuildWith(o Options, runs []*Run) (*Page, error) {
 	err = pageTmpl.Execute(&b, map[string]any{
 		"Title":    o.Title,
 		"Status":   statusCounts(rows),
+		"Overload": overloadNote(rows),
+		"Failed":   o.Failed,
 		"Missing":  missing,
 		"Columns":  cols,
 		"NCols":    len(cols) + 2,
@@ -371,16 +397,30 @@ func resultRows(r *Run) [][2]string {
 	rows = append(rows, [2]string{"modes", strings.Join(modes, ", ")})
 	if f := sloOf(s); f.any() {
 		var parts []string
+		if f.Objective != "" {
+			parts = append(parts, f.Objective)
+		}
 		if f.Attainment != nil {
-			parts = append(parts, fmt.Sprintf("%.1f %% of requests met the SLO", 100**f.Attainment))
+			met := fmt.Sprintf("%.1f %% of requests met it", 100**f.Attainment)
+			if f.Target != nil {
+				met += fmt.Sprintf(" (target %g %%", 100**f.Target)
+				if f.OK != nil && !*f.OK {
+					met += ": missed"
+				}
+				met += ")"
+			}
+			parts = append(parts, met)
 		}
 		if f.SessionAttainment != nil {
 			parts = append(parts, fmt.Sprintf("%.1f %% of sessions", 100**f.SessionAttainment))
 		}
 		if f.GoodputRPS != nil {
-			parts = append(parts, fmt.Sprintf("goodput %.2f req/s", *f.GoodputRPS))
+			parts = append(parts, fmt.Sprintf("goodput %.3g req/s", *f.GoodputRPS))
 		}
 		rows = append(rows, [2]string{"SLO", strings.Join(parts, ", ")})
+	}
+	if f := sloOf(s); f.Overloaded && f.Verdict != "" && !slices.Contains(s.Warnings, f.Verdict) {
+		rows = append(rows, [2]string{"overload", f.Verdict})
 	}
 	for _, w := range s.Warnings {
 		rows = append(rows, [2]string{"warning", w})
@@ -436,6 +476,7 @@ table.cmp tr.base td { background: #eef5ee; }
 .st { font-weight: bold; white-space: nowrap; }
 .st-ok { color: #1a7f37; }
 .st-bad { color: #c62828; }
+.over { display: block; font-size: 11px; font-weight: bold; color: #b35c00; white-space: nowrap; }
 .warn { border: 2px solid #c62828; background: #fdecec; padding: .5em 1em; margin: 1em 0; }
 .note { border: 1px solid #b68b00; background: #fff8e1; padding: .5em 1em; margin: 1em 0; font-size: 13px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(640px, 1fr)); gap: .5em 1.5em; }
@@ -451,14 +492,17 @@ figcaption { font-size: 12px; color: #555; }
 </head>
 <body>
 <h1>{{.Title}}</h1>
+<p class="small"><a href="#table">Comparison</a> · <a href="#mode-mix">Mode mix</a>{{range .Groups}} · <a href="#{{.ID}}">{{.Label}}</a>{{end}} · <a href="#runs">Runs</a></p>
 {{if .Status}}<div class="warn"><b>Not every run is a clean result.</b> {{.Status}}</div>
+{{end}}{{if .Failed}}<div class="warn"><b>{{len .Failed}} run{{if ne (len .Failed) 1}}s{{end}} of this study wrote no results</b> and {{if ne (len .Failed) 1}}are{{else}}is{{end}} in no table or plot below:<ul>{{range .Failed}}<li>{{.Name}}: {{.Error}}</li>{{end}}</ul></div>
+{{end}}{{if .Overload}}<div class="warn"><b>Overload.</b> {{.Overload}}</div>
 {{end}}{{if .Missing}}<div class="note">Runs kept with fewer outputs: {{range $i, $m := .Missing}}{{if $i}}; {{end}}{{$m}}{{end}}. Their rows come from summary.json; the figures the absent files would give are shown as – and the plots they would feed leave them out.</div>
 {{end}}<h2 id="table">Comparison</h2>
 <table class="cmp">
 <tr><th class="l">run</th><th class="l">status</th>{{range .Columns}}<th>{{.Head}}{{if .Unit}}<br><span class="small">{{.Unit}}</span>{{end}}</th>{{end}}</tr>
 {{range .Groups}}<tr class="group"><td colspan="{{$.NCols}}">{{.Label}} <span>· {{.Runs}} run{{if ne .Runs 1}}s{{end}} · {{.BaselineNote}}</span></td></tr>
-{{range .Rows}}<tr class="{{if not .OK}}notok{{else if .Baseline}}base{{end}}"><td class="run"><a href="#{{.Anchor}}">{{range .Name}}{{.}}<wbr>{{end}}</a></td><td class="l"><span class="st {{if .OK}}st-ok{{else}}st-bad{{end}}"{{if .Detail}} title="{{.Detail}}"{{end}}>{{.Status}}</span>{{if not .OK}}<span class="d">{{.Detail}}</span>{{end}}</td>
-{{range $c := .Cells}}<td{{if $c.Title}} title="{{$c.Title}}"{{end}}><span class="v">{{$c.Value}}</span>{{if $c.Delta}}<span class="d {{$c.Class}}">{{$c.Delta}}</span>{{end}}</td>{{end}}</tr>
+{{range .Rows}}<tr class="{{if not .OK}}notok{{else if .Baseline}}base{{end}}"><td class="run"><a href="#{{.Anchor}}">{{range .Name}}{{.}}<wbr>{{end}}</a></td><td class="l"><span class="st {{if .OK}}st-ok{{else}}st-bad{{end}}"{{if .Detail}} title="{{.Detail}}"{{end}}>{{.Status}}</span>{{if not .OK}}<span class="d">{{.Detail}}</span>{{end}}{{if .Overloaded}}<span class="over" title="{{.Verdict}}">overloaded</span>{{end}}</td>
+{{range $c := .Cells}}<td{{if $c.Title}} title="{{$c.Title}}"{{end}}><span class="v">{{$c.Value}}</span>{{if $c.Delta}}<span class="d {{$c.Class}}">{{$c.Delta}}</span>{{end}}{{if $c.Note}}<span class="d worse">{{$c.Note}}</span>{{end}}</td>{{end}}</tr>
 {{end}}{{end}}</table>
 <p class="small">Runs are grouped by workload; each group is compared with its baseline (green: better, red: worse; per cent, × for 2 times and more, ÷ for a tenth and less, or percentage points (pp) for shares; ±0 below 0.5 %). Requests columns: failed share of all requests, Direct share of all requests; latencies over completed requests; prefilled tokens are the tokens actually prefilled (append_tokens); KV moved is the KV transferred between workers; imbalance is the busiest decode/fused worker's share of requests over the mean share (1× = even). Exact figures: compare.csv and compare.json.</p>
 <h2 id="mode-mix">Mode mix</h2>

@@ -14,6 +14,7 @@ type cell struct {
 	Delta string // "" none; "baseline" on the baseline's row
 	Class string // "better", "worse" or ""
 	Title string // tooltip: the exact value
+	Note  string // a warning under the value ("below the 90 % target")
 }
 
 // tableRow is one run's line of the report's table.
@@ -24,7 +25,10 @@ type tableRow struct {
 	Detail   string
 	OK       bool
 	Baseline bool
-	Cells    []cell
+	// Overloaded is summary.json's SLO overload verdict, Verdict its reason.
+	Overloaded bool
+	Verdict    string
+	Cells      []cell
 }
 
 // column is one figure of the table: how to read it from a row, how to
@@ -37,6 +41,8 @@ type tableColumn struct {
 	// percentage points (shares), not per cent.
 	lowerBetter, points bool
 	noDelta             bool // counts of events, not figures to compare
+	// note, when set, is a warning about the row's value ("" none).
+	note func(Row) string
 }
 
 // deltaFloor is the smallest change shown as a change (smaller ones are
@@ -87,7 +93,13 @@ func tableColumns(rows []Row) []tableColumn {
 		}
 	}
 	if att {
-		cols = append(cols, tableColumn{Head: "SLO met", Unit: "requests", get: opt(func(s *SLOFigures) *float64 { return s.Attainment }), format: pct, points: true})
+		cols = append(cols, tableColumn{Head: "SLO met", Unit: "requests", get: opt(func(s *SLOFigures) *float64 { return s.Attainment }), format: pct, points: true,
+			note: func(r Row) string {
+				if r.SLO != nil && r.SLO.OK != nil && !*r.SLO.OK && r.SLO.Target != nil {
+					return "below the " + strconv.FormatFloat(100**r.SLO.Target, 'f', -1, 64) + " % target"
+				}
+				return ""
+			}})
 	}
 	if sess {
 		cols = append(cols, tableColumn{Head: "SLO met", Unit: "sessions", get: opt(func(s *SLOFigures) *float64 { return s.SessionAttainment }), format: pct, points: true})
@@ -108,7 +120,12 @@ func tableColumns(rows []Row) []tableColumn {
 	}
 	if gp {
 		cols = append(cols, tableColumn{Head: "goodput", get: opt(func(s *SLOFigures) *float64 { return s.GoodputRPS }),
-			format: func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " req/s" }})
+			format: func(v float64) string {
+				if math.Abs(v) < 10 {
+					return strconv.FormatFloat(v, 'g', 3, 64) + " req/s" // 0.0404, not 0.04
+				}
+				return strconv.FormatFloat(v, 'f', 1, 64) + " req/s"
+			}})
 	}
 	return cols
 }
@@ -126,6 +143,9 @@ func makeTableRows(g *workload, cols []tableColumn) []tableRow {
 	for i, r := range g.Rows {
 		tr := tableRow{Name: splitName(r.Run), Anchor: "run-" + r.Run, Status: r.Status, Detail: r.StatusDetail,
 			OK: r.Status == StatusOK, Baseline: i == g.Baseline}
+		if r.SLO != nil && r.SLO.Overloaded {
+			tr.Overloaded, tr.Verdict = true, r.SLO.Verdict
+		}
 		for _, c := range cols {
 			v, ok := c.get(r)
 			if !ok {
@@ -133,6 +153,9 @@ func makeTableRows(g *workload, cols []tableColumn) []tableRow {
 				continue
 			}
 			ce := cell{Value: c.format(v), Title: strconv.FormatFloat(v, 'f', -1, 64)}
+			if c.note != nil {
+				ce.Note = c.note(r)
+			}
 			switch {
 			case c.noDelta:
 			case tr.Baseline:
@@ -269,4 +292,19 @@ func statusCounts(rows []Row) string {
 	}
 	return fmt.Sprintf("%d of %d runs are not clean results (%s): their rows are marked, their figures cover only the requests that ended, and they are not compared with the baseline.",
 		bad, len(rows), strings.Join(parts, ", "))
+}
+
+// overloadNote names the overloaded runs ("" when none is).
+func overloadNote(rows []Row) string {
+	var names []string
+	for _, r := range rows {
+		if r.SLO != nil && r.SLO.Overloaded {
+			names = append(names, r.Run)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d runs are overloaded (summary.json's SLO verdict: p99 TTFT far beyond the SLO, or TTFT growing over the run): %s. Their rows say so; each run's section gives the verdict with where the time went.",
+		len(names), len(rows), strings.Join(names, ", "))
 }

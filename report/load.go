@@ -78,6 +78,14 @@ type Table struct {
 	Header []string
 	Rows   [][]string
 	idx    map[string]int
+	// floats caches columns parsed as numbers (see column); Rows must
+	// not change once a column was read.
+	floats map[string]floatColumn
+}
+
+type floatColumn struct {
+	v   []float64
+	err error
 }
 
 // Has reports whether the table has column name.
@@ -110,14 +118,6 @@ func (t *Table) Float(i int, name string) (float64, error) {
 		return 0, fmt.Errorf("row %d column %s: %w", i+2, name, err)
 	}
 	return v, nil
-}
-
-// rows are t's data rows (none for a nil table).
-func (t *Table) rows() [][]string {
-	if t == nil {
-		return nil
-	}
-	return t.Rows
 }
 
 // readTable reads a CSV file with a header line. A missing file gives
@@ -160,6 +160,7 @@ func readTable(path string, optional bool, keep []string) (*Table, error) {
 		t.Header = append(t.Header, h)
 		cols = append(cols, i)
 	}
+	ends := make([]int, 0, len(cols)) // reused: where each kept cell ends in a line
 	for {
 		rec, err := r.Read()
 		if err == io.EOF {
@@ -168,12 +169,29 @@ func readTable(path string, optional bool, keep []string) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		row := make([]string, 0, len(cols))
+		// The kept cells share one copied string (rec is reused).
+		n := 0
+		for _, c := range cols {
+			if c < len(rec) {
+				n += len(rec[c])
+			}
+		}
+		var sb strings.Builder
+		sb.Grow(n)
+		ends = ends[:0]
 		for _, c := range cols {
 			if c >= len(rec) {
 				break // a short line: the cells it lacks read as ""
 			}
-			row = append(row, strings.Clone(rec[c]))
+			sb.WriteString(rec[c])
+			ends = append(ends, sb.Len())
+		}
+		line := sb.String()
+		row := make([]string, len(ends))
+		start := 0
+		for i, e := range ends {
+			row[i] = line[start:e]
+			start = e
 		}
 		t.Rows = append(t.Rows, row)
 	}

@@ -218,16 +218,27 @@ func addLine(p *plot.Plot, i int, name string, xys plotter.XYs) error {
 
 // column returns column name of t as numbers (rows whose cell does not
 // parse are an error).
+// The slice is parsed once per table and shared: callers must not
+// change it.
 func column(t *Table, name string) ([]float64, error) {
+	if c, ok := t.floats[name]; ok {
+		return c.v, c.err
+	}
 	out := make([]float64, len(t.Rows))
+	var err error
 	for i := range t.Rows {
-		v, err := t.Float(i, name)
-		if err != nil {
-			return nil, err
+		v, ferr := t.Float(i, name)
+		if ferr != nil {
+			out, err = nil, ferr
+			break
 		}
 		out[i] = v
 	}
-	return out, nil
+	if t.floats == nil {
+		t.floats = map[string]floatColumn{}
+	}
+	t.floats[name] = floatColumn{out, err}
+	return out, err
 }
 
 // isFailed reports whether row i of per_request.csv is a failed request.
@@ -237,17 +248,17 @@ func isFailed(t *Table, i int) bool {
 }
 
 // completedColumn is column name of the completed requests of t.
+// The slice is new: the caller may sort it.
 func completedColumn(t *Table, name string) ([]float64, error) {
+	all, err := column(t, name)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]float64, 0, len(t.Rows))
-	for i := range t.Rows {
-		if isFailed(t, i) {
-			continue
+	for i, v := range all {
+		if !isFailed(t, i) {
+			out = append(out, v)
 		}
-		v, err := t.Float(i, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
 	}
 	return out, nil
 }
@@ -255,16 +266,12 @@ func completedColumn(t *Table, name string) ([]float64, error) {
 // cdf returns the empirical CDF of the completed requests' column col, in
 // per cent, with values clamped to at least floor (log axis).
 func cdf(t *Table, col string, floor float64) (plotter.XYs, error) {
-	var vs []float64
-	for i := range t.Rows {
-		if isFailed(t, i) {
-			continue
-		}
-		v, err := t.Float(i, col)
-		if err != nil {
-			return nil, err
-		}
-		vs = append(vs, max(v, floor))
+	vs, err := completedColumn(t, col)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vs {
+		vs[i] = max(v, floor)
 	}
 	sort.Float64s(vs)
 	xys := make(plotter.XYs, 0, len(vs))
@@ -583,17 +590,17 @@ func directShareFigureOf(runs []*Run, id, suffix string) (*Figure, error) {
 // line per key (t_ms in seconds on x) of column val, keys sorted.
 func perKeySeries(t *Table, key, val string) ([]string, map[string]plotter.XYs, error) {
 	series := map[string]plotter.XYs{}
+	tm, err := column(t, "t_ms")
+	if err != nil {
+		return nil, nil, err
+	}
+	vs, err := column(t, val)
+	if err != nil {
+		return nil, nil, err
+	}
 	for i := range t.Rows {
-		tm, err := t.Float(i, "t_ms")
-		if err != nil {
-			return nil, nil, err
-		}
-		v, err := t.Float(i, val)
-		if err != nil {
-			return nil, nil, err
-		}
 		k := t.Str(i, key)
-		series[k] = append(series[k], plotter.XY{X: tm / 1000, Y: v})
+		series[k] = append(series[k], plotter.XY{X: tm[i] / 1000, Y: vs[i]})
 	}
 	keys := make([]string, 0, len(series))
 	for k := range series {

@@ -90,6 +90,16 @@ type SLOFigures struct {
 	GoodputRPS *float64 `json:"goodput_rps,omitempty"`
 	// SessionAttainment is the share of sessions whose requests all met it.
 	SessionAttainment *float64 `json:"session_attainment,omitempty"`
+	// Target is the attainment the SLO asks for and OK whether the run
+	// reached it (nil when summary.json does not say).
+	Target *float64 `json:"target,omitempty"`
+	OK     *bool    `json:"ok,omitempty"`
+	// Objective describes the thresholds ("TTFT ≤ 10 s, TPOT ≤ 100 ms").
+	Objective string `json:"objective,omitempty"`
+	// Overloaded is summary.json's overload verdict (p99 TTFT far beyond
+	// the SLO, or TTFT growing over the run); Verdict says why.
+	Overloaded bool   `json:"overloaded,omitempty"`
+	Verdict    string `json:"verdict,omitempty"`
 }
 
 func (f SLOFigures) any() bool {
@@ -146,6 +156,30 @@ func sloOf(s Summary) SLOFigures {
 		v := *f.SessionAttainment / 100
 		f.SessionAttainment = &v
 	}
+	if !f.any() {
+		return f
+	}
+	f.Target = find("target", "attainment_target")
+	if f.Target != nil && *f.Target > 1 {
+		v := *f.Target / 100
+		f.Target = &v
+	}
+	m := objs[0]
+	if ok, isBool := m["ok"].(bool); isBool {
+		f.OK = &ok
+	} else if f.Target != nil && f.Attainment != nil {
+		ok := *f.Attainment >= *f.Target
+		f.OK = &ok
+	}
+	f.Overloaded, _ = m["overloaded"].(bool)
+	f.Verdict, _ = m["verdict"].(string)
+	var parts []string
+	for _, th := range []struct{ key, name string }{{"ttft_ms", "TTFT"}, {"tpot_ms", "TPOT"}, {"e2e_ms", "E2E"}} {
+		if v, ok := m[th.key].(float64); ok && v > 0 {
+			parts = append(parts, th.name+" ≤ "+fmtMS(v))
+		}
+	}
+	f.Objective = strings.Join(parts, ", ")
 	return f
 }
 

@@ -111,10 +111,10 @@ func writeFixture(t testing.TB, root string, f fixture) string {
 // clean baseline, runs better and worse than it, a failed run, a partial
 // run, a summary-only run, runs with and without KV links, SLO figures.
 func studyFixtures() []fixture {
-	slo := `{"ttft_ms": 2000, "attainment": 0.93, "goodput": {"requests_per_s": 1.5}, "sessions": {"session_attainment": 0.8}}`
+	slo := `{"ttft_ms": 2000, "tpot_ms": 100, "target": 0.9, "ok": true, "attainment": 0.93, "goodput": {"requests_per_s": 1.5}, "sessions": {"session_attainment": 0.8}}`
 	return []fixture{
 		{name: "kvc__trace=cc", scenario: "kvc", policy: "kvc", trace: "traces/cc", scale: 10, requests: 40, direct: 30, links: "busy", slo: slo},
-		{name: "vanilla__trace=cc", scenario: "vanilla", policy: "vanilla", trace: "traces/cc", scale: 30, requests: 40, links: "busy", slo: `{"attainment": 0.5}`},
+		{name: "vanilla__trace=cc", scenario: "vanilla", policy: "vanilla", trace: "traces/cc", scale: 30, requests: 40, links: "busy", slo: `{"attainment": 0.5, "target": 0.9, "ok": false, "overloaded": true, "verdict": "overloaded: p99 TTFT 9.0 s is 4.5× the SLO's 2.0 s"}`},
 		{name: "dp4__trace=cc", scenario: "dp4", policy: "cache_aware_dp", trace: "traces/cc", scale: 12, requests: 40, failed: 20, links: "empty"},
 		{name: "kvc__trace=swe", scenario: "kvc", policy: "kvc", trace: "swe.jsonl", scale: 0.1, requests: 40, direct: 38, links: "busy"},
 		{name: "vanilla__trace=swe", scenario: "vanilla", policy: "vanilla", trace: "swe.jsonl", scale: 0.3, requests: 40, partial: "SIGINT", links: "busy"},
@@ -350,6 +350,11 @@ func TestStatusAndSLOInCompareCSV(t *testing.T) {
 	assert.Equal(t, "1.5", col(1, "goodput_rps"), "nested one level down")
 	assert.Equal(t, "0.8", col(1, "session_slo_attainment"))
 	assert.Equal(t, "", col(3, "slo_attainment"), "a run without SLO figures: empty")
+	assert.Equal(t, "0.9", col(1, "slo_target"))
+	assert.Equal(t, "true", col(1, "slo_ok"))
+	assert.Equal(t, "false", col(1, "overloaded"))
+	assert.Equal(t, "false", col(2, "slo_ok"))
+	assert.Equal(t, "true", col(2, "overloaded"))
 	assert.Equal(t, "", col(6, "prefilled_tokens"), "summary-only run: unknown, not 0")
 	assert.NotEqual(t, "", col(1, "prefilled_tokens"))
 }
@@ -471,7 +476,7 @@ func TestSummaryOnlyStudy(t *testing.T) {
 	o := outline(t, page.HTML)
 	assert.Contains(t, o, "[note] Runs kept with fewer outputs: kvc__trace=cc (no per_request.csv, no instances.csv); vanilla__trace=cc")
 	assert.Contains(t, o, "note: No CDF, Direct share or TTFT-parts plots: no run of this workload has its per_request.csv")
-	assert.Contains(t, o, "row(): vanilla__trace=cc | ok | 40 | 0.0 % ±0 | 0.0 % -75.0 pp | 1.20 s 3.0×")
+	assert.Contains(t, o, "row(): vanilla__trace=cc | ok overloaded | 40 | 0.0 % ±0 | 0.0 % -75.0 pp | 1.20 s 3.0×")
 	ids := figureIDs(page)
 	assert.Equal(t, []string{"mode_mix"}, ids, "only the mode mix, from the summaries")
 }
@@ -519,4 +524,62 @@ func TestRunsWithoutRequestsDrawNoEmptyAxes(t *testing.T) {
 	o := outline(t, page.HTML)
 	assert.Contains(t, o, "row(notok): kvc__trace=cc | empty no requests")
 	assert.Contains(t, o, "row(notok): vanilla__trace=cc | failed 40 of 40 requests failed (100.0 %)")
+}
+
+// Runs that wrote no results (a compare run that failed before its
+// summary.json) are listed loudly with their errors.
+func TestFailedRunsWithoutResultsAreListed(t *testing.T) {
+	root, runs := loadStudy(t, studyFixtures()[:1])
+	page, err := BuildWith(Options{Title: "s", BaseDir: root,
+		Failed: []FailedRun{{Name: "dp4__trace=cc", Error: "workload: stat traces/cc: no such file or directory"}}}, runs)
+	require.NoError(t, err)
+	assert.Contains(t, outline(t, page.HTML),
+		"[warn] 1 run of this study wrote no results and is in no table or plot below:dp4__trace=cc: workload: stat traces/cc: no such file or directory")
+}
+
+// Runs given with their workloads interleaved are shown by workload, in
+// the table, the mode mix and the runs' sections alike.
+func TestRunsShownByWorkload(t *testing.T) {
+	all := studyFixtures()
+	root, runs := loadStudy(t, []fixture{all[0], all[3], all[1]}) // cc, swe, cc
+	page, err := BuildWith(Options{Title: "s", BaseDir: root}, runs)
+	require.NoError(t, err)
+	o := outline(t, page.HTML)
+	var sections []string
+	for _, l := range strings.Split(o, "\n") {
+		if strings.HasPrefix(l, "### ") {
+			sections = append(sections, strings.TrimPrefix(l, "### "))
+		}
+	}
+	assert.Equal(t, []string{"kvc__trace=cc", "vanilla__trace=cc", "kvc__trace=swe"}, sections)
+	mix := string(page.Figures[0].SVG)
+	assert.Greater(t, strings.Index(mix, ">vanilla__trace=cc<"), strings.Index(mix, ">kvc__trace=swe<"), "the mode mix lists runs top-down in the table order (its labels are drawn bottom-up)")
+}
+
+// Keeping only the columns the report reads changes nothing in what it
+// builds: a column a new figure reads must be added to the kept lists.
+func TestColumnProjectionChangesNothing(t *testing.T) {
+	root, _ := loadStudy(t, studyFixtures())
+	build := func() []byte {
+		ents, err := os.ReadDir(filepath.Join(root, "runs"))
+		require.NoError(t, err)
+		var dirs []string
+		for _, e := range ents {
+			dirs = append(dirs, filepath.Join(root, "runs", e.Name()))
+		}
+		runs, err := LoadAll(dirs)
+		require.NoError(t, err)
+		page, err := BuildWith(Options{Title: "s", BaseDir: root}, runs)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		rows, err := MakeRows(runs)
+		require.NoError(t, err)
+		require.NoError(t, WriteCSV(&b, rows))
+		return append(page.HTML, b.Bytes()...)
+	}
+	projected := build()
+	rc, ic, lc := requestColumns, instanceColumns, linkColumns
+	requestColumns, instanceColumns, linkColumns = nil, nil, nil
+	defer func() { requestColumns, instanceColumns, linkColumns = rc, ic, lc }()
+	assert.Equal(t, string(build()), string(projected))
 }

@@ -155,17 +155,18 @@ func MakeRow(r *Run) (Row, error) {
 		}
 		row.ModeShare[m] = round(share, 4)
 	}
-	t := r.Requests
-	for i := range t.rows() {
+	if t := r.Requests; t != nil {
 		for _, c := range []struct {
 			col string
 			dst *int64
 		}{{"append_tokens", &row.PrefilledTokens}, {"cached_tokens", &row.CachedTokens}, {"transfer_bytes", &row.TransferBytes}} {
-			v, err := t.Float(i, c.col)
+			vs, err := column(t, c.col)
 			if err != nil {
 				return Row{}, err
 			}
-			*c.dst += int64(v)
+			for _, v := range vs {
+				*c.dst += int64(v)
+			}
 		}
 	}
 	fc, err := faultCounts(r)
@@ -201,7 +202,7 @@ func CSVHeader() []string { return csvHeader(false, false) }
 
 // SLOColumns are the columns compare.csv has after imbalance when any of
 // its runs' summary.json has SLO figures (empty cells for the others).
-var SLOColumns = []string{"slo_attainment", "goodput_rps", "session_slo_attainment"}
+var SLOColumns = []string{"slo_attainment", "goodput_rps", "session_slo_attainment", "slo_target", "slo_ok", "overloaded"}
 
 func anySLO(rows []Row) bool {
 	for _, r := range rows {
@@ -292,9 +293,14 @@ func csvRecord(r Row, faults, slo bool) []string {
 			return f(round(*p, 4))
 		}
 		if r.SLO == nil {
-			rec = append(rec, "", "", "")
+			rec = append(rec, "", "", "", "", "", "")
 		} else {
-			rec = append(rec, opt(r.SLO.Attainment), opt(r.SLO.GoodputRPS), opt(r.SLO.SessionAttainment))
+			ok := ""
+			if r.SLO.OK != nil {
+				ok = strconv.FormatBool(*r.SLO.OK)
+			}
+			rec = append(rec, opt(r.SLO.Attainment), opt(r.SLO.GoodputRPS), opt(r.SLO.SessionAttainment),
+				opt(r.SLO.Target), ok, strconv.FormatBool(r.SLO.Overloaded))
 		}
 	}
 	if faults {

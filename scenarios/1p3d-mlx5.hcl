@@ -40,7 +40,7 @@ variable "seed" {
 # prefill_overhead, allreduce_latency, reserved_memory (docs/MODEL.md).
 dynamic "decode" {
   content {
-    kv_budget_tokens = 92104
+    kv_budget_tokens = 92104 # the KVC paper's K_d, sized for the generator below; Claude Code sessions: claude-code*.hcl
   }
 }
 

@@ -28,7 +28,7 @@ dynamic "fused" {
   content {
     gpu              = "H200-SXM"
     model            = "qwen3-coder-30b-a3b"
-    kv_budget_tokens = 92104
+    kv_budget_tokens = 92104 # the paper's pool, sized for the generator; Claude Code sessions: claude-code-dp4.hcl
   }
 }
 

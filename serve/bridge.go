@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sort"
 	"sync"
 	"time"
 
@@ -49,10 +48,10 @@ type Bridge struct {
 	router  RouterState
 	links   map[string]LinkState
 	lnames  []string
-	lag     []time.Duration // every lag sample (bounded)
+	lag     reservoir // the lag samples
 	// lateFirst, lateEnd: how late clients got first tokens and ends
 	// (wall time; bounded like lag).
-	lateFirst, lateEnd []time.Duration
+	lateFirst, lateEnd reservoir
 	recent             [256]time.Duration
 	nrecent            int
 	wg                 sync.WaitGroup
@@ -60,9 +59,6 @@ type Bridge struct {
 	// client went away, and that an aborted request ended.
 	onAbort, onAbortDone func(id int64)
 }
-
-// maxLagSamples bounds the lag samples kept for LagStats.
-const maxLagSamples = 1 << 20
 
 // BridgeOptions configure a Bridge.
 type BridgeOptions struct {
@@ -304,9 +300,7 @@ func (b *Bridge) Ended(e End) {
 
 func (b *Bridge) sample(lag time.Duration) {
 	lag = max(lag, 0)
-	if len(b.lag) < maxLagSamples {
-		b.lag = append(b.lag, lag)
-	}
+	b.lag.add(lag)
 	b.recent[b.nrecent%len(b.recent)] = lag
 	b.nrecent++
 }
@@ -373,10 +367,8 @@ func (b *Bridge) Late(at time.Duration) time.Duration {
 // first token) and end (wall time); ServedLateness summarises them.
 func (b *Bridge) Served(first, end time.Duration) {
 	b.mu.Lock()
-	if len(b.lateFirst) < maxLagSamples {
-		b.lateFirst = append(b.lateFirst, first)
-		b.lateEnd = append(b.lateEnd, end)
-	}
+	b.lateFirst.add(first)
+	b.lateEnd.add(end)
 	b.mu.Unlock()
 }
 
@@ -384,19 +376,16 @@ func (b *Bridge) Served(first, end time.Duration) {
 // request completed); bound is the verdict's threshold.
 func (b *Bridge) ServedLateness(bound time.Duration) *metrics.ServedLateness {
 	b.mu.Lock()
-	first := append([]time.Duration(nil), b.lateFirst...)
-	end := append([]time.Duration(nil), b.lateEnd...)
-	b.mu.Unlock()
-	if len(first) == 0 {
+	defer b.mu.Unlock()
+	if b.lateFirst.n == 0 {
 		return nil
 	}
-	q := func(s []time.Duration) metrics.Lateness {
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	q := func(r *reservoir) metrics.Lateness {
 		ms := func(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
-		at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
-		return metrics.Lateness{P50: ms(at(0.5)), P99: ms(at(0.99)), Max: ms(s[len(s)-1]), Samples: len(s)}
+		qs, mx, n := r.quantiles(0.5, 0.99)
+		return metrics.Lateness{P50: ms(qs[0]), P99: ms(qs[1]), Max: ms(mx), Samples: n}
 	}
-	out := &metrics.ServedLateness{FirstToken: q(first), End: q(end), BoundMS: float64(bound.Microseconds()) / 1e3}
+	out := &metrics.ServedLateness{FirstToken: q(&b.lateFirst), End: q(&b.lateEnd), BoundMS: float64(bound.Microseconds()) / 1e3}
 	out.Late = out.FirstToken.P99 > out.BoundMS
 	return out
 }
@@ -404,14 +393,12 @@ func (b *Bridge) ServedLateness(bound time.Duration) *metrics.ServedLateness {
 // Lag returns the lag statistics.
 func (b *Bridge) Lag() LagStats {
 	b.mu.Lock()
-	s := append([]time.Duration(nil), b.lag...)
-	b.mu.Unlock()
-	if len(s) == 0 {
+	defer b.mu.Unlock()
+	if b.lag.n == 0 {
 		return LagStats{}
 	}
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	q := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
-	return LagStats{Samples: len(s), P50: q(0.5), P99: q(0.99), Max: s[len(s)-1]}
+	qs, mx, n := b.lag.quantiles(0.5, 0.99)
+	return LagStats{Samples: n, P50: qs[0], P99: qs[1], Max: mx}
 }
 
 // stream paces one request's events.

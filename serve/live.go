@@ -39,7 +39,7 @@ type feedKick struct{}
 type Feeder struct {
 	br      *Bridge
 	driver  cluster.Addr
-	decodes []cluster.Addr // where an Abort goes (P/D clusters)
+	decodes []cluster.Addr // where an Abort goes: decode workers, or buckets
 	node    *feedDriver
 }
 
@@ -51,7 +51,7 @@ func Feed(cl *cluster.Cluster, br *Bridge) *Feeder {
 	cl.Nodes[cl.Driver] = d
 	f := &Feeder{br: br, driver: cl.Driver, node: d}
 	for i, k := range cl.Kinds {
-		if k == cluster.KindDecode {
+		if k == cluster.KindDecode || k == cluster.KindBucket {
 			f.decodes = append(f.decodes, cluster.Addr(i))
 		}
 	}
@@ -63,8 +63,8 @@ func Feed(cl *cluster.Cluster, br *Bridge) *Feeder {
 // is on its way; the driver takes every waiting request when it gets it),
 // and a request whose client went away is aborted on every decode worker
 // (cluster.Abort; wherever it is, it leaves the batch when it reaches
-// one, and cluster.AbortDone follows its end). Fused deployments do not
-// abort: their requests run to their end.
+// one, and cluster.AbortDone follows its end); in a fused deployment
+// every bucket gets it, and the instance holding the request aborts it.
 func (f *Feeder) Start(in Injector) {
 	if len(f.decodes) > 0 {
 		each := func(msg func(id int64) any) func(int64) {

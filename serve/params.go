@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -148,8 +149,9 @@ var completionParams = map[string]param{
 }
 
 // checkParams refuses unknown and refused parameters and out-of-range
-// values; body is a JSON object (decodeJSON checked it).
-func checkParams(body []byte, chat bool) *apiError {
+// values; body is a JSON object (decodeJSON checked it). extra are
+// parameters the embedding front end reads itself (Options.ExtraParams).
+func checkParams(body []byte, chat bool, extra []string) *apiError {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return nil // decodeJSON reports it
@@ -170,6 +172,9 @@ func checkParams(body []byte, chat bool) *apiError {
 		}
 		if !ok {
 			p, ok = samplingParams[k]
+		}
+		if !ok && slices.Contains(extra, k) {
+			continue
 		}
 		if !ok {
 			return badRequest(k, "unsupported_parameter", "unsupported parameter %q: pdemu does not know it, and refuses rather than ignore it (docs/SERVE.md, Conformance)", k)

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -74,7 +75,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte) {
 		s.fail(w, e)
 		return
 	}
-	if e := checkParams(body, true); e != nil {
+	if e := checkParams(body, true, s.opts.ExtraParams); e != nil {
 		s.fail(w, e)
 		return
 	}
@@ -122,7 +123,7 @@ func (s *Server) completion(w http.ResponseWriter, r *http.Request, body []byte)
 		s.fail(w, e)
 		return
 	}
-	if e := checkParams(body, false); e != nil {
+	if e := checkParams(body, false, s.opts.ExtraParams); e != nil {
 		s.fail(w, e)
 		return
 	}
@@ -266,9 +267,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 		}
 		chs[i] = &choice{req: req, seed: seed, finish: f, stopAt: stopAt}
 	}
+	// Cancelled when the client goes away, or stops reading (a write
+	// fails): the cluster aborts the request.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
 	streams := make([]<-chan Event, len(chs))
 	for i, ch := range chs {
-		ev, err := s.cl.Submit(r.Context(), ch.req)
+		ev, err := s.cl.Submit(ctx, ch.req)
 		if err != nil {
 			for _, prev := range streams[:i] {
 				go drain(prev) // the ones submitted run to their end
@@ -279,7 +284,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 		}
 		streams[i] = ev
 	}
-	rl := &relay{s: s, w: w, r: r, c: c, choices: chs, created: time.Now().Unix()}
+	rl := &relay{s: s, w: w, r: r, c: c, choices: chs, created: time.Now().Unix(), cancel: cancel}
 	rl.run(merge(streams))
 }
 
@@ -328,6 +333,13 @@ type relay struct {
 	rc      *http.ResponseController
 	started bool // response headers written
 	gone    bool // the client went away or stopped reading
+	cancel  func()
+}
+
+// lost marks the client gone and has the cluster abort the request.
+func (rl *relay) lost() {
+	rl.gone = true
+	rl.cancel()
 }
 
 func (rl *relay) id() string {
@@ -472,14 +484,14 @@ func (rl *relay) write(v any, flush bool) {
 	}
 	rl.deadline()
 	if _, err := fmt.Fprintf(rl.w, "data: %s\n\n", b); err != nil {
-		rl.gone = true
+		rl.lost()
 		return
 	}
 	if !flush {
 		return
 	}
 	if err := rl.rc.Flush(); err != nil {
-		rl.gone = true
+		rl.lost()
 	}
 }
 

@@ -45,7 +45,10 @@ type Options struct {
 	MaxInFlight int
 	// RetryAfter is the Retry-After of a 429, rounded up to seconds [1s].
 	RetryAfter time.Duration
-	// MaxSessions bounds the session table [1<<20].
+	// MaxSessions bounds the session table [1<<16]: a session key unused
+	// for that many newer sessions is forgotten (its KV may still be
+	// cached: a prompt that extends it is a prefix-cache hit).
+	// Each remembered session costs ~100 bytes.
 	MaxSessions int
 	// Timeouts: ReadHeaderTimeout [10s] bounds reading a request's
 	// headers and ReadTimeout [10s] its body (a client that stalls
@@ -62,6 +65,10 @@ type Options struct {
 	// DrainTimeout bounds the graceful drain of Run [5m]: in-flight requests
 	// are served to their end unless it expires.
 	DrainTimeout time.Duration
+	// ExtraParams are request parameters the embedding front end reads
+	// itself (fleetserve: kv_transfer_params); the server accepts them.
+	// Every other parameter not in its table is refused (params.go).
+	ExtraParams []string
 	// Ready, when set, is called by Run with the bound address.
 	Ready  func(addr net.Addr)
 	Logger hclog.Logger
@@ -94,7 +101,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxModelLen, 131072)
 	def(&o.DefaultOutputTokens, 150)
 	def(&o.MaxInFlight, 4096)
-	def(&o.MaxSessions, 1<<20)
+	def(&o.MaxSessions, 1<<16)
 	defd(&o.RetryAfter, time.Second)
 	defd(&o.ReadHeaderTimeout, 10*time.Second)
 	defd(&o.ReadTimeout, 10*time.Second)

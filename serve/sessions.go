@@ -36,7 +36,6 @@ type session struct {
 	idx      int32
 	name     string
 	turns    int
-	blocks   []uint64
 	prevIn   int
 	prevOut  int
 	prevLen  int    // bytes of the previous prompt
@@ -99,7 +98,7 @@ func (t *sessions) build(key, text string, inputLen, outputLen int, blocks []uin
 		}
 	}
 	s.turns++
-	s.blocks, s.prevIn, s.prevOut = blocks, inputLen, outputLen
+	s.prevIn, s.prevOut = inputLen, outputLen
 	s.prevLen, s.prevHash = len(text), hashString(text)
 	return r
 }

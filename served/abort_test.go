@@ -15,6 +15,7 @@ import (
 
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/serve"
 )
 
 // scrape sums the samples of each metric family on /metrics (counters,
@@ -50,7 +51,13 @@ func scrape(t *testing.T, base, label string) map[string]float64 {
 // request_success_total{finished_reason="abort"}) and the run's
 // conservation check holds.
 func TestServeAbortsOnDisconnect(t *testing.T) {
-	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1})
+	for _, sc := range []string{scenarios.Default, "buckets-3.hcl"} {
+		t.Run(sc, func(t *testing.T) { abortsOnDisconnect(t, sc) })
+	}
+}
+
+func abortsOnDisconnect(t *testing.T, scenario string) {
+	base, stop := startServe(t, scenario, Options{TimeScale: 1})
 	const streams = 4
 	for i := range streams {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -90,4 +97,25 @@ func TestServeAbortsOnDisconnect(t *testing.T) {
 		assert.Less(t, r.E2E, 10*time.Second, "request %d stayed %v", r.ID, r.E2E)
 	}
 	assert.Less(t, out.End, 15*time.Second, "the run did not wait for the abandoned decodes")
+}
+
+// Issue 21 row 11 against the real cluster: before any request, every
+// family of vLLM's reference dashboard has a zero series per decode
+// worker (the workers are published before the server starts).
+func TestServeDashboardFamiliesAtStart(t *testing.T) {
+	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 10})
+	m := scrape(t, base, "worker")
+	for _, name := range serve.DashboardFamilies {
+		_, ok := m[name]
+		assert.True(t, ok, "%s missing at start", name)
+		if name != "vllm:gpu_cache_usage_perc" && name != "vllm:num_requests_running" && name != "vllm:num_requests_waiting" {
+			assert.Zero(t, m[name], name)
+		}
+	}
+	for _, w := range []string{"d0", "d1", "d2"} {
+		_, ok := m["vllm:e2e_request_latency_seconds{"+w+"}"]
+		assert.True(t, ok, "a series for %s", w)
+	}
+	_, err := stop()
+	require.NoError(t, err)
 }

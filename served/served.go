@@ -47,6 +47,10 @@ type Options struct {
 	FreshSystem bool
 	// Wrap, when set, wraps more nodes after serve's (see actors.Options.Wrap).
 	Wrap func(cl *cluster.Cluster, now func() time.Duration) error
+	// Records, when set, receives each request's record as it ends and the
+	// run keeps none (actors.Options.Records): a server's memory is then
+	// bounded by its requests in flight, not by how many it served.
+	Records actors.RecordSink
 	// Cut, when set and done during the drain (a second SIGINT), stops
 	// waiting: the streams still open end with an error, the run stops
 	// partial with stopped_by the Cut's cause (an actors.StopCause), and
@@ -120,6 +124,7 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		Source:      eofSource{},
 		WallTimeout: -1, // a server runs until it is stopped
 		FreshSystem: o.FreshSystem,
+		Records:     o.Records,
 		Wrap: func(cl *cluster.Cluster, now func() time.Duration) error {
 			// One context limit: what the cluster admits.
 			fit, err := MaxRequestTokens(&s)

@@ -233,6 +233,27 @@ func SharedPolicyNames() map[string]string {
 	return out
 }
 
+// PolicyParams returns the attributes a router block of policy takes, in
+// table order (nil for an unknown policy).
+func PolicyParams(policy string) []string {
+	p := lookupPolicy(policy)
+	if p == nil {
+		return nil
+	}
+	out := make([]string, len(p.params))
+	for i, prm := range p.params {
+		out[i] = prm.name
+	}
+	return out
+}
+
+// EpsilonDefaultsToD reports whether a router block of policy without
+// epsilon gets ε = |D| (kvc) rather than DefaultEpsilon.
+func EpsilonDefaultsToD(policy string) bool {
+	p := lookupPolicy(policy)
+	return p != nil && p.epsilonIsD
+}
+
 // Policies returns the router policy names the HCL format accepts, sorted.
 func Policies() []string {
 	names := make([]string, len(policies))

@@ -11,7 +11,10 @@
 // both hashes. An interrupted download resumes from its .part file with
 // an HTTP Range request (a server that ignores Range restarts it from
 // zero). A file already present with the right hash is not downloaded
-// again. Nothing here runs at import time or reads the wall clock.
+// again. Nothing here runs at import time; the network is reached only
+// through Fetcher (tests serve the files with net/http/httptest). Run one
+// fetch at a time per cache: two fetching the same file into one .part
+// fail its checksum (and remove it) rather than leave a wrong file.
 package tracefetch
 
 import (
@@ -29,6 +32,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // File is one file of a trace.
@@ -160,10 +164,20 @@ type Progress interface {
 	Done()
 }
 
+// defaultClient gives up on a server that does not answer within a
+// minute; a body that stalls is stopped by the context (SIGINT), its
+// bytes kept for the next run.
+var defaultClient = &http.Client{Transport: &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	TLSHandshakeTimeout:   30 * time.Second,
+	ResponseHeaderTimeout: time.Minute,
+	IdleConnTimeout:       time.Minute,
+}}
+
 // Fetcher downloads catalog traces into Dir.
 type Fetcher struct {
 	Dir    string
-	Client *http.Client // nil: http.DefaultClient
+	Client *http.Client // nil: defaultClient (proxy from the environment, header timeout)
 	// Base replaces https://raw.githubusercontent.com (tests serve the
 	// files locally).
 	Base     string
@@ -255,6 +269,16 @@ func (f *Fetcher) fetchFile(ctx context.Context, t Trace, file File, dir string)
 	}
 	size := kept + n
 	sum := hex.EncodeToString(h.Sum(nil))
+	if size == file.Size && sum == file.SHA256 {
+		// What was received is right; check what is on disk too (another
+		// process writing the same .part, a disk that lost a write) before
+		// the file takes its name.
+		if dsum, dn, err := hashFile(part); err != nil {
+			return res, fmt.Errorf("tracefetch: %w", err)
+		} else if dn != size || dsum != sum {
+			size, sum = dn, dsum
+		}
+	}
 	if size != file.Size || sum != file.SHA256 {
 		_ = os.Remove(part)
 		return res, fmt.Errorf("tracefetch: %s: checksum mismatch: got %d bytes with sha256 %s, want %d bytes with sha256 %s; the download was removed (the source changed or the transfer was corrupted: run the command again, and report it if it persists)",
@@ -316,7 +340,7 @@ func (f *Fetcher) download(ctx context.Context, url, part string, file File, hav
 	}
 	client := f.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultClient
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -382,3 +382,36 @@ func TestResumeFromAnyPrefix(t *testing.T) {
 		require.NoError(rt, Verify(dir, tr))
 	})
 }
+
+// The file is checked on disk before it takes its name: bytes another
+// writer put into the .part while it downloaded fail the checksum even
+// though the bytes received were right.
+func TestOnDiskCheckBeforeRename(t *testing.T) {
+	a := payload(50_000)
+	var part string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(a[:25_000])
+		w.(http.Flusher).Flush()
+		// Another writer changes the .part's start meanwhile.
+		for range 500 { // once the first half is on disk
+			if fi, err := os.Stat(part); err == nil && fi.Size() >= 25_000 {
+				fh, err := os.OpenFile(part, os.O_WRONLY, 0)
+				if err == nil {
+					_, _ = fh.WriteAt([]byte("XX"), 100)
+					fh.Close()
+				}
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		_, _ = w.Write(a[25_000:])
+	}))
+	defer srv.Close()
+	tr := Trace{Name: "tiny", Repo: "o/r", Commit: strings.Repeat("a", 40), Files: []File{{"a.jsonl", "a.jsonl", int64(len(a)), sum(a)}}}
+	dir := t.TempDir()
+	part = filepath.Join(dir, "tiny", "a.jsonl.part")
+	_, err := (&Fetcher{Dir: dir, Base: srv.URL}).Fetch(context.Background(), tr)
+	require.ErrorContains(t, err, "checksum mismatch")
+	assert.NoFileExists(t, filepath.Join(dir, "tiny", "a.jsonl"))
+	assert.NoFileExists(t, part)
+}

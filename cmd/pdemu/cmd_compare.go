@@ -65,6 +65,13 @@ run. Every scenario is
 loaded and checked before anything runs. A failed run does not stop the
 others (exit 1 at the end).
 
+Beyond one machine (docs/DISTRIBUTED.md): --shard I/N runs only the plan
+rows with index mod N == I (every row is still loaded and checked first;
+--shard env reads JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID or
+PDEMU_SHARD_INDEX and its count); 'pdemu report DIR...' merges the shards
+in plan order. --emit k8s-job prints a Kubernetes Indexed Job and its
+merge Job, --emit slurm an sbatch --array script, instead of running.
+
 ` + exitCodesHelp,
 		Example: `  pdemu compare 1p3d-mlx5 vanilla-pd-1p3d dp4 --out cmp
   pdemu compare 1p3d-mlx5 --set router.tau_append=1024,4096,8192,32768 --out tau
@@ -190,6 +197,12 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		}
 		if err := f.sloFlags.apply(spec); err != nil {
 			return nil, err
+		}
+		for _, w := range noEffectWarnings(spec) {
+			if !swapSaid[w] { // once per distinct warning
+				swapSaid[w] = true
+				fmt.Fprintf(stderr, "pdemu: warning: run %s: %s\n", p.Name, w)
+			}
 		}
 		if err := checkBeforeRun(spec, p, f, traceSet, mine[p.Name], stderr); err != nil {
 			return nil, err

@@ -105,6 +105,9 @@ func shardArgs(f *compareFlags, scens []string, out string) []string {
 func emitPlan(cmd *cobra.Command, f *compareFlags, scens []string, runs []report.Params) error {
 	d := &f.dist
 	n := d.shardCount
+	if n > len(runs) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "pdemu: warning: --shard-count %d is more than the plan's %d runs: emitting %d shards (one run each)\n", n, len(runs), len(runs))
+	}
 	if n <= 0 || n > len(runs) {
 		n = len(runs)
 	}
@@ -139,12 +142,19 @@ func emitPlan(cmd *cobra.Command, f *compareFlags, scens []string, runs []report
 		if err != nil {
 			return err
 		}
-		cpus, _ := strconv.Atoi(d.cpu)
+		cpus, err := strconv.Atoi(d.cpu)
+		if err != nil || cpus < 1 {
+			return usageErr("--cpu %q: --emit slurm takes whole CPUs per task (--cpus-per-task), e.g. 1", d.cpu)
+		}
+		mem, ok := slurmMemory(d.memory)
+		if !ok {
+			return usageErr("--memory %q: --emit slurm takes an integer with K, M, G or T (Ki, Mi, Gi, Ti accepted), e.g. 2Gi", d.memory)
+		}
 		s, err := dist.Slurm(dist.SlurmSpec{
 			Name: name, Pdemu: d.pdemuPath, Args: shardArgs(f, scens, out),
 			MergeArgs: mergeArgs(out),
 			Tasks:     n, Parallel: d.parallelism, Dir: wd, Logs: out, CPUs: cpus,
-			Memory: strings.TrimSuffix(d.memory, "i"), Digest: digest,
+			Memory: mem, Digest: digest,
 		})
 		if err != nil {
 			return badInput(err)
@@ -186,4 +196,17 @@ func shardNote(sh *compare.Shard, plan int) string {
 // and plots/ too are byte-identical to one process's.
 func mergeArgs(out string) []string {
 	return []string{"report", out, "--out", filepath.Join(out, "report.html"), "--title", "pdemu compare"}
+}
+
+// slurmMemory turns a Kubernetes-style quantity (2Gi, 512Mi, 4G) into
+// sbatch --mem's form (2G, 512M, 4G); false when it has no such form.
+func slurmMemory(q string) (string, bool) {
+	q = strings.TrimSuffix(q, "i")
+	if len(q) < 2 || !strings.ContainsRune("KMGT", rune(q[len(q)-1])) {
+		return "", false
+	}
+	if n, err := strconv.Atoi(q[:len(q)-1]); err != nil || n < 1 {
+		return "", false
+	}
+	return q, true
 }

@@ -51,9 +51,10 @@ differs). The full set with 3 seeds is 41 runs (a minute or two of CPU per
 core); --short runs 25 runs on one seed and a fifth of the workload, without
 the sensitivity runs (seconds): a smoke test, not the figures.
 --sensitivity adds 8 runs per fitted or assumed parameter with a range
-(20 parameters, 160 runs: its low and high value on KVC v2 TCP and RDMA,
-KVC v1 and DP), a sensitivity table, the parameters that decide each
-verdict, and a tornado plot per figure in report.html.`,
+(its low and high value on KVC v2 TCP and RDMA, KVC v1 and DP) and 4 per
+fitted parameter with an unfitted value (20 parameters, 172 runs), a
+sensitivity table, the parameters that decide each verdict, and a tornado
+plot per figure in report.html.`,
 }
 
 func newExperimentCmd() *cobra.Command {

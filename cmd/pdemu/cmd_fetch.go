@@ -35,7 +35,8 @@ Each trace NAME is stored as DIR/NAME/, the layout of ../shared/traces,
 and ` + "`--trace NAME`" + ` of run and compare replays it from there.
 
 Without NAME, lists the traces, their size and whether they are in the
-cache. The embedded default scenario needs no trace.`,
+cache (every file there with its pinned SHA-256). The embedded default
+scenario needs no trace.`,
 		Example: `  pdemu trace fetch                      # list the traces
   pdemu trace fetch weka-claude-code      # 40 Claude Code sessions (27 MB)
   pdemu trace fetch all
@@ -133,7 +134,10 @@ func listTraces(w io.Writer, dir string) error {
 	for _, t := range tracefetch.Catalog() {
 		cached := "no"
 		if _, ok, err := tracefetch.Resolve(dir, t.Name); ok && err == nil {
-			cached = "yes"
+			cached = "yes" // every file there: and each one as pinned?
+			if tracefetch.Verify(dir, t) != nil {
+				cached = "CHANGED (fetch again)"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s@%s\t%s\t%s\n", t.Name, humanBytes(t.Size()), cached, t.Repo, t.Commit[:12], t.Licence, t.Title)
 	}

@@ -195,6 +195,9 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	if err := f.sloFlags.apply(spec); err != nil {
 		return err
 	}
+	for _, w := range noEffectWarnings(spec) {
+		fmt.Fprintln(stderr, "pdemu: warning: "+w)
+	}
 	// Before anything runs: the trace exists and parses, and its requests
 	// fit the cluster's context and KV pools.
 	fc, err := preflight(spec, f.skipBad, cmd.Flags().Changed("trace"))
@@ -232,6 +235,10 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	// The records go to disk as the requests end (memory bounded by the
 	// requests in flight, not the run's length).
 	replaced := f.force && completeRunIn(f.out) // --force is about to remove a complete run
+	outputs, note := largeRunOutputs(spec, outputs, routingLogAsked(cmd.Flags().Changed("outputs"), f.set))
+	if note != "" { // even with -q: a file the user may expect is missing
+		fmt.Fprintln(stderr, note)
+	}
 	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force, Outputs: outputs}})
 	if err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -52,19 +54,27 @@ func newServeCmd() *cobra.Command {
 its workload block:
 
   POST /v1/chat/completions, POST /v1/completions (streaming or not)
-  GET  /v1/models, /health, /metrics (Prometheus; vLLM-compatible names)
+  POST /tokenize, /detokenize; GET /v1/models[/{id}], /health[/ready]
+  GET  /metrics (Prometheus; every family of vLLM's reference dashboard)
+
+It runs through the same runtime as run: the scenario's faults fire (a
+request a crash lost is retried by the router, or ends in 503 with
+Retry-After); a client that disconnects has its request aborted. Every
+request parameter is applied, a documented no-op, or refused with 400
+naming it (docs/SERVE.md, Conformance); /v1/models reports the context
+the cluster admits.
 
 Each prompt is cut into 24-token blocks hashed as a chain, so a
 conversation re-sent with its history reuses its KV exactly as a trace
 does; the session comes from the X-Session-Id header, else the "user"
-field, else the conversation's opening. Tokens stream at the emulated
-decode's pace (scaled by --time-scale). docs/SERVE.md has the details and
-how to point clients and load generators at it.
+field, else the conversation's opening, and holds only while each prompt
+extends the previous one. Tokens stream at the emulated decode's pace
+(scaled by --time-scale).
 
 The server binds to loopback unless --allow-remote. SIGINT/SIGTERM drain:
-new requests get 503, streams in flight end normally; then the run's
-outputs are written to --out (per_request.csv, summary.json, ...; marked
-partial if the drain was cut).
+/health and new requests get 503 with Retry-After, requests in flight end
+normally; then the run's outputs are written to --out. A second signal
+stops waiting (outputs marked partial, exit 130/143).
 
 ` + exitCodesHelp,
 		Example: `  pdemu serve
@@ -139,7 +149,11 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	}
 	if f.fleet.workers() {
 		// One endpoint per worker of the scenario, or of group I of N.
-		return cmdServeFleet(cmd, f, log, spec)
+		err := cmdServeFleet(cmd, f, log, spec)
+		if _, serr := os.Stat(filepath.Join(f.out, output.Marker)); group != nil && serr == nil {
+			err = errors.Join(err, writeGroupParams(f.out, file, f, spec, group))
+		}
+		return err
 	}
 	var labels map[string]string
 	if group != nil {
@@ -150,13 +164,21 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	cut, cutNow := context.WithCancelCause(context.Background())
 	defer cutNow(nil)
 	onSecondSignal.Store(func(name string) { cutNow(actors.StopCause(name)) })
+	// The records go to disk as the requests end: a server's memory is
+	// bounded by its requests in flight, not by how many it served.
+	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force}})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	res, runErr := served.Serve(cmd.Context(), spec, served.Options{
-		Cut: cut,
+		Cut:     cut,
+		Records: st,
 		HTTP: serve.Options{
 			Listen: f.listen, AllowRemote: f.allowRemote, Model: f.model, MaxInFlight: f.maxInFlight, Logger: log, Labels: labels,
 			ReadTimeout: f.bodyTimeout,
 			Ready: func(a net.Addr) {
-				fmt.Fprintf(stderr, "pdemu: serving %s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, spec.Router.Policy, a, f.out)
+				fmt.Fprintf(stderr, "pdemu: serving %s%s (%s) on http://%s/v1 — Ctrl-C drains and writes %s\n", spec.Source, groupNote(group, spec), spec.Router.Policy, a, f.out)
 			},
 		},
 		TimeScale: f.timeScale,
@@ -165,7 +187,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	if res == nil || res.Result == nil {
 		return runErr
 	}
-	if err := output.Write(f.out, res.Result, output.WriteOptions{Force: f.force}); err != nil {
+	if err := st.Write(res.Result); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if group != nil {

@@ -123,3 +123,12 @@ func emitServe(cmd *cobra.Command, f *serveFlags, file string, spec *topology.Sp
 	_, err = cmd.OutOrStdout().Write(b)
 	return err
 }
+
+// groupNote is " group I/N (P prefill, D decode)" for a served group.
+func groupNote(g *compare.Shard, spec *topology.Spec) string {
+	if g == nil {
+		return ""
+	}
+	return fmt.Sprintf(" group %s (%d prefill, %d decode: %s..%s)", g, len(spec.Prefill), len(spec.Decode),
+		spec.Decode[0].Name, spec.Decode[len(spec.Decode)-1].Name)
+}

@@ -71,8 +71,8 @@ func toStatsJSON(st workload.Stats, skipped int) statsJSON {
 func newTraceCmd() *cobra.Command {
 	c := groupCmd(&cobra.Command{
 		Use:     "trace",
-		Short:   "Summarise or generate traces",
-		Example: "  pdemu trace stats ../shared/traces/weka-claude-code\n  pdemu trace gen --kind swebench --seed 3 --out swe.jsonl",
+		Short:   "Summarise, generate or fetch traces",
+		Example: "  pdemu trace stats ../shared/traces/weka-claude-code\n  pdemu trace gen --kind swebench --seed 3 --out swe.jsonl\n  pdemu trace fetch weka-claude-code",
 	})
 	var format string
 	var skipBad, infer, asJSON bool

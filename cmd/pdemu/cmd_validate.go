@@ -102,6 +102,9 @@ diagnostics: [{severity, summary, detail, file, line, column}]}.`,
 				if warning != "" {
 					fmt.Fprintln(cmd.ErrOrStderr(), warning)
 				}
+				for _, w := range noEffectWarnings(spec) {
+					fmt.Fprintln(cmd.ErrOrStderr(), "pdemu: warning: "+w)
+				}
 				return nil
 			}
 			v := validateJSON{File: args[0], OK: err == nil}
@@ -121,6 +124,7 @@ diagnostics: [{severity, summary, detail, file, line, column}]}.`,
 			if warning != "" {
 				v.Warnings = append(v.Warnings, warning)
 			}
+			v.Warnings = append(v.Warnings, noEffectWarnings(spec)...)
 			return writeJSON(out, v)
 		},
 	}

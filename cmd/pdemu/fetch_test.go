@@ -114,7 +114,20 @@ func TestTraceFetchThenRunByName(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &sum))
 	assert.Equal(t, filepath.Join(dir, "mooncake", tr.Main), sum.Trace.Path)
 
-	// Fetching again downloads nothing.
+	out2, _, err := runCLI(t, "trace", "fetch", "--dir", dir)
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^mooncake +1\.1 MB +yes `, out2, "listed as cached")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "mooncake", tr.Main), []byte("edited"), 0o644))
+	out2, _, err = runCLI(t, "trace", "fetch", "--dir", dir)
+	require.NoError(t, err)
+	assert.Contains(t, out2, "CHANGED (fetch again)", "a file that is not the pinned one is not listed as cached")
+
+	// Fetching again downloads the changed file only.
+	_, _, err = runCLI(t, "trace", "fetch", "mooncake", "--dir", dir, "--mirror", srv.URL, "-q")
+	require.NoError(t, err)
+	require.NoError(t, tracefetch.Verify(dir, tr))
+
+	// And then nothing.
 	ranges = nil
 	_, stderr, err = runCLI(t, "trace", "fetch", "mooncake", "--dir", dir, "--mirror", srv.URL)
 	require.NoError(t, err)

@@ -7,7 +7,7 @@
 //	pdemu report RUN_DIR... [--out FILE]
 //	pdemu experiment kvc-paper [--out DIR] [--seeds N] [--short] [--force] [--json]
 //	pdemu validate SCENARIO [--json]
-//	pdemu models | scenarios [show NAME] | trace stats|gen | version | completion
+//	pdemu models | scenarios [show NAME] | trace stats|gen|fetch | version | completion
 //
 // Exit codes: 0 success, 1 the run failed (a lost request, a panic, an
 // internal error), 2 bad input (HCL, trace, flags), 3 too many failed
@@ -29,6 +29,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/compare"
 	"github.com/pdemu/pdemu/internal/suggest"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/topology"
@@ -139,6 +140,12 @@ func main() {
 	if err != nil {
 		var de *topology.DiagError
 		if errors.As(err, &de) {
+			// Say which run's scenario the diagnostics are about (compare
+			// loads several: an --set may apply to one and not another).
+			var le *compare.LoadError
+			if errors.As(err, &le) {
+				fmt.Fprintf(os.Stderr, "pdemu: run %s:\n", le.Run)
+			}
 			_ = de.Write(os.Stderr, false)
 		} else {
 			fmt.Fprintln(os.Stderr, "pdemu:", err)
@@ -200,7 +207,7 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagValues(cmd) }
-	root.AddCommand(newRunCmd(), newCompareCmd(), newServeCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newModelsCmd(),
+	root.AddCommand(newRunCmd(), newCompareCmd(), newCapacityCmd(), newServeCmd(), newExperimentCmd(), newReportCmd(), newValidateCmd(), newShowCmd(), newModelsCmd(), newGPUsCmd(),
 		newScenariosCmd(), newTraceCmd(), newVersionCmd())
 	// cobra's shell completion, created now so its help has examples too.
 	root.InitDefaultCompletionCmd()

@@ -67,6 +67,12 @@ func TestComparePreflight(t *testing.T) {
 	_, err = os.Stat(filepath.Join(out, "runs"))
 	assert.True(t, os.IsNotExist(err), "nothing ran")
 
+	// A --set that one scenario does not take names that run.
+	_, _, err = runCLI(t, "compare", "1p3d-mlx5", "dp4", "--set", "decode.*.kv_budget_tokens=0", "--out", out, "-q")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "run dp4: ")
+	assert.Contains(t, err.Error(), "Unknown --set path")
+
 	big := writeTrace(t, 1000, 200_000)
 	_, _, err = runCLI(t, "compare", "1p3d-mlx5", "dp4", "--trace", big, "--out", out, "-q")
 	require.Error(t, err)

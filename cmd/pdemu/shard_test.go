@@ -174,6 +174,9 @@ func TestCompareEmit(t *testing.T) {
 		{"--shard", "3/3"},
 		{"--shard", "0/2", "--emit", "slurm"},
 		{"--shard-count", "2"},
+		{"--emit", "slurm", "--cpu", "500m"},
+		{"--emit", "slurm", "--memory", "1.5Gi"},
+		{"--emit", "k8s-job", "--memory", "lots"},
 	} {
 		_, _, err := runCLI(t, append([]string{"compare", "1p3d-mlx5", "--out", out}, c...)...)
 		assert.Equal(t, 2, exitCode(err), "%v: %v", c, err)

@@ -52,7 +52,7 @@ variable "mfu" {
 }
 
 variable "tcp_rate" {
-  description = "Rate of the TCP-loopback KV path (FITTED to the paper's 1.5-4 s transfers, transfer/calibration_test.go)"
+  description = "Rate cap of the TCP-loopback KV path (FITTED to the paper's 1.5-4 s transfers, transfer/calibration_test.go; \"\" = no cap)"
   default     = "1.5GB/s"
 }
 
@@ -126,7 +126,7 @@ dynamic "link" {
     transport = var.transport
     device    = var.transport == "tcp" ? "lo" : "mlx5_${link.value[1]}"
     bandwidth = "200Gbps"
-    max_rate  = var.transport == "tcp" ? var.tcp_rate : null
+    max_rate  = var.transport == "tcp" && var.tcp_rate != "" ? var.tcp_rate : null
     latency   = var.transport == "tcp" ? "50us" : "10us"
   }
 }

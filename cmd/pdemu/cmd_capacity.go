@@ -1,0 +1,534 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/pdemu/pdemu/compare"
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/output"
+	"github.com/pdemu/pdemu/report"
+	"github.com/pdemu/pdemu/topology"
+	"github.com/pdemu/pdemu/workload"
+)
+
+// A load axis of pdemu capacity: the --set path it sweeps and whether
+// its values are whole numbers.
+type loadAxis struct {
+	name, path string
+	integer    bool
+}
+
+var loadAxes = []loadAxis{
+	{"sessions", "workload.generator.sessions", true},   // the agentic generator's concurrent sessions
+	{"max_concurrent", "workload.max_concurrent", true}, // a trace's sessions replayed at once
+	{"session_rate", "workload.session_rate", false},    // a trace's Poisson session starts per second
+	{"client_cap", "workload.client_cap", true},         // the replay client's outstanding requests
+}
+
+func axisByName(n string) (loadAxis, bool) {
+	for _, a := range loadAxes {
+		if a.name == n {
+			return a, true
+		}
+	}
+	return loadAxis{}, false
+}
+
+// axisOf picks the load axis of spec and its current value: the
+// generator's sessions, else the trace replay's max_concurrent or
+// session_rate.
+func axisOf(spec *topology.Spec) (loadAxis, float64, bool) {
+	wl := spec.Workload
+	switch {
+	case wl.Trace == "":
+		a, _ := axisByName("sessions")
+		return a, float64(wl.Generator.Sessions), true
+	case wl.Replay.MaxConcurrent > 0:
+		a, _ := axisByName("max_concurrent")
+		return a, float64(wl.Replay.MaxConcurrent), true
+	case wl.Replay.SessionRate > 0:
+		a, _ := axisByName("session_rate")
+		return a, wl.Replay.SessionRate, true
+	}
+	return loadAxis{}, 0, false
+}
+
+type capacityFlags struct {
+	compareFlags
+	load   string
+	lo, hi float64
+	steps  int
+	rounds int
+}
+
+func newCapacityCmd() *cobra.Command {
+	f := &capacityFlags{}
+	c := &cobra.Command{
+		Use:   "capacity SCENARIO... --out DIR",
+		Short: "Find the largest load at which each scenario and policy meets its SLO",
+		Long: `Search, for each SCENARIO and --router policy, the largest load at which
+the run meets its SLO (the slo block or --slo: at least the target share
+of requests within the TTFT/TPOT/E2E thresholds): DistServe's goodput
+question and Vidur's SLO-constrained search, for P/D routing policies.
+
+The load is --load: sessions (the agentic generator's concurrent
+sessions), max_concurrent (a trace's sessions replayed at once),
+session_rate (a trace's Poisson session starts per second) or client_cap;
+by default the scenario's own (sessions for a generator, else the
+replay's max_concurrent or session_rate). Round 1 runs --steps loads
+spaced geometrically over [--min, --max] (default: a quarter to four times
+the scenario's value); each further round (--rounds) runs --steps loads
+between the largest load that met the SLO and the smallest that did not.
+The runs of a round execute in parallel (--jobs), with compare's
+machinery: every run is checked before the first starts, and each
+round's runs, compare.csv and report.html are in DIR/round-N.
+
+Prints, per scenario and policy, the capacity (largest load meeting the
+SLO), its attainment and goodput, and the first load that missed; writes
+DIR/capacity.json (every point) and DIR/capacity.svg (attainment vs load,
+one line per scenario and policy, the target dashed).
+
+` + exitCodesHelp,
+		Example: `  pdemu capacity 1p3d-mlx5 --out cap
+  pdemu capacity 1p3d-mlx5 --router kvc,vanilla --min 8 --max 128 --out cap
+  pdemu capacity claude-code --load max_concurrent --min 2 --max 32 --slo ttft=30s --out cap-cc`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("capacity needs at least one SCENARIO (see 'pdemu scenarios')")
+			}
+			return nil
+		},
+		ValidArgsFunction: completeScenarios,
+		RunE:              func(cmd *cobra.Command, args []string) error { return cmdCapacity(cmd, f, args) },
+	}
+	f.sloFlags.register(c)
+	fl := c.Flags()
+	fl.StringVar(&f.out, "out", "pdemu-capacity", "output directory")
+	fl.StringVar(&f.load, "load", "", "the load to search: sessions, max_concurrent, session_rate or client_cap (default: the scenario's)")
+	fl.Float64Var(&f.lo, "min", 0, "smallest load of round 1 (default: a quarter of the scenario's)")
+	fl.Float64Var(&f.hi, "max", 0, "largest load of round 1 (default: four times the scenario's)")
+	fl.IntVar(&f.steps, "steps", 6, "loads per round")
+	fl.IntVar(&f.rounds, "rounds", 2, "rounds of the search (round 2 on refine between the last load that met the SLO and the first that did not)")
+	fl.StringVar(&f.trace, "trace", "", "replay this trace instead of each scenario's workload")
+	fl.StringVar(&f.format, "format", "", "trace format for --trace ("+strings.Join(workload.Formats(), ", ")+"; default: detect)")
+	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "runs at once")
+	fl.IntVar(&f.maxRequests, "max-requests", 0, "stop each run after this many requests (0 = the scenario's setting)")
+	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed trace records instead of stopping")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress and no table on stdout")
+	fl.BoolVar(&f.force, "force", false, "replace the outputs of an earlier search in --out")
+	fl.Float64Var(&f.maxFailed, "max-failed", -1, "refuse a run (before it starts) when more than this share of its requests cannot fit the cluster (negative: no limit)")
+	f.scenarioFlags.register(c, "override an HCL attribute in every run: --set PATH=VALUE (repeatable)")
+	c.Flags().Lookup("router").Usage = "the policies to search, a comma list P1,P2 (default: each scenario's own)"
+	return c
+}
+
+// capPoint is one run of the search.
+type capPoint struct {
+	Scenario   string  `json:"scenario"`
+	Policy     string  `json:"policy"`
+	Load       float64 `json:"load"`
+	Run        string  `json:"run"`
+	Attainment float64 `json:"attainment"`
+	GoodputRPS float64 `json:"goodput_rps"`
+	Met        bool    `json:"met"`
+	Overloaded bool    `json:"overloaded"`
+	Failed     int     `json:"failed"`
+}
+
+// capGroup is one scenario × policy of the search.
+type capGroup struct {
+	scenario, router string
+	points           []capPoint
+}
+
+// bounds are the capacity, the largest load that met the SLO with every
+// smaller load tried meeting it too, and the first load that missed (NaN
+// when none). A load above the first miss that meets it again (the
+// attainment is not always monotone in the load) does not count.
+func (g *capGroup) bounds() (pass, fail float64) {
+	pass, fail = math.NaN(), math.NaN()
+	g.sort()
+	for _, p := range g.points {
+		if !p.Met {
+			return pass, p.Load
+		}
+		pass = p.Load
+	}
+	return pass, fail
+}
+
+func (g *capGroup) sort() {
+	sort.Slice(g.points, func(i, j int) bool { return g.points[i].Load < g.points[j].Load })
+}
+
+func (g *capGroup) at(load float64) (capPoint, bool) {
+	for _, p := range g.points {
+		if p.Load == load {
+			return p, true
+		}
+	}
+	return capPoint{}, false
+}
+
+// grid is n loads over [lo, hi], geometric in round 1 and linear after,
+// whole numbers for an integer axis, without duplicates or loads already
+// run.
+func grid(a loadAxis, lo, hi float64, n int, geometric bool, done func(float64) bool) []float64 {
+	var out []float64
+	seen := map[float64]bool{}
+	for i := 0; i < n; i++ {
+		t := 0.0
+		if n > 1 {
+			t = float64(i) / float64(n-1)
+		}
+		v := lo + t*(hi-lo)
+		if geometric && lo > 0 {
+			v = lo * math.Pow(hi/lo, t)
+		}
+		if a.integer {
+			v = math.Max(1, math.Round(v))
+		} else {
+			v = math.Round(v*1e4) / 1e4
+		}
+		if v <= 0 || seen[v] || done(v) {
+			continue
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	return out
+}
+
+func formatLoad(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func cmdCapacity(cmd *cobra.Command, f *capacityFlags, scens []string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.steps < 2 || f.rounds < 1 || f.jobs < 1 {
+		return usageErr("--steps must be >= 2, --rounds and --jobs >= 1")
+	}
+	if f.lo < 0 || f.hi < 0 || (f.hi > 0 && f.lo > f.hi) {
+		return usageErr("--min and --max must be >= 0 with --min <= --max")
+	}
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	vars, err := f.varMap()
+	if err != nil {
+		return err
+	}
+	routers, err := commaList("--router", f.router)
+	if err != nil {
+		return err
+	}
+	if len(routers) == 0 {
+		routers = []string{""}
+	}
+	base := f.out // cf.out becomes each round's directory
+	if err := output.CheckDir(base, f.force); err != nil {
+		return err
+	}
+	traceSet := cmd.Flags().Changed("trace")
+	trace := ""
+	if traceSet {
+		trace = f.trace
+	}
+	// The axis and the default range, from the first scenario.
+	spec0, err := loadSpecTrace(scens[0], vars, f.set, routers[0], trace)
+	if err != nil {
+		return err
+	}
+	if traceSet {
+		spec0.Workload.Trace = f.trace
+	}
+	axis, cur, ok := axisOf(spec0)
+	if f.load != "" {
+		if axis, ok = axisByName(f.load); !ok {
+			var names []string
+			for _, a := range loadAxes {
+				names = append(names, a.name)
+			}
+			return usageErr("--load %q: want one of %s", f.load, strings.Join(names, ", "))
+		}
+	} else if !ok {
+		return usageErr("%s: no load to search by default (a trace replayed at its recorded times): name one with --load session_rate or --load max_concurrent", scens[0])
+	}
+	lo, hi := f.lo, f.hi
+	if cur <= 0 {
+		cur = 1
+	}
+	if lo == 0 {
+		lo = math.Max(cur/4, 1e-3)
+		if axis.integer {
+			lo = math.Max(1, math.Floor(cur/4))
+		}
+	}
+	if hi == 0 {
+		hi = math.Max(cur*4, lo)
+	}
+	groups := map[string]*capGroup{}
+	var order []string
+	for _, sc := range scens {
+		for _, rt := range routers {
+			k := sc + "\x00" + rt
+			groups[k] = &capGroup{scenario: sc, router: rt}
+			order = append(order, k)
+		}
+	}
+	var format *string
+	if cmd.Flags().Changed("format") {
+		format = &f.format
+	}
+	cf := &f.compareFlags
+	for round := 1; round <= f.rounds; round++ {
+		var runs []report.Params
+		var loadOf []float64
+		keyOf := map[string]string{}
+		for _, k := range order {
+			g := groups[k]
+			var vals []float64
+			if round == 1 {
+				vals = grid(axis, lo, hi, f.steps, true, func(float64) bool { return false })
+			} else {
+				pass, fail := g.bounds()
+				if math.IsNaN(pass) || math.IsNaN(fail) {
+					continue // nothing to refine: every load met it, or none did
+				}
+				done := func(v float64) bool { _, ok := g.at(v); return ok }
+				vals = grid(axis, pass, fail, f.steps, false, done)
+			}
+			if len(vals) == 0 {
+				continue
+			}
+			strs := make([]string, len(vals))
+			for i, v := range vals {
+				strs[i] = formatLoad(v)
+			}
+			plan := compare.Plan{Scenarios: []string{g.scenario}, Set: append(append([]string(nil), f.set...), axis.path+"="+strings.Join(strs, ",")),
+				Vars: vars, MaxRequests: f.maxRequests}
+			if g.router != "" {
+				plan.Routers = []string{g.router}
+			}
+			if traceSet {
+				plan.Traces = []string{f.trace}
+			}
+			rs, err := plan.Runs()
+			if err != nil {
+				return badInput(err)
+			}
+			for i, r := range rs {
+				runs = append(runs, r)
+				loadOf = append(loadOf, vals[i%len(vals)])
+				keyOf[r.Name] = k
+			}
+		}
+		if len(runs) == 0 {
+			break
+		}
+		dir := filepath.Join(base, fmt.Sprintf("round-%d", round))
+		cf.out = dir
+		load := func(p report.Params) (*topology.Spec, error) {
+			tr := ""
+			if traceSet {
+				tr = p.Trace
+			}
+			spec, err := loadSpecTrace(p.Scenario, p.Vars, p.Set, p.Router, tr)
+			if err != nil {
+				return nil, err
+			}
+			o := workloadOverrides{seed: p.Seed, format: format}
+			if p.MaxRequests > 0 {
+				o.maxRequests = &p.MaxRequests
+			}
+			if traceSet {
+				o.trace = &p.Trace
+			}
+			if err := o.apply(spec); err != nil {
+				return nil, err
+			}
+			if err := f.sloFlags.apply(spec); err != nil {
+				return nil, err
+			}
+			return spec, checkBeforeRun(spec, p, cf, traceSet, true, io.Discard)
+		}
+		if !f.quiet {
+			fmt.Fprintf(stderr, "pdemu: capacity round %d: %d runs, %d at a time, into %s\n", round, len(runs), f.jobs, dir)
+		}
+		opts := compare.Options{Out: dir, Jobs: f.jobs, Load: load, Logger: log, Force: f.force,
+			Source: func(s *topology.Spec) (workload.Source, error) { return openSource(s, f.skipBad, traceSet) }}
+		res, err := compare.Execute(cmd.Context(), runs, opts)
+		var le *compare.LoadError
+		if errors.As(err, &le) {
+			return badInput(err)
+		}
+		if res == nil {
+			return err
+		}
+		for i, r := range runs {
+			if e := res.Failed[r.Name]; e != nil {
+				return fmt.Errorf("capacity: run %s failed: %w", r.Name, e)
+			}
+			s, err := readSummary(compare.RunDir(dir, r.Name))
+			if err != nil {
+				return err
+			}
+			g := groups[keyOf[r.Name]]
+			pt := capPoint{Scenario: scenarioLabel(g.scenario), Policy: s.Policy, Load: loadOf[i], Run: filepath.Join(fmt.Sprintf("round-%d", round), "runs", r.Name),
+				Failed: s.Requests.Failed}
+			if s.SLO != nil {
+				pt.Attainment, pt.GoodputRPS, pt.Met, pt.Overloaded = s.SLO.Attainment, s.SLO.GoodputRPS, s.SLO.OK, s.SLO.Overloaded
+			}
+			g.points = append(g.points, pt)
+		}
+	}
+	var all []capPoint
+	for _, k := range order {
+		groups[k].sort()
+		all = append(all, groups[k].points...)
+	}
+	if err := writeCapacity(base, axis, spec0.SLO, f.slo, all, order, groups); err != nil {
+		return err
+	}
+	if !f.quiet {
+		printCapacity(stdout, axis, order, groups)
+		fmt.Fprintf(stdout, "points in %s, plot in %s\n", filepath.Join(base, "capacity.json"), filepath.Join(base, "capacity.svg"))
+	}
+	return nil
+}
+
+func readSummary(dir string) (metrics.Summary, error) {
+	var s metrics.Summary
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return s, err
+	}
+	return s, json.Unmarshal(b, &s)
+}
+
+func printCapacity(w io.Writer, axis loadAxis, order []string, groups map[string]*capGroup) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scenario\tpolicy\tcapacity (%s)\tattainment\tgoodput req/s\tfirst miss\tattainment there\n", axis.name)
+	for _, k := range order {
+		g := groups[k]
+		pass, fail := g.bounds()
+		pol := g.router
+		if len(g.points) > 0 {
+			pol = g.points[0].Policy
+		}
+		row := []string{scenarioLabel(g.scenario), pol, "none met the SLO", "-", "-", "-", "-"}
+		if !math.IsNaN(pass) {
+			p, _ := g.at(pass)
+			row[2], row[3], row[4] = formatLoad(pass), fmt.Sprintf("%.1f%%", 100*p.Attainment), fmt.Sprintf("%.4g", p.GoodputRPS)
+		}
+		if !math.IsNaN(fail) {
+			p, _ := g.at(fail)
+			row[5], row[6] = formatLoad(fail), fmt.Sprintf("%.1f%%", 100*p.Attainment)
+		} else if !math.IsNaN(pass) {
+			row[5] = "none up to " + formatLoad(g.points[len(g.points)-1].Load) + " (raise --max)"
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+}
+
+// writeCapacity writes capacity.json and capacity.svg.
+func writeCapacity(out string, axis loadAxis, slo topology.SLO, sloFlag string, all []capPoint, order []string, groups map[string]*capGroup) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if sloFlag != "" {
+		if s, err := topology.ParseSLO(slo, sloFlag); err == nil {
+			slo = s
+		}
+	}
+	doc := struct {
+		Load   string     `json:"load"`
+		Path   string     `json:"set_path"`
+		SLO    string     `json:"slo"`
+		Points []capPoint `json:"points"`
+	}{axis.name, axis.path, slo.String(), all}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "capacity.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	p := plot.New()
+	p.Title.Text = "SLO attainment vs load (" + slo.String() + ")"
+	p.X.Label.Text = axis.name
+	p.Y.Label.Text = "share of requests meeting the SLO"
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Add(plotter.NewGrid())
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	for i, k := range order {
+		g := groups[k]
+		xys := make(plotter.XYs, len(g.points))
+		for j, pt := range g.points {
+			xys[j] = plotter.XY{X: pt.Load, Y: pt.Attainment}
+			xmin, xmax = math.Min(xmin, pt.Load), math.Max(xmax, pt.Load)
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, s, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return err
+		}
+		c := capacityColors[i%len(capacityColors)]
+		l.Color, s.Color = c, c
+		p.Add(l, s)
+		name := scenarioLabel(g.scenario)
+		if len(g.points) > 0 {
+			name += " / " + g.points[0].Policy
+		}
+		p.Legend.Add(name, l, s)
+	}
+	if xmax >= xmin {
+		target, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: slo.Attainment}, {X: xmax, Y: slo.Attainment}})
+		if err != nil {
+			return err
+		}
+		target.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(target)
+		p.Legend.Add(fmt.Sprintf("target %.0f%%", 100*slo.Attainment), target)
+	}
+	p.Legend.Left, p.Legend.Top = true, false
+	wt, err := p.WriterTo(7*vg.Inch, 4.5*vg.Inch, "svg")
+	if err != nil {
+		return err
+	}
+	fh, err := os.Create(filepath.Join(out, "capacity.svg"))
+	if err != nil {
+		return err
+	}
+	if _, err := wt.WriteTo(fh); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+// capacityColors are Tableau 10's first colours (the report's palette).
+var capacityColors = []color.RGBA{
+	{0x4e, 0x79, 0xa7, 0xff}, {0xf2, 0x8e, 0x2b, 0xff}, {0xe1, 0x57, 0x59, 0xff}, {0x76, 0xb7, 0xb2, 0xff},
+	{0x59, 0xa1, 0x4f, 0xff}, {0xed, 0xc9, 0x48, 0xff}, {0xb0, 0x7a, 0xa1, 0xff}, {0xff, 0x9d, 0xa7, 0xff},
+}

@@ -1,0 +1,144 @@
+package served
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/serve"
+)
+
+// countSink is a RecordSink that keeps nothing (pdemu serve streams the
+// records to per_request.csv).
+type countSink struct{ n atomic.Int64 }
+
+func (c *countSink) Record(metrics.Record) error { c.n.Add(1); return nil }
+
+// rssMB is the process's resident set (Linux /proc/self/statm), MiB.
+func rssMB(t *testing.T) float64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skipf("no /proc/self/statm: %v", err)
+	}
+	f := strings.Fields(string(b))
+	pages, err := strconv.ParseFloat(f[1], 64)
+	require.NoError(t, err)
+	return pages * float64(os.Getpagesize()) / (1 << 20)
+}
+
+// Issue 21 row 3: memory is flat in the number of requests served. A
+// bounded soak (opt-in: PDEMU_SOAK_REQUESTS=N, at least 100000, and not
+// -short) serves N small multi-turn chat requests from 32 clients (each
+// conversation 8 turns, then a new session) through the default
+// scenario at time scale 1000, records streamed (as pdemu serve streams
+// them to per_request.csv), and logs the RSS after 10k requests and after
+// every 100k; the RSS at the end is within 1.5× of the RSS at 10k.
+func TestSoak(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("PDEMU_SOAK_REQUESTS"))
+	if testing.Short() || n < 100000 && os.Getenv("PDEMU_SOAK_HEAP") == "" {
+		t.Skip("opt-in soak: PDEMU_SOAK_REQUESTS=N (N >= 100000) go test ./served -run Soak -v -timeout 2h")
+	}
+	sink := &countSink{}
+	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1000, Records: sink, HTTP: serve.Options{MaxInFlight: 64}})
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: time.Minute}
+	var sent atomic.Int64
+	var failures atomic.Int64
+	type point struct {
+		requests int64
+		rss      float64
+		heap     uint64
+	}
+	var mu sync.Mutex
+	var curve []point
+	next := int64(10000)
+	sample := func(done int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done < next {
+			return
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		curve = append(curve, point{done, rssMB(t), ms.HeapInuse >> 20})
+		t.Logf("%7d requests: RSS %.1f MiB, heap in use %d MiB, goroutines %d", done, curve[len(curve)-1].rss, ms.HeapInuse>>20, runtime.NumGoroutine())
+		if next == 10000 {
+			next = 100000
+		} else {
+			next += 100000
+		}
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range 32 {
+		wg.Go(func() {
+			for conv := 0; ; conv++ {
+				history := fmt.Sprintf("client %d conversation %d: %s", c, conv, strings.Repeat("context ", 40))
+				for turn := range 8 {
+					i := sent.Add(1)
+					if i > int64(n) {
+						return
+					}
+					history += fmt.Sprintf(" turn %d: next step please.", turn)
+					body := fmt.Sprintf(`{"model":"qwen3-coder-30b-a3b","max_tokens":2,"messages":[{"role":"user","content":%q}]}`, history)
+					req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("X-Session-Id", fmt.Sprintf("soak-%d-%d", c, conv))
+					res, err := hc.Do(req)
+					if err != nil {
+						if failures.Add(1) <= 5 {
+							t.Logf("request %d: %v", i, err)
+						}
+						continue
+					}
+					b, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					if res.StatusCode != http.StatusOK && failures.Add(1) <= 5 {
+						t.Logf("request %d: %d %s", i, res.StatusCode, b)
+					}
+					sample(i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	next = min(next, int64(n))
+	sample(next) // the end
+	if f := os.Getenv("PDEMU_SOAK_HEAP"); f != "" {
+		w, err := os.Create(f)
+		require.NoError(t, err)
+		require.NoError(t, pprof.WriteHeapProfile(w))
+		w.Close()
+	}
+	out, err := stop()
+	require.NoError(t, err)
+	assert.Zero(t, failures.Load())
+	assert.EqualValues(t, n, out.Summary.Requests.Total)
+	assert.EqualValues(t, n, sink.n.Load(), "every record streamed, none kept")
+	assert.Nil(t, out.Records)
+	t.Logf("%d requests in %v (%.0f/s)", n, wall.Round(time.Second), float64(n)/wall.Seconds())
+	var b strings.Builder
+	for _, p := range curve {
+		fmt.Fprintf(&b, " %dk:%.0fMiB", p.requests/1000, p.rss)
+	}
+	t.Logf("RSS curve:%s", b.String())
+	require.GreaterOrEqual(t, len(curve), 2)
+	assert.LessOrEqual(t, curve[len(curve)-1].rss, 1.5*curve[0].rss, "RSS after %d requests within 1.5x of RSS after 10k", n)
+}
