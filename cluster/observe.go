@@ -189,6 +189,19 @@ func (o *routerObs) begin(ds *policy.Dispatch, fresh bool) []policy.Candidate {
 	return nil
 }
 
+// lost records, as the first try of ds's new attempt, the attempt at
+// decode worker d (-1: none) that a fault lost, with its reason.
+func (o *routerObs) lost(now time.Duration, ds *policy.Dispatch, d int, reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l := o.pending[ds.Req.ID]
+	if l == nil {
+		return
+	}
+	l.Tries = append(l.Tries, pdTry{Try: len(l.Tries), AtMS: math.Round(float64(now)/1e3) / 1e3, Candidates: []pdCand{},
+		Chosen: name(o.decode, d), Reply: "lost", Reason: reason})
+}
+
 // reply records decode worker m.D's admission reply on the last try.
 func (o *routerObs) reply(m AdmitReply) {
 	if !o.log {
@@ -219,6 +232,7 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 		o.events(now, after.Blacklists-o.before.Blacklists, metrics.RouterBlacklist)
 		o.events(now, after.Fallbacks-o.before.Fallbacks, metrics.RouterFallback)
 		o.events(now, after.Rejections-o.before.Rejections, metrics.RouterRejection)
+		o.before = after // several steps in one handling (a fix's rejections) count once
 	} else {
 		if rejected {
 			o.ev.Event(now, metrics.RouterRejection)

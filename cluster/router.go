@@ -45,12 +45,24 @@ func (n *routerNode) admission(job *gpu.Job, ds *policy.Dispatch) *Admission {
 }
 
 func (n *routerNode) apply(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
+	n.observed(now, job, ds, st, nil, false, false)
+}
+
+// observed is apply with the routing log: the step st of the policy (on
+// Begin, with the candidates cands, or after a rejection) is fixed for
+// the cluster's health first, then logged (log: the router observes),
+// so the log records what the router did: a try at a worker known down
+// as rejected ("router: decode worker down"), then the real one.
+func (n *routerNode) observed(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step, cands []policy.Candidate, rejected, log bool) {
 	n.decisions++
 	if n.f != nil {
 		var ok bool
-		if st, ok = n.fix(now, job, ds, st); !ok {
+		if st, cands, rejected, ok = n.fix(now, job, ds, st, cands, rejected, log); !ok {
 			return
 		}
+	}
+	if log {
+		n.obs.step(now, ds, st, cands, rejected)
 	}
 	n.kvStep(job, ds, st) // kvcause.go
 	switch st.Action {
@@ -100,9 +112,7 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 			break
 		}
 		cands := n.obs.begin(ds, true)
-		st := n.pol.Begin(ds)
-		n.obs.step(now, ds, st, cands, false)
-		n.apply(now, m.Job, ds, st)
+		n.observed(now, m.Job, ds, n.pol.Begin(ds), cands, false, true)
 	case AdmitReply:
 		if n.obs != nil {
 			n.obs.begin(m.DS, false)
@@ -114,12 +124,9 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 		} else {
 			st = n.adm.Rejected(m.DS, m.D, m.Reason)
 		}
-		if n.obs != nil {
-			n.obs.step(now, m.DS, st, nil, m.Mode == policy.ModeNone)
-		}
 		job, ds := m.Job, m.DS
 		n.admissions = append(n.admissions, m.Admission) // read no more
-		n.apply(now, job, ds, st)
+		n.observed(now, job, ds, st, nil, m.Mode == policy.ModeNone, n.obs != nil)
 	case Finished:
 		if n.fb != nil {
 			n.fb.Finished(m.D)

@@ -57,8 +57,7 @@ func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
 		}
 		if m.Wait { // waited for a fault to end: dispatch again, budget intact
 			nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Retries: j.Retries, RetryReasons: j.RetryReasons}
-			ds := n.dss.New(nj.Req)
-			n.apply(now, nj, ds, n.pol.Begin(ds))
+			n.redispatch(now, nj, j)
 			return true
 		}
 		if j.Retries >= f.budget {
@@ -80,13 +79,29 @@ func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
 		}
 		nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Retries: j.Retries + 1,
 			RetryReasons: append(slices.Clip(j.RetryReasons), j.Failed)}
-		ds := n.dss.New(nj.Req)
-		n.apply(now, nj, ds, n.pol.Begin(ds))
+		n.redispatch(now, nj, j)
 		return true
 	case *Evicted:
 		delete(f.believed[m.D], m.Session)
 	}
 	return false
+}
+
+// redispatch routes nj, a new attempt of the request lost attempt
+// failed, from the start; the routing log's line of the request then
+// starts with the lost attempt (reply "lost", its reason) and goes on
+// with the new attempt's tries, so it ends at the worker that served it.
+func (n *routerNode) redispatch(now time.Duration, nj, lost *gpu.Job) {
+	ds := n.dss.New(nj.Req)
+	if n.obs == nil {
+		n.observed(now, nj, ds, n.pol.Begin(ds), nil, false, false)
+		return
+	}
+	cands := n.obs.begin(ds, true)
+	if n.obs.log {
+		n.obs.lost(now, ds, lost.D, lost.Failed)
+	}
+	n.observed(now, nj, ds, n.pol.Begin(ds), cands, false, true)
 }
 
 // learn applies what the router learnt of a fault (a probe's verdict or
@@ -137,18 +152,24 @@ func joinReasons(rs []string) string {
 
 // fix turns a policy's step into one the healthy cluster can carry out
 // (see docs/MODEL.md §"Faults"); false when the job was handed elsewhere.
-func (n *routerNode) fix(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step) (policy.Step, bool) {
+func (n *routerNode) fix(now time.Duration, job *gpu.Job, ds *policy.Dispatch, st policy.Step, cands []policy.Candidate, rejected, log bool) (policy.Step, []policy.Candidate, bool, bool) {
 	f := n.f
 	h := f.h
 	for {
 		switch st.Action {
 		case policy.ActAdmit:
 			if h.reachable(st.D) {
-				return st, true
+				return st, cands, rejected, true
 			}
 			// Known down (or unreachable from every prefill worker): the
-			// router does not ask it; to the policy that is a rejection.
-			st = n.adm.Rejected(ds, st.D, "router: decode worker down")
+			// router does not ask it; to the policy that is a rejection
+			// (and in the routing log, a try rejected by the router).
+			const reason = "router: decode worker down"
+			if log {
+				n.obs.step(now, ds, st, cands, rejected)
+				n.obs.reply(AdmitReply{&Admission{DS: ds, D: st.D, Reason: reason}})
+			}
+			st, cands, rejected = n.adm.Rejected(ds, st.D, reason), nil, true
 			continue
 		case policy.ActPrefill:
 			if p := h.prefillFor(st.P, st.D); p >= 0 {
@@ -169,12 +190,12 @@ func (n *routerNode) fix(now time.Duration, job *gpu.Job, ds *policy.Dispatch, s
 					}
 				}
 				n.send(n.decode[st.D], KVReady{job}, 0)
-				return st, false
+				return st, cands, rejected, false
 			}
 			d := h.nextReachable(st.D)
 			if d < 0 {
 				n.wait(job)
-				return st, false
+				return st, cands, rejected, false
 			}
 			st.D, st.P = d, h.prefillFor(st.P, d)
 		case policy.ActRun:
@@ -185,7 +206,7 @@ func (n *routerNode) fix(now time.Duration, job *gpu.Job, ds *policy.Dispatch, s
 			d := h.nextReachable(st.D)
 			if d < 0 {
 				n.wait(job)
-				return st, false
+				return st, cands, rejected, false
 			}
 			mode := policy.ModeReseed
 			if job.Req.Turn == 0 {
@@ -213,7 +234,7 @@ func (n *routerNode) fix(now time.Duration, job *gpu.Job, ds *policy.Dispatch, s
 			f.stat(id).reseeded++
 		}
 	}
-	return st, true
+	return st, cands, rejected, true
 }
 
 // wait: no decode worker is reachable. The request is attributed to the
