@@ -16,6 +16,10 @@ func TestQABadFlagsExit2(t *testing.T) {
 		{"models", "--mem-fraction", "2"},
 		{"models", "--mem-fraction", "0"},
 		{"models", "--mem-fraction", "NaN"},
+		// 1p3d-mlx5 has 4 workers: a range of 2 ports cannot hold them
+		// (was exit 1, "the port range is used up", after binding some).
+		{"serve", "--endpoints", "workers", "--listen", "127.0.0.1:0", "--worker-ports", "9000-9001"},
+		{"serve", "--endpoints", "workers", "--listen", "127.0.0.1:0", "--kv-events-ports", "9000-9002"},
 	} {
 		_, _, err := runCLI(t, args...)
 		assert.Equal(t, 2, exitCode(err), "%v: %v", args, err)
