@@ -1,8 +1,10 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,4 +44,32 @@ func TestQAReportBaselineExampleRuns(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = runCLI(t, "report", cmp, "--baseline", m[1], "--out", filepath.Join(cmp, "report.html"))
 	require.NoError(t, err, "report -h's example baseline %q", m[1])
+}
+
+// TestQATPTheModelCannotSplit: a tp the model's heads cannot be split over
+// is a diagnostic at the attribute (exit 2), from a file and from --set; it
+// was a runtime failure (exit 1) without file:line.
+func TestQATPTheModelCannotSplit(t *testing.T) {
+	shown, _, err := runCLI(t, "scenarios", "show", "1p3d-mlx5")
+	require.NoError(t, err)
+	src := strings.Replace(shown, "kv_budget_tokens = 92104", "tp = 3\n    kv_budget_tokens = 92104", 1)
+	require.NotEqual(t, shown, src)
+	file := filepath.Join(t.TempDir(), "tp3.hcl")
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", file}, "tp3.hcl:"},
+		{[]string{"run", "--set", "decode.*.tp=3", "--out", t.TempDir()}, "--set decode.*.tp=3:1:"},
+	} {
+		_, _, err := runCLI(t, c.args...)
+		require.Error(t, err, "%v", c.args)
+		assert.Equal(t, 2, exitCode(err), "%v: %v", c.args, err)
+		assert.Contains(t, err.Error(), c.want)
+		assert.Contains(t, err.Error(), `Invalid value for "tp"`)
+		assert.Contains(t, err.Error(), "cannot be split over tp=3")
+	}
+	_, _, err = runCLI(t, "validate", "1p3d-mlx5", "--set", "decode.*.tp=2")
+	require.NoError(t, err, "tp=2 splits the model")
 }
