@@ -57,9 +57,7 @@ func (n *globalNode) Handle(now time.Duration, msg any) Ready {
 	}
 	switch m := msg.(type) {
 	case NewJob:
-		if r := m.Job.Req; exceedsContext(n.ctx, r.InputLen, r.OutputLen) {
-			m.Job.Failed, m.Job.Done = gpu.ReasonExceedsContext, now
-			n.send(n.collector, JobEnded{m.Job}, 0)
+		if failTooLong(&n.outbox, n.collector, m.Job, n.ctx, now) {
 			break
 		}
 		n.newJob(now, m.Job)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/topology"
@@ -85,6 +86,19 @@ func LimitsOf(spec *topology.Spec) (Limits, error) {
 // longer than a context limit (0 = none).
 func exceedsContext(limit, input, output int) bool {
 	return limit > 0 && input+output > limit
+}
+
+// failTooLong ends j at once, failed with gpu.ReasonExceedsContext, when
+// it is longer than the context limit (0: none), as vLLM refuses it
+// before any work; it reports whether it did. The node that receives
+// NewJob calls it first.
+func failTooLong(o *outbox, collector Addr, j *gpu.Job, limit int, now time.Duration) bool {
+	if !exceedsContext(limit, j.Req.InputLen, j.Req.OutputLen) {
+		return false
+	}
+	j.Failed, j.Done = gpu.ReasonExceedsContext, now
+	o.send(collector, JobEnded{j}, 0)
+	return true
 }
 
 // enforceLimits hands spec's context limit to the node that receives

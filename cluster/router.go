@@ -94,9 +94,7 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 	}
 	switch m := msg.(type) {
 	case NewJob:
-		if r := m.Job.Req; exceedsContext(n.ctx, r.InputLen, r.OutputLen) {
-			m.Job.Failed, m.Job.Done = gpu.ReasonExceedsContext, now
-			n.send(n.collector, JobEnded{m.Job}, 0)
+		if failTooLong(&n.outbox, n.collector, m.Job, n.ctx, now) {
 			break
 		}
 		if r := m.Job.Req; n.fit > 0 && r.InputLen+r.OutputLen > n.fit {

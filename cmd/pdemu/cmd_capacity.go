@@ -338,22 +338,8 @@ func cmdCapacity(cmd *cobra.Command, f *capacityFlags, scens []string) error {
 		dir := filepath.Join(base, fmt.Sprintf("round-%d", round))
 		cf.out = dir
 		load := func(p report.Params) (*topology.Spec, error) {
-			tr := ""
-			if traceSet {
-				tr = p.Trace
-			}
-			spec, err := loadSpecTrace(p.Scenario, p.Vars, p.Set, p.Router, tr)
+			spec, err := loadPlanRun(p, traceSet, format)
 			if err != nil {
-				return nil, err
-			}
-			o := workloadOverrides{seed: p.Seed, format: format}
-			if p.MaxRequests > 0 {
-				o.maxRequests = &p.MaxRequests
-			}
-			if traceSet {
-				o.trace = &p.Trace
-			}
-			if err := o.apply(spec); err != nil {
 				return nil, err
 			}
 			if err := f.sloFlags.apply(spec); err != nil {

@@ -173,22 +173,8 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 		}
 	}
 	load := func(p report.Params) (*topology.Spec, error) {
-		trace := ""
-		if traceSet {
-			trace = p.Trace
-		}
-		spec, err := loadSpecTrace(p.Scenario, p.Vars, p.Set, p.Router, trace)
+		spec, err := loadPlanRun(p, traceSet, format)
 		if err != nil {
-			return nil, err
-		}
-		o := workloadOverrides{seed: p.Seed, format: format}
-		if p.MaxRequests > 0 {
-			o.maxRequests = &p.MaxRequests
-		}
-		if traceSet {
-			o.trace = &p.Trace
-		}
-		if err := o.apply(spec); err != nil {
 			return nil, err
 		}
 		if sw := spec.RouterSwap; sw != nil && !swapSaid[p.Scenario+"\x00"+p.Router] {
@@ -495,4 +481,30 @@ func expandRunDirs(args []string) ([]string, error) {
 		dirs = append(dirs, sub...)
 	}
 	return dirs, nil
+}
+
+// loadPlanRun loads one run of a plan (compare's, capacity's): its
+// scenario with the run's --var, --set and --router, then the run's
+// seed, --max-requests and (when --trace was given) trace over its
+// workload. format is --format when given.
+func loadPlanRun(p report.Params, traceSet bool, format *string) (*topology.Spec, error) {
+	trace := ""
+	if traceSet {
+		trace = p.Trace
+	}
+	spec, err := loadSpecTrace(p.Scenario, p.Vars, p.Set, p.Router, trace)
+	if err != nil {
+		return nil, err
+	}
+	o := workloadOverrides{seed: p.Seed, format: format}
+	if p.MaxRequests > 0 {
+		o.maxRequests = &p.MaxRequests
+	}
+	if traceSet {
+		o.trace = &p.Trace
+	}
+	if err := o.apply(spec); err != nil {
+		return nil, err
+	}
+	return spec, nil
 }
