@@ -251,6 +251,12 @@ func cmdCapacity(cmd *cobra.Command, f *capacityFlags, scens []string) error {
 	if traceSet {
 		spec0.Workload.Trace = f.trace
 	}
+	// --slo and --min-attainment are checked once, before round 1 starts
+	// (each run applies them again).
+	sloCheck := *spec0 // apply sets only the copy's SLO
+	if err := f.sloFlags.apply(&sloCheck); err != nil {
+		return err
+	}
 	axis, cur, ok := axisOf(spec0)
 	if f.load != "" {
 		if axis, ok = axisByName(f.load); !ok {

@@ -73,3 +73,19 @@ func TestQATPTheModelCannotSplit(t *testing.T) {
 	_, _, err = runCLI(t, "validate", "1p3d-mlx5", "--set", "decode.*.tp=2")
 	require.NoError(t, err, "tp=2 splits the model")
 }
+
+// TestQACapacityBadSLOBeforeRound1: a malformed --slo is refused before
+// capacity starts its first round (it was refused by every run of round 1,
+// after the round's directory was made).
+func TestQACapacityBadSLOBeforeRound1(t *testing.T) {
+	for _, slo := range []string{"ttft=abc", "attainment=2"} {
+		out := filepath.Join(t.TempDir(), "cap")
+		_, stderr, err := runCLI(t, "capacity", "1p3d-mlx5", "--slo", slo, "--out", out)
+		require.Error(t, err)
+		assert.Equal(t, 2, exitCode(err), "%v", err)
+		assert.Contains(t, err.Error(), "--slo")
+		assert.NotContains(t, stderr, "round 1")
+		_, statErr := os.Stat(filepath.Join(out, "round-1"))
+		assert.True(t, os.IsNotExist(statErr), "no round-1 directory for --slo %s", slo)
+	}
+}
