@@ -135,5 +135,9 @@ func cmdServeFleet(cmd *cobra.Command, f *serveFlags, log hclog.Logger, spec *to
 	if res.Partial {
 		return &exitError{output.ExitFailure, runErr}
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	// As serve's cluster mode: too many failed requests is exit 3.
+	return tooManyFailed(s, f.maxFailed)
 }
