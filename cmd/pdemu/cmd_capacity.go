@@ -266,6 +266,12 @@ func cmdCapacity(cmd *cobra.Command, f *capacityFlags, scens []string) error {
 			}
 			return usageErr("--load %q: want one of %s", f.load, strings.Join(names, ", "))
 		}
+		switch {
+		case spec0.Workload.Trace == "" && (axis.name == "max_concurrent" || axis.name == "session_rate"):
+			return usageErr("--load %s sweeps a trace's replay, but %s runs the agentic generator: use --load sessions, or give --trace", axis.name, scens[0])
+		case spec0.Workload.Trace != "" && axis.name == "sessions":
+			return usageErr("--load sessions sweeps the agentic generator, but %s replays a trace: use --load max_concurrent or session_rate", scens[0])
+		}
 	} else if !ok {
 		return usageErr("%s: no load to search by default (a trace replayed at its recorded times): name one with --load session_rate or --load max_concurrent", scens[0])
 	}

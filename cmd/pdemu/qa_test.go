@@ -22,6 +22,10 @@ func TestQABadFlagsExit2(t *testing.T) {
 		// (was exit 1, "the port range is used up", after binding some).
 		{"serve", "--endpoints", "workers", "--listen", "127.0.0.1:0", "--worker-ports", "9000-9001"},
 		{"serve", "--endpoints", "workers", "--listen", "127.0.0.1:0", "--kv-events-ports", "9000-9002"},
+		// A load axis the scenario's workload does not have, refused
+		// before round 1 (was: every run of round 1 refused its --set).
+		{"capacity", "1p3d-mlx5", "--load", "max_concurrent", "--out", "/nonexistent/cap"},
+		{"capacity", "1p3d-mlx5", "--load", "session_rate", "--out", "/nonexistent/cap"},
 	} {
 		_, _, err := runCLI(t, args...)
 		assert.Equal(t, 2, exitCode(err), "%v: %v", args, err)
