@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/splitmix"
+
 	"github.com/pdemu/pdemu/bench"
 	"github.com/pdemu/pdemu/policy"
 	"github.com/pdemu/pdemu/workload"
@@ -34,24 +36,15 @@ import (
 
 const sysBlocks = 32
 
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
 // prompt returns a session's prefix-chained block hashes: the shared
 // system prompt, then blocks salted by the session.
 func prompt(session, n int) []uint64 {
 	b := make([]uint64, n)
 	for i := range b {
 		if i < sysBlocks {
-			b[i] = mix64(0x5157 ^ uint64(i+1)*0x9e3779b97f4a7c15)
+			b[i] = splitmix.Mix64(0x5157 ^ uint64(i+1)*0x9e3779b97f4a7c15)
 		} else {
-			b[i] = mix64(uint64(session+1)<<40 ^ uint64(i+1)*0x9e3779b97f4a7c15)
+			b[i] = splitmix.Mix64(uint64(session+1)<<40 ^ uint64(i+1)*0x9e3779b97f4a7c15)
 		}
 	}
 	return b

@@ -55,9 +55,9 @@ func runKVCPaper(ctx context.Context, opts Options) (*Report, error) {
 	short := opts.Short
 	defs := kvcPaperDefs(seeds, short)
 	s0 := seeds[0]
-	if opts.Sensitivity {
-		defs = append(defs, sensitivityDefs(s0, short)...)
-	}
+	// Every run set has the fitted parameters at their unfitted values (the
+	// depends-on-fitted test); --sensitivity every range's ends too.
+	defs = append(defs, sensitivityDefs(s0, short, !opts.Sensitivity)...)
 	keep := func(d runDef) bool {
 		return d.name == fmt.Sprintf("v2-tcp-s%d", s0) || d.name == fmt.Sprintf("v2-tcp-s%d-rerun", s0)
 	}
@@ -87,10 +87,11 @@ func runKVCPaper(ctx context.Context, opts Options) (*Report, error) {
 		{"paper", kvc[0], byName["v2-tcp-tau2048"], v1r[0], byName["v1-tcp-tau8192"]},
 		{"v1-stress", byName["stress-v2-tcp"], byName["stress-v2-tcp-tau2048"], byName["stress-v1-tcp"], byName["stress-v1-tcp-tau8192"]},
 	}
+	sens := sensitivity(s0, base, byName)
 	if opts.Sensitivity {
-		rep.Sensitivity = sensitivity(s0, base, byName)
-		rep.applySensitivity()
+		rep.Sensitivity = sens
 	}
+	rep.applySensitivity(sens)
 	for i, d := range figDefs() {
 		for _, kind := range d.attribution {
 			if t := attributionText(kind, base, gaps); t != "" {

@@ -110,8 +110,10 @@ func (m Move) span(base float64) float64 {
 }
 
 // sensitivityDefs are the sensitivity runs: for each varied parameter and
-// end, the four runs the figures read.
-func sensitivityDefs(seed uint64, short bool) []runDef {
+// end, the four runs the figures read. unfittedOnly keeps only the fitted
+// parameters' unfitted values (every run of the experiment has those: they
+// decide the depends-on-fitted class).
+func sensitivityDefs(seed uint64, short, unfittedOnly bool) []runDef {
 	var defs []runDef
 	paper := sweSource(nil, short)
 	v1 := map[string]string{"v1": "true", "tau_append": "2048"}
@@ -123,6 +125,9 @@ func sensitivityDefs(seed uint64, short bool) []runDef {
 			tag string
 			v   float64
 		}{{"low", p.Low}, {"high", p.High}}
+		if unfittedOnly {
+			ends = ends[:0]
+		}
 		if p.HasUnfitted {
 			ends = append(ends, struct {
 				tag string
@@ -159,24 +164,29 @@ func sensitivity(seed uint64, base *seedRuns, by map[string]*runOut) *Sensitivit
 		fs := FigureSensitivity{Figure: d.name, Base: d.value(base)}
 		fs.BaseOK = d.ok(fs.Base)
 		for _, p := range varied {
-			at := func(end string) (float64, bool) {
+			// at is the figure at one end; ran is false when those runs are
+			// not in by (only the unfitted values without --sensitivity).
+			at := func(end string) (v float64, ok, ran bool) {
 				k := &seedRuns{by[sensName(p.Name, end, "v2-tcp")], by[sensName(p.Name, end, "v2-rdma")],
 					by[sensName(p.Name, end, "v1-tcp")], by[sensName(p.Name, end, "dp4")]}
 				if k.kvc == nil || k.kvcR == nil || k.v1 == nil || k.dp == nil {
-					return math.NaN(), false
+					return math.NaN(), false, false
 				}
-				v := d.value(k)
-				return v, d.ok(v)
+				v = d.value(k)
+				return v, d.ok(v), true
 			}
 			m := Move{Param: p.Name, Label: p.Label, Unfitted: math.NaN()}
-			m.Low, m.LowOK = at("low")
-			m.High, m.HighOK = at("high")
-			crosses := m.LowOK != fs.BaseOK || m.HighOK != fs.BaseOK
+			var lowRan, highRan, unfitRan bool
+			m.Low, m.LowOK, lowRan = at("low")
+			m.High, m.HighOK, highRan = at("high")
+			crosses := (lowRan && m.LowOK != fs.BaseOK) || (highRan && m.HighOK != fs.BaseOK)
 			if p.HasUnfitted {
-				m.Unfitted, m.UnfittedOK = at("unfitted")
-				crosses = crosses || m.UnfittedOK != fs.BaseOK
+				m.Unfitted, m.UnfittedOK, unfitRan = at("unfitted")
+				crosses = crosses || (unfitRan && m.UnfittedOK != fs.BaseOK)
 			}
-			fs.Moves = append(fs.Moves, m)
+			if lowRan || highRan {
+				fs.Moves = append(fs.Moves, m)
+			}
 			if crosses {
 				fs.DecidedBy = append(fs.DecidedBy, p.Name)
 			}
@@ -216,10 +226,11 @@ func (s *Sensitivity) decidersLine() string {
 	return out + "."
 }
 
-// applySensitivity sets each figure's DecidedBy and re-classes a figure
-// that a fitted parameter decides as depends-on-fitted.
-func (r *Report) applySensitivity() {
-	if r.Sensitivity == nil {
+// applySensitivity sets each figure's DecidedBy from s (r.Sensitivity, or
+// the unfitted runs alone) and re-classes a figure that a fitted parameter
+// decides as depends-on-fitted.
+func (r *Report) applySensitivity(s *Sensitivity) {
+	if s == nil {
 		return
 	}
 	labels := map[string]string{}
@@ -229,7 +240,7 @@ func (r *Report) applySensitivity() {
 	defs := figDefs()
 	for i := range r.Figures {
 		f := &r.Figures[i]
-		fs := r.Sensitivity.Figures[i]
+		fs := s.Figures[i]
 		f.DecidedBy = fs.DecidedBy
 		var fitted []string
 		for _, n := range fs.DecidedBy {

@@ -25,7 +25,8 @@ func TestSensitivityDefs(t *testing.T) {
 			}
 		}
 	}
-	defs := sensitivityDefs(1, true)
+	defs := sensitivityDefs(1, true, false)
+	require.Len(t, sensitivityDefs(1, true, true), 4*u, "without --sensitivity: the unfitted values only")
 	require.Len(t, defs, 8*n+4*u, "low and high, and unfitted where there is one, × 4 runs")
 	require.Equal(t, "", defs[indexOf(defs, sensName("tcp_rate", "unfitted", "v2-tcp"))].vars["tcp_rate"], "no rate cap")
 	names := map[string]bool{}
@@ -70,7 +71,7 @@ func TestSensitivityDecides(t *testing.T) {
 	}
 	by[sensName("tcp_rate", "high", "v2-tcp")] = base.v1 // the v1 run's Direct share is out of v2's tolerance
 	rep.Sensitivity = sensitivity(1, base, by)
-	rep.applySensitivity()
+	rep.applySensitivity(rep.Sensitivity)
 	f := rep.Figure("Direct share, KVC v2 1P3D")
 	require.NotNil(t, f)
 	if rep.Sensitivity.Figures[0].BaseOK {

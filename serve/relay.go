@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/splitmix"
+
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -250,7 +252,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 	blocks := blockHashes(c.text, s.opts.BlockTokens, salt)
 	chs := make([]*choice, c.n)
 	for i := range chs {
-		seed := hashString(c.text) ^ mix64(s.seq.Add(1)^s.launch)
+		seed := hashString(c.text) ^ splitmix.Mix64(s.seq.Add(1)^s.launch)
 		n, stopAt := applyStop(seed, out, c.stops)
 		n = max(n, c.minTokens)
 		f := finish
@@ -665,7 +667,7 @@ func tokenBytes(t string) []int {
 
 func (rl *relay) logprob(ch *choice, i int) tokenLogprob {
 	tok := ch.visible(i)
-	h := mix64(ch.seed ^ uint64(i+1)*0x9e3779b97f4a7c15)
+	h := splitmix.Mix64(ch.seed ^ uint64(i+1)*0x9e3779b97f4a7c15)
 	lp := -float64(h%2000) / 1000 // in (-2, 0]
 	out := tokenLogprob{Token: tok, Logprob: lp, Bytes: tokenBytes(tok), TopLogprobs: []topLogprob{}}
 	if rl.c.topLogprobs > 0 {

@@ -347,6 +347,10 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 				Message: fmt.Sprintf("Content-Type must be application/json, got %q", ct), Code: strp("unsupported_media_type")})
 			return
 		}
+		if s.draining.Load() { // the drain began while the body was read
+			s.unavailable(w)
+			return
+		}
 		if n := s.inflight.Add(1); n > int64(s.opts.MaxInFlight) {
 			s.inflight.Add(-1)
 			s.fail(w, &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error",

@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"math"
 	"strings"
+
+	"github.com/pdemu/pdemu/internal/splitmix"
 )
 
 // Text to tokens and blocks.
@@ -53,7 +55,7 @@ func blockHashes(text string, blockTokens int, salt uint64) []uint64 {
 		}
 		h.Write(p[:])
 		h.Write([]byte(text[i*bb : (i+1)*bb]))
-		prev = mix64(h.Sum64())
+		prev = splitmix.Mix64(h.Sum64())
 		out[i] = prev
 	}
 	return out
@@ -62,17 +64,7 @@ func blockHashes(text string, blockTokens int, salt uint64) []uint64 {
 func hashString(s string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(s))
-	return mix64(h.Sum64())
-}
-
-// mix64 is SplitMix64's finaliser (as in workload).
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return splitmix.Mix64(h.Sum64())
 }
 
 // chatTemplate serialises a conversation ChatML-style; the template's own
@@ -106,7 +98,7 @@ var fillerWords = [...]string{
 // fillerToken is the text of output token i of a request with seed s:
 // deterministic, plain ASCII words.
 func fillerToken(seed uint64, i int) string {
-	return fillerWords[mix64(seed+uint64(i)*0x9e3779b97f4a7c15)%uint64(len(fillerWords))]
+	return fillerWords[splitmix.Mix64(seed+uint64(i)*0x9e3779b97f4a7c15)%uint64(len(fillerWords))]
 }
 
 // fillerText is output tokens [0, n) concatenated.
@@ -126,8 +118,8 @@ func fillerText(seed uint64, n int) string {
 func defaultOutputLen(mean int, h uint64) int {
 	const sigma = 0.8
 	// Two uniforms from the hash → one standard normal (Box–Muller).
-	u1 := (float64(mix64(h)>>11) + 0.5) / (1 << 53)
-	u2 := (float64(mix64(h^0x5bd1e995)>>11) + 0.5) / (1 << 53)
+	u1 := (float64(splitmix.Mix64(h)>>11) + 0.5) / (1 << 53)
+	u2 := (float64(splitmix.Mix64(h^0x5bd1e995)>>11) + 0.5) / (1 << 53)
 	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 	mu := math.Log(float64(mean)) - sigma*sigma/2
 	return max(1, int(math.Round(math.Exp(mu+sigma*z))))

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/splitmix"
+
 	"github.com/pdemu/pdemu/internal/minheap"
 )
 
@@ -107,7 +109,7 @@ func NewAgentic(cfg AgenticConfig, seed uint64, maxRequests int) (*Agentic, erro
 		if i > 0 {
 			start += g.expDur(cfg.SessionStagger)
 		}
-		s := &genSession{idx: int32(i), turns: cfg.Turns, arrival: start, salt: mix64(seed ^ uint64(i+1)*0xbf58476d1ce4e5b9)}
+		s := &genSession{idx: int32(i), turns: cfg.Turns, arrival: start, salt: splitmix.Mix64(seed ^ uint64(i+1)*0xbf58476d1ce4e5b9)}
 		s.pending = g.make(s)
 		sessions = append(sessions, s)
 	}
@@ -220,9 +222,9 @@ func (g *Agentic) make(s *genSession) *Request {
 	}
 	for i := len(s.blocks); i < nb; i++ {
 		if i < shared {
-			s.blocks = append(s.blocks, mix64(g.seed^uint64(i+1)*0x94d049bb133111eb))
+			s.blocks = append(s.blocks, splitmix.Mix64(g.seed^uint64(i+1)*0x94d049bb133111eb))
 		} else {
-			s.blocks = append(s.blocks, mix64(s.salt^uint64(i+1)*0x94d049bb133111eb))
+			s.blocks = append(s.blocks, splitmix.Mix64(s.salt^uint64(i+1)*0x94d049bb133111eb))
 		}
 	}
 	r.Blocks = s.blocks[:nb:nb]
@@ -242,14 +244,4 @@ func (g *Agentic) logNormal(mean float64) int {
 
 func (g *Agentic) expDur(mean time.Duration) time.Duration {
 	return time.Duration(g.rng.ExpFloat64() * float64(mean))
-}
-
-// mix64 is SplitMix64's finaliser: a cheap, well-distributed 64-bit hash.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

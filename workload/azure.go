@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/splitmix"
+
 	"github.com/pdemu/pdemu/internal/regular"
 )
 
@@ -76,7 +78,7 @@ func NewAzure(r io.Reader, name string, opts LoadOptions) (*Azure, error) {
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, cr: cr, ll: ll, opts: opts, bt: bt,
 		q:    reorder[azRecord]{window: opts.ReorderWindow},
-		salt: mix64(opts.Seed ^ 0xa2a2e0c5d1f3b7e1),
+		salt: splitmix.Mix64(opts.Seed ^ 0xa2a2e0c5d1f3b7e1),
 	}
 	head, err := cr.Read()
 	if err != nil {
@@ -246,7 +248,7 @@ func (a *Azure) build(rec azRecord) *Request {
 		AppendLen:   rec.in,
 		Blocks:      make([]uint64, rec.in/a.bt),
 	}
-	salt := mix64(a.salt ^ uint64(a.nextID+1)*0xd6e8feb86659fd93)
+	salt := splitmix.Mix64(a.salt ^ uint64(a.nextID+1)*0xd6e8feb86659fd93)
 	var h uint64
 	for i := range r.Blocks {
 		h = chain(h, salt+uint64(i))

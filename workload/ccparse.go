@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/splitmix"
 )
 
 // ccParser turns one session document into compact chains.
@@ -93,8 +95,8 @@ func (p *ccParser) chain(name, path string, reqs []ccReqJSON, errs []error, offs
 			k := min(len(r.ids), (tool+sys+p.bt-1)/p.bt)
 			ch.canon = append([]uint64(nil), r.ids[:k]...)
 			ch.toolBlk = tool / p.bt
-			ch.toolKey = mix64(uint64(tool)*0xc2b2ae3d27d4eb4f ^ 0x165667b19e3779f9)
-			ch.sysKey = mix64(ch.toolKey ^ uint64(sys)*0x27d4eb2f165667c5)
+			ch.toolKey = splitmix.Mix64(uint64(tool)*0xc2b2ae3d27d4eb4f ^ 0x165667b19e3779f9)
+			ch.sysKey = splitmix.Mix64(ch.toolKey ^ uint64(sys)*0x27d4eb2f165667c5)
 		}
 		p.end = max(p.end, satAdd(satAdd(offset, r.at), r.api))
 		rr := r

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/splitmix"
+
 	"github.com/pdemu/pdemu/internal/regular"
 )
 
@@ -329,7 +331,7 @@ func (c *ClaudeCode) parseFile(i int) (chains []*ccChain, dur time.Duration, ski
 	if id == "" {
 		id = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
-	p := &ccParser{file: file, bt: bt, skipBad: c.opts.SkipBad, salt: mix64(c.opts.Seed ^ fnv64(id) ^ uint64(i)*0x9e3779b97f4a7c15), sc: sc}
+	p := &ccParser{file: file, bt: bt, skipBad: c.opts.SkipBad, salt: splitmix.Mix64(c.opts.Seed ^ fnv64(id) ^ uint64(i)*0x9e3779b97f4a7c15), sc: sc}
 	if prev, dup := c.ids[id]; dup {
 		return nil, 0, 0, locate(file, 0, "", badField("id", "session id %q is also the id of %s; session names must be unique", id, prev))
 	}
@@ -370,7 +372,7 @@ func (c *ClaudeCode) emit(ch *ccChain) *Request {
 			h = chain(h, key+uint64(i))
 			shared++
 		} else {
-			h = chain(h, mix64(ch.salt^id))
+			h = chain(h, splitmix.Mix64(ch.salt^id))
 		}
 		blocks[i] = h
 	}

@@ -1,6 +1,10 @@
 package workload
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pdemu/pdemu/internal/splitmix"
+)
 
 // emitter holds the bookkeeping shared by every loader: dense IDs, dense
 // session indexes in order of first appearance, the MaxRequests cap and
@@ -71,7 +75,7 @@ func appendLen(in int, blocks []uint64, bt int, prev *prevTurn) int {
 // chain is the prefix-chaining step used for synthesized hashes: the hash of
 // block i depends on the hash of block i-1 and the block's content key.
 func chain(prev, content uint64) uint64 {
-	return mix64(prev*0x9e3779b97f4a7c15 ^ content ^ 0x2545f4914f6cdd1d)
+	return splitmix.Mix64(prev*0x9e3779b97f4a7c15 ^ content ^ 0x2545f4914f6cdd1d)
 }
 
 // fnv64 hashes a string (FNV-1a).

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/splitmix"
+
 	"github.com/pdemu/pdemu/internal/minheap"
 )
 
@@ -283,7 +285,7 @@ func NewSWEBench(cfg SWEBenchConfig, seed uint64) (*SWEBench, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x53_57_45_42)) // "SWEB"
 	g.startRng = rand.New(rand.NewPCG(seed, 0x57a27))
 	g.turns = splitTurns(rng, cfg.Sessions, cfg.Requests, cfg.MinTurns, cfg.TurnsSigma)
-	sysKey := mix64(seed ^ 0x5e5)
+	sysKey := splitmix.Mix64(seed ^ 0x5e5)
 	var h uint64
 	g.sys = make([]uint64, cfg.SystemTokens/cfg.BlockTokens)
 	for i := range g.sys {
@@ -380,7 +382,7 @@ func (g *SWEBench) startSession() {
 		idx: int32(k), name: fmt.Sprintf("swe%03d", k), turns: int(g.turns[k]),
 		arrival: g.nextAt,
 		rng:     rand.New(rand.NewPCG(g.seed^uint64(k+1)*0x9e3779b97f4a7c15, 0x5e55)),
-		salt:    mix64(g.seed ^ uint64(k+1)*0xbf58476d1ce4e5b9),
+		salt:    splitmix.Mix64(g.seed ^ uint64(k+1)*0xbf58476d1ce4e5b9),
 	}
 	gapSeed := g.seed ^ uint64(k+1)*0xd1b54a32d192ed03
 	if g.cfg.Concurrency > 0 {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/splitmix"
+
 	"github.com/pdemu/pdemu/internal/regular"
 )
 
@@ -165,7 +167,7 @@ func NewTraceLab(r io.Reader, name string, opts LoadOptions) (*TraceLab, error) 
 			s.rounds[i].arrival, s.rounds[i].end = s.rounds[first].arrival, s.rounds[first].arrival
 		}
 		s.t0 = s.rounds[0].arrival
-		s.salt = mix64(opts.Seed ^ fnv64(s.name) ^ 0x7ace1ab)
+		s.salt = splitmix.Mix64(opts.Seed ^ fnv64(s.name) ^ 0x7ace1ab)
 		kept = append(kept, s)
 	}
 	sessions = kept
@@ -348,7 +350,7 @@ func (t *TraceLab) emit(s *tlSession) *Request {
 	if turn == 0 {
 		key := s.salt
 		if t.opts.ShareSystemPrefix {
-			key = mix64(fnv64(s.provider+"\x00"+s.model) ^ t.opts.Seed)
+			key = splitmix.Mix64(fnv64(s.provider+"\x00"+s.model) ^ t.opts.Seed)
 		}
 		for i := 0; i < keep; i++ {
 			h = chain(h, key+uint64(i))
@@ -363,15 +365,15 @@ func (t *TraceLab) emit(s *tlSession) *Request {
 		r.Think = max(0, rd.arrival-s.prevEnd)
 		r.AppendLen = max(0, rd.in-min(rd.prefix, s.prevIn+s.prevOut))
 	}
-	salt := mix64(s.salt ^ uint64(turn+1)*0x9e3779b97f4a7c15)
+	salt := splitmix.Mix64(s.salt ^ uint64(turn+1)*0x9e3779b97f4a7c15)
 	for i := keep; i < n; i++ {
 		h = chain(h, salt+uint64(i))
 		blocks[i] = h
 	}
 	// Context for the next round: this prompt plus the output.
 	ctxN := (rd.in + rd.out) / bt
-	ctx := append(s.ctx[:0], blocks...)   // s.ctx is private: reuse its array
-	osalt := mix64(salt ^ 0x6f7574707574) // "output"
+	ctx := append(s.ctx[:0], blocks...)            // s.ctx is private: reuse its array
+	osalt := splitmix.Mix64(salt ^ 0x6f7574707574) // "output"
 	for i := n; i < ctxN; i++ {
 		h = chain(h, osalt+uint64(i))
 		ctx = append(ctx, h)

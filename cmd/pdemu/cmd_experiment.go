@@ -47,12 +47,14 @@ modelling choices behind it are docs/MODEL.md §7.
 
 Every run is deterministic (virtual clock): the same flags give the same
 figures and run outputs whatever --jobs (only the report's wall-time note
-differs). The full set with 3 seeds is 41 runs (a minute or two of CPU per
-core); --short runs 25 runs on one seed and a fifth of the workload, without
-the sensitivity runs (seconds): a smoke test, not the figures.
+differs). The full set with 3 seeds is 53 runs, 12 of them the fitted
+parameters at their unfitted values, which decide the depends-on-fitted
+class (a minute or two of CPU per core); --short runs 37 runs on one seed
+and a fifth of the workload (seconds): a smoke test, not the figures.
 --sensitivity adds 8 runs per fitted or assumed parameter with a range
 (its low and high value on KVC v2 TCP and RDMA, KVC v1 and DP) and 4 per
-fitted parameter with an unfitted value (20 parameters, 172 runs), a
+fitted parameter with an unfitted value (20 parameters, 172 runs, the 12
+unfitted ones included), a
 sensitivity table, the parameters that decide each verdict, and a tornado
 plot per figure in report.html.`,
 }

@@ -17,7 +17,7 @@ import (
 // --force, and --json prints report.json.
 func TestExperimentKVCPaperShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the short experiment (25 emulations)")
+		t.Skip("runs the short experiment (37 emulations)")
 	}
 	dir := filepath.Join(t.TempDir(), "kvc")
 	stdout, stderr, err := runCLI(t, "experiment", "kvc-paper", "--short", "--out", dir, "--jobs", "2")

@@ -12,8 +12,9 @@ import (
 // largeRunRequests is the number of requests from which pdemu run leaves
 // routing_log.jsonl out unless it is asked for: the decision log is
 // ~0.5-0.9 KB per request (577 MB at 1M requests) and 10-20 % of such a
-// run's CPU time.
-const largeRunRequests = 100_000
+// run's CPU time. (A variable so that a test can run a "large" run
+// quickly.)
+var largeRunRequests = 100_000
 
 // expectedRequests is how many requests spec will release, when known
 // before the run: --max-requests, or the agentic generator's sessions ×

@@ -89,3 +89,18 @@ func TestComparePreflight(t *testing.T) {
 	_, err = os.Stat(filepath.Join(out, "runs", "dp4__trace=t__seed=1"))
 	assert.True(t, os.IsNotExist(err), "dp4 did not run: %v", err)
 }
+
+// BenchmarkCheckFit is the preflight's read of a whole workload (the
+// default scenario's generator, 384 requests) against the cluster.
+func BenchmarkCheckFit(b *testing.B) {
+	spec, err := loadSpec("", nil, nil, "")
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		src, err := sourceOf(spec, false)
+		require.NoError(b, err)
+		fc, err := checkFit(spec, src)
+		require.NoError(b, err)
+		require.Equal(b, 384, fc.Requests)
+	}
+}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,7 +36,7 @@ func TestSignalBeforeTheRun(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	_, err = stdin.Write([]byte(`{"timestamp": 0, "input_length": 100, "output_length": 5, "hash_ids": [1]}` + "\n"))
 	require.NoError(t, err)
-	time.Sleep(200 * time.Millisecond) // reading standard input, which never ends
+	waitSignalHandler(t, cmd.Process.Pid) // then it is reading standard input, which never ends
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -48,4 +51,29 @@ func TestSignalBeforeTheRun(t *testing.T) {
 	assert.Equal(t, 130, ee.ExitCode())
 	assert.Contains(t, stderr.String(), "no outputs written")
 	assert.NoFileExists(t, filepath.Join(out, "summary.json"))
+}
+
+// waitSignalHandler waits until process pid catches SIGINT (Linux: the
+// SigCgt mask of /proc/PID/status), so that a signal sent next tests the
+// program's handling, not the default action on a process still starting
+// (a loaded machine can take longer than any fixed sleep).
+func waitSignalHandler(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // a bound for the test only
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Skipf("no /proc on this system: %v", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if mask, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && m&(1<<(int(syscall.SIGINT)-1)) != 0 {
+					time.Sleep(50 * time.Millisecond) // past signal.Notify, into the phase
+					return
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the process never installed its SIGINT handler")
 }

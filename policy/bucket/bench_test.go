@@ -2,9 +2,10 @@ package bucket
 
 import (
 	"fmt"
-	"github.com/pdemu/pdemu/workload"
 	"testing"
 	"time"
+
+	"github.com/pdemu/pdemu/workload"
 )
 
 // constProber answers every probe with the same prefix (the probe's own

@@ -2,9 +2,10 @@ package bucket
 
 import (
 	"fmt"
-	"github.com/pdemu/pdemu/workload"
 	"math"
 	"time"
+
+	"github.com/pdemu/pdemu/workload"
 )
 
 // Global policy names.

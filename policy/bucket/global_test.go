@@ -1,9 +1,10 @@
 package bucket
 
 import (
-	"github.com/pdemu/pdemu/workload"
 	"math"
 	"testing"
+
+	"github.com/pdemu/pdemu/workload"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

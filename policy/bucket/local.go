@@ -2,11 +2,12 @@ package bucket
 
 import (
 	"fmt"
-	"github.com/pdemu/pdemu/workload"
 	"math"
 	"math/rand/v2"
 	"sort"
 	"time"
+
+	"github.com/pdemu/pdemu/workload"
 )
 
 type localKind uint8

@@ -1,10 +1,11 @@
 package bucket
 
 import (
-	"github.com/pdemu/pdemu/workload"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/pdemu/pdemu/workload"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

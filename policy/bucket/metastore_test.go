@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/splitmix"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -15,13 +17,13 @@ import (
 // prefix); missing choices are 0.
 func chain(root uint64, n int, choices ...uint64) []uint64 {
 	out := make([]uint64, n)
-	h := mix64(root + 1)
+	h := splitmix.Mix64(root + 1)
 	for i := range out {
 		var c uint64
 		if i < len(choices) {
 			c = choices[i]
 		}
-		h = mix64(h ^ mix64(c+uint64(i)*golden))
+		h = splitmix.Mix64(h ^ splitmix.Mix64(c+uint64(i)*golden))
 		out[i] = h
 	}
 	return out
