@@ -19,6 +19,13 @@ func ParseOptions(vars map[string]string) topology.Options {
 			_, err := gpu.LookupModel(n)
 			return err == nil
 		},
+		ValidTP: func(model string, tp int) error {
+			m, err := gpu.LookupModel(model)
+			if err != nil {
+				return nil // KnownModel reports it
+			}
+			return m.ValidTP(tp)
+		},
 		GPUNames:   gpu.GPUNames(),
 		ModelNames: gpu.ModelNames(),
 	}

@@ -40,6 +40,9 @@ type Options struct {
 	// suggestions in those diagnostics.
 	KnownGPU   func(name string) bool
 	KnownModel func(name string) bool
+	// ValidTP, when set, makes a tp the worker's model cannot be split over
+	// a diagnostic (its error is the detail).
+	ValidTP    func(model string, tp int) error
 	GPUNames   []string
 	ModelNames []string
 

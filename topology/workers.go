@@ -9,6 +9,11 @@ func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
 	c.checkPreset(wh.GPU, wh.GPURange, "GPU", "gpu", c.opts.KnownGPU, c.opts.GPUNames)
 	c.checkPreset(wh.Model, wh.ModelRange, "model", "model", c.opts.KnownModel, c.opts.ModelNames)
 	w.TP = checkNum(c, wh.TP, wh.TPRange, w.TP, "tp", "tensor-parallel degree", between(1, MaxTP))
+	if wh.TP != nil && c.opts.ValidTP != nil && (c.opts.KnownModel == nil || c.opts.KnownModel(wh.Model)) {
+		if err := c.opts.ValidTP(wh.Model, w.TP); err != nil {
+			c.errorf(wh.TPRange, `Invalid value for "tp"`, "%v.", err)
+		}
+	}
 	w.KVBudgetTokens = checkNum(c, wh.KVBudgetTokens, wh.KVBudgetTokensRange, 0, "kv_budget_tokens",
 		"KV pool size in tokens; 0 derives it from GPU memory", between(0, MaxPoolTokens))
 	w.MemFractionStatic = checkNum(c, wh.MemFractionStatic, wh.MemFractionStaticRange, w.MemFractionStatic,

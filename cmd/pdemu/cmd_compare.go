@@ -391,7 +391,7 @@ summary.json is required in a run directory: the page says which plots
 leave a run out for want of its other files.`,
 		Example: `  pdemu report out/kvc out/vanilla --out kvc-vs-vanilla.html
   pdemu report cmp                      # a compare directory: cmp/runs/*
-  pdemu report cmp --baseline vanilla-pd-1p3d__trace=swe --out cmp/report.html`,
+  pdemu report cmp --baseline vanilla-pd-1p3d --out cmp/report.html`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("report needs at least one RUN_DIR")

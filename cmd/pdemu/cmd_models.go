@@ -29,6 +29,9 @@ gets at --mem-fraction, prefill and decode speeds.`,
 				}
 				return usageErr("%v%s", err, hint)
 			}
+			if !(frac > 0 && frac <= 1) { // also refuses NaN
+				return usageErr("--mem-fraction must be in (0, 1], got %v", frac)
+			}
 			return gpu.WriteTable(cmd.OutOrStdout(), g, frac)
 		},
 	}

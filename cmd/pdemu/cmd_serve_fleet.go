@@ -85,6 +85,16 @@ func cmdServeFleet(cmd *cobra.Command, f *serveFlags, log hclog.Logger, spec *to
 			o.KVPorts = fleetserve.PortRange{First: 5557, Last: 5656}
 		}
 	}
+	if n := len(spec.Prefill) + len(spec.Decode) + len(spec.Fused); n > 0 {
+		for _, pr := range []struct {
+			flag string
+			r    fleetserve.PortRange
+		}{{"--worker-ports", o.Ports}, {"--kv-events-ports", o.KVPorts}} {
+			if pr.r != (fleetserve.PortRange{}) && pr.r.Last-pr.r.First+1 < n {
+				return usageErr("%s %d-%d: %d ports for the scenario's %d workers", pr.flag, pr.r.First, pr.r.Last, pr.r.Last-pr.r.First+1, n)
+			}
+		}
+	}
 	if ff.weightsBandwidth != "0" && ff.weightsBandwidth != "" {
 		bw, err := topology.ParseBandwidth(ff.weightsBandwidth)
 		if err != nil || bw <= 0 {
