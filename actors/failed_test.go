@@ -105,3 +105,27 @@ func TestBucketCrashDetected(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartsCountedForEveryNodeKind: a fused instance's crash is no
+// actor failure (actor_restarts misses it); node_restarts counts it, as
+// it counts decode workers' and buckets'.
+func TestRestartsCountedForEveryNodeKind(t *testing.T) {
+	src := []byte("extends = \"buckets-3.hcl\"\nbucket \"short\" {\n  crash {\n    at = \"20s\"\n    restart_after = \"30s\"\n  }\n}\n" +
+		"dynamic \"fused\" {\n  content {\n    dynamic \"crash\" {\n      for_each = fused.key == 0 ? [1] : []\n      content {\n        at = \"60s\"\n        restart_after = \"5s\"\n      }\n    }\n  }\n}\n")
+	spec, err := topology.Parse("<embedded>/r.hcl", src, topology.Options{})
+	if err != nil {
+		t.Skipf("buckets-3 has no dynamic fused block to override: %v", err)
+	}
+	spec.Workload.MaxRequests = 400
+	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	nr := res.Summary.Faults.NodeRestarts
+	assert.Equal(t, 1, nr["bucket:short"], "%v", nr)
+	fusedRestarts := 0
+	for n, c := range nr {
+		if n != "bucket:short" {
+			fusedRestarts += c
+		}
+	}
+	assert.Positive(t, fusedRestarts, "a fused instance's restart: %v", nr)
+}

@@ -117,4 +117,7 @@
 // the nodes share (the fault messages, the schedule, the slowed cost
 // model), health.go the routers' view of what is down, faults_records.go
 // the faults.csv records and the wiring of fault state at Build.
+//
+// docs/CONTRIBUTING.md has the recipe for adding a node message or a fault kind: the files to
+// touch, in order, and the test that proves it.
 package cluster

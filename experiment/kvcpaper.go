@@ -394,32 +394,7 @@ func (r *Report) q5(kvc, dp, v1 []*runOut, a, b *runOut) {
 }
 
 func (r *Report) windows(v2, v1, bv2, bv1, sv2, sv1 *runOut) {
-	mk := func(title string, runs ...*runOut) Table {
-		t := Table{Header: []string{title}}
-		var ws [][]windowStats
-		n := 0
-		for _, o := range runs {
-			if o == nil {
-				return Table{}
-			}
-			t.Header = append(t.Header, o.def.name+" Direct", "migr", "fallb", "rej")
-			ws = append(ws, o.st.windows)
-			n = max(n, len(o.st.windows))
-		}
-		for w := range n {
-			row := []string{fmt.Sprint(w)}
-			for _, x := range ws {
-				if w >= len(x) || x[w].Requests == 0 {
-					row = append(row, "—", "", "", "")
-					continue
-				}
-				s := x[w]
-				row = append(row, pts(float64(s.Direct)/float64(s.Requests)), fmt.Sprint(s.Migrations), fmt.Sprint(s.Fallbacks), fmt.Sprint(s.Rejections))
-			}
-			t.Rows = append(t.Rows, row)
-		}
-		return t
-	}
+	mk := windowTable
 	sec := Section{Title: "v1 vs v2 over time (router counters per window)", Text: []string{
 		"Counted from the per-request records by arrival window: Direct share, migrations (a non-Fallback request on another decode worker than the session's previous one), Fallbacks, admission rejections.",
 	}}

@@ -188,6 +188,11 @@ type FaultSummary struct {
 	// Restarts: the actor runtime's supervisor restarts per actor (an
 	// injected crash fails the node's actor; filled by package actors).
 	Restarts map[string]int `json:"actor_restarts,omitempty"`
+	// NodeRestarts counts, per node (worker, fused instance or bucket; a
+	// NIC's restores are not restarts), the crashes it came back from by
+	// the end of the run: every node kind, whether or not its crash was an
+	// actor failure (a fused instance's is not).
+	NodeRestarts map[string]int `json:"node_restarts,omitempty"`
 	// NotReached lists the faults scheduled after the run's end (absent
 	// when none): they never happened, and are not in List or faults.csv.
 	NotReached []FaultReport `json:"not_reached,omitempty"`
@@ -245,6 +250,12 @@ func SummarizeFaults(faults []FaultRecord) *FaultSummary {
 			s.RecoveryMS = -1
 		case s.RecoveryMS >= 0:
 			s.RecoveryMS = max(s.RecoveryMS, ms(f.Recovery))
+		}
+		if f.Kind == "crash" && f.End >= 0 {
+			if s.NodeRestarts == nil {
+				s.NodeRestarts = map[string]int{}
+			}
+			s.NodeRestarts[f.Node]++
 		}
 		s.List = append(s.List, FaultReport{Kind: f.Kind, Node: f.Node, AtMS: ms(f.At), DetectedMS: ms(f.Detected),
 			Retried: f.Retried, Failed: f.Failed, Reseeded: f.Reseeded, RecoveryMS: ms(f.Recovery)})

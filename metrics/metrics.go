@@ -5,6 +5,9 @@
 // of the same request is an error, never silently merged); every output is
 // a pure function of what was collected, written in a fixed order, so
 // virtual-clock runs with the same inputs produce byte-identical files.
+//
+// docs/CONTRIBUTING.md has the recipe for adding an output column: the files to
+// touch, in order, and the test that proves it.
 package metrics
 
 import (

@@ -72,4 +72,7 @@
 // request that repeats the session's record on its pinned worker is
 // counted with O(log n) lookups after one memory comparison, so a warm
 // request costs about its new blocks.
+//
+// docs/CONTRIBUTING.md has the recipe for adding a routing policy: the files to
+// touch, in order, and the test that proves it.
 package policy

@@ -2,6 +2,7 @@ package served
 
 import (
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,12 @@ func TestJudgeServed(t *testing.T) {
 // A nearly idle server reports its clients' lateness in summary.json and
 // does not warn.
 func TestIdleServerDoesNotWarn(t *testing.T) {
+	// Whether an idle server is "late" depends on the machine's load: a
+	// wall-clock check, opt-in like actors' timing tests (speed lives in
+	// benchmarks; a shared or loaded CI machine must not fail it).
+	if os.Getenv("PDEMU_TIMING_TESTS") == "" {
+		t.Skip("wall-clock lateness check: set PDEMU_TIMING_TESTS=1 on a quiet machine")
+	}
 	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1})
 	for i := range 3 {
 		code, body := post(t, base, "idle", strings.Repeat("idle ", 10*(i+1)), 4)

@@ -96,82 +96,25 @@ func (c *checker) swebenchParams(gh *generatorHCL, content string) SWEBenchParam
 			p.GapP50 = &v
 		}
 	}
-	if gh.GapSigmaAttr != nil {
-		v := checkNum(c, gh.GapSigmaAttr, gh.GapSigmaRange, *gh.GapSigmaAttr, "gap_sigma", "log-normal σ of the gap between turns", between(0.0, 4.0))
-		p.GapSigma = &v
-	}
-	if gh.TurnsSigmaAttr != nil {
-		v := checkNum(c, gh.TurnsSigmaAttr, gh.TurnsSigmaRange, *gh.TurnsSigmaAttr, "turns_sigma", "log-normal σ of turns per session around requests/sessions", between(0.0, 4.0))
-		p.TurnsSigma = &v
-	}
-	if gh.MinTurnsAttr != nil {
-		v := checkNum(c, gh.MinTurnsAttr, gh.MinTurnsRange, *gh.MinTurnsAttr, "min_turns", "minimum turns per session", between(1, MaxTurns))
-		p.MinTurns = &v
-	}
-	if gh.SystemTokens != nil {
-		v := checkNum(c, gh.SystemTokens, gh.SystemTokensRange, *gh.SystemTokens, "system_tokens", "system prompt + tool documentation, shared by every session", between(0, MaxRequestTokens))
-		p.SystemTokens = &v
-	}
-	if gh.IssueTokensAttr != nil {
-		v := checkNum(c, gh.IssueTokensAttr, gh.IssueTokensRange, *gh.IssueTokensAttr, "issue_tokens", "median issue statement + repository context of turn 0", between(1, MaxRequestTokens))
-		p.IssueTokens = &v
-	}
-	if gh.IssueSigmaAttr != nil {
-		v := checkNum(c, gh.IssueSigmaAttr, gh.IssueSigmaRange, *gh.IssueSigmaAttr, "issue_sigma", "log-normal σ of the turn-0 issue tokens", between(0.0, 4.0))
-		p.IssueSigma = &v
-	}
-	if gh.AppendP50Attr != nil {
-		v := checkNum(c, gh.AppendP50Attr, gh.AppendP50Range, *gh.AppendP50Attr, "append_p50", "median tool observation appended per turn (log-normal body)", between(1, MaxRequestTokens))
-		p.AppendP50 = &v
-	}
-	if gh.AppendSigmaAttr != nil {
-		v := checkNum(c, gh.AppendSigmaAttr, gh.AppendSigmaRange, *gh.AppendSigmaAttr, "append_sigma", "log-normal σ of the appended observation", between(0.0, 4.0))
-		p.AppendSigma = &v
-	}
-	if gh.MidAppendProbAttr != nil {
-		v := checkNum(c, gh.MidAppendProbAttr, gh.MidAppendProbRange, *gh.MidAppendProbAttr, "mid_append_prob", "probability that an observation is a mid-size one (uniform in [mid_append_min, mid_append_max])", unitIntervalClosed)
-		p.MidAppendProb = &v
-	}
-	if gh.MidAppendMinAttr != nil {
-		v := checkNum(c, gh.MidAppendMinAttr, gh.MidAppendMinRange, *gh.MidAppendMinAttr, "mid_append_min", "smallest mid-size observation (tokens)", between(1, MaxRequestTokens))
-		p.MidAppendMin = &v
-	}
-	if gh.MidAppendMaxAttr != nil {
-		v := checkNum(c, gh.MidAppendMaxAttr, gh.MidAppendMaxRange, *gh.MidAppendMaxAttr, "mid_append_max", "largest mid-size observation (tokens)", between(1, MaxRequestTokens))
-		p.MidAppendMax = &v
-	}
-	if gh.LargeAppendProbAttr != nil {
-		v := checkNum(c, gh.LargeAppendProbAttr, gh.LargeAppendProbRange, *gh.LargeAppendProbAttr, "large_append_prob", "probability that an observation is a file dump (uniform in [large_append_min, large_append_max])", unitIntervalClosed)
-		p.LargeAppendProb = &v
-	}
-	if gh.LargeAppendMinAttr != nil {
-		v := checkNum(c, gh.LargeAppendMinAttr, gh.LargeAppendMinRange, *gh.LargeAppendMinAttr, "large_append_min", "smallest file-dump observation (tokens)", between(1, MaxRequestTokens))
-		p.LargeAppendMin = &v
-	}
-	if gh.LargeAppendMaxAttr != nil {
-		v := checkNum(c, gh.LargeAppendMaxAttr, gh.LargeAppendMaxRange, *gh.LargeAppendMaxAttr, "large_append_max", "largest file-dump observation (tokens)", between(1, MaxRequestTokens))
-		p.LargeAppendMax = &v
-	}
-	if gh.OutputP50Attr != nil {
-		v := checkNum(c, gh.OutputP50Attr, gh.OutputP50Range, *gh.OutputP50Attr, "output_p50", "median output tokens per turn (log-normal)", between(1, MaxRequestTokens))
-		p.OutputP50 = &v
-	}
-	if gh.OutputSigmaAttr != nil {
-		v := checkNum(c, gh.OutputSigmaAttr, gh.OutputSigmaRange, *gh.OutputSigmaAttr, "output_sigma", "log-normal σ of the output tokens", between(0.0, 4.0))
-		p.OutputSigma = &v
-	}
-	if gh.MaxOutputAttr != nil {
-		v := checkNum(c, gh.MaxOutputAttr, gh.MaxOutputRange, *gh.MaxOutputAttr, "max_output", "cap on output tokens per turn", between(1, MaxRequestTokens))
-		p.MaxOutput = &v
-	}
-	if gh.MaxContextAttr != nil {
-		v := checkNum(c, gh.MaxContextAttr, gh.MaxContextRange, *gh.MaxContextAttr, "max_context", "prompt length at which the agent condenses its history", between(1, MaxRequestTokens))
-		p.MaxContext = &v
-	}
-	if gh.CondensedTokensAttr != nil {
-		v := checkNum(c, gh.CondensedTokensAttr, gh.CondensedTokensRange, *gh.CondensedTokensAttr, "condensed_tokens", "summary tokens a condensed prompt keeps after the turn-0 prompt", between(0, MaxRequestTokens))
-		p.CondensedTokens = &v
-	}
+	p.GapSigma = optNum(c, gh.GapSigmaAttr, gh.GapSigmaRange, "gap_sigma", "log-normal σ of the gap between turns", between(0.0, 4.0))
+	p.TurnsSigma = optNum(c, gh.TurnsSigmaAttr, gh.TurnsSigmaRange, "turns_sigma", "log-normal σ of turns per session around requests/sessions", between(0.0, 4.0))
+	p.MinTurns = optNum(c, gh.MinTurnsAttr, gh.MinTurnsRange, "min_turns", "minimum turns per session", between(1, MaxTurns))
+	p.SystemTokens = optNum(c, gh.SystemTokens, gh.SystemTokensRange, "system_tokens", "system prompt + tool documentation, shared by every session", between(0, MaxRequestTokens))
+	p.IssueTokens = optNum(c, gh.IssueTokensAttr, gh.IssueTokensRange, "issue_tokens", "median issue statement + repository context of turn 0", between(1, MaxRequestTokens))
+	p.IssueSigma = optNum(c, gh.IssueSigmaAttr, gh.IssueSigmaRange, "issue_sigma", "log-normal σ of the turn-0 issue tokens", between(0.0, 4.0))
+	p.AppendP50 = optNum(c, gh.AppendP50Attr, gh.AppendP50Range, "append_p50", "median tool observation appended per turn (log-normal body)", between(1, MaxRequestTokens))
+	p.AppendSigma = optNum(c, gh.AppendSigmaAttr, gh.AppendSigmaRange, "append_sigma", "log-normal σ of the appended observation", between(0.0, 4.0))
+	p.MidAppendProb = optNum(c, gh.MidAppendProbAttr, gh.MidAppendProbRange, "mid_append_prob", "probability that an observation is a mid-size one (uniform in [mid_append_min, mid_append_max])", unitIntervalClosed)
+	p.MidAppendMin = optNum(c, gh.MidAppendMinAttr, gh.MidAppendMinRange, "mid_append_min", "smallest mid-size observation (tokens)", between(1, MaxRequestTokens))
+	p.MidAppendMax = optNum(c, gh.MidAppendMaxAttr, gh.MidAppendMaxRange, "mid_append_max", "largest mid-size observation (tokens)", between(1, MaxRequestTokens))
+	p.LargeAppendProb = optNum(c, gh.LargeAppendProbAttr, gh.LargeAppendProbRange, "large_append_prob", "probability that an observation is a file dump (uniform in [large_append_min, large_append_max])", unitIntervalClosed)
+	p.LargeAppendMin = optNum(c, gh.LargeAppendMinAttr, gh.LargeAppendMinRange, "large_append_min", "smallest file-dump observation (tokens)", between(1, MaxRequestTokens))
+	p.LargeAppendMax = optNum(c, gh.LargeAppendMaxAttr, gh.LargeAppendMaxRange, "large_append_max", "largest file-dump observation (tokens)", between(1, MaxRequestTokens))
+	p.OutputP50 = optNum(c, gh.OutputP50Attr, gh.OutputP50Range, "output_p50", "median output tokens per turn (log-normal)", between(1, MaxRequestTokens))
+	p.OutputSigma = optNum(c, gh.OutputSigmaAttr, gh.OutputSigmaRange, "output_sigma", "log-normal σ of the output tokens", between(0.0, 4.0))
+	p.MaxOutput = optNum(c, gh.MaxOutputAttr, gh.MaxOutputRange, "max_output", "cap on output tokens per turn", between(1, MaxRequestTokens))
+	p.MaxContext = optNum(c, gh.MaxContextAttr, gh.MaxContextRange, "max_context", "prompt length at which the agent condenses its history", between(1, MaxRequestTokens))
+	p.CondensedTokens = optNum(c, gh.CondensedTokensAttr, gh.CondensedTokensRange, "condensed_tokens", "summary tokens a condensed prompt keeps after the turn-0 prompt", between(0, MaxRequestTokens))
 	if gh.ServiceBaseAttr != nil {
 		if v, ok := c.checkDurationOK(gh.ServiceBaseAttr, gh.ServiceBaseRange, 0, 0, "service_base", "nominal service time taken out of each recorded gap, fixed part"); ok {
 			p.ServiceBase = &v
@@ -261,3 +204,14 @@ const (
 	SWEBenchCondensedTokens       = 2000
 	SWEBenchMaxContext            = 65536
 )
+
+// optNum is checkNum for an optional attribute: nil when it is absent
+// (the generator keeps its default), else the checked value (the written
+// one, or its own value again after a diagnostic: the run stops anyway).
+func optNum[T int | uint64 | float64](c *checker, p *T, rng hcl.Range, name, help string, check func(T) string) *T {
+	if p == nil {
+		return nil
+	}
+	v := checkNum(c, p, rng, *p, name, help, check)
+	return &v
+}

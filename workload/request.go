@@ -6,6 +6,9 @@
 // dense IDs starting at 0 and dense Session indexes; turns of one session
 // come in turn order. Sources never panic on bad input: they return an error
 // naming the file, the line (or record index) and the field.
+//
+// docs/CONTRIBUTING.md has the recipe for adding a trace format: the
+// files to touch, in order, and the test that proves it.
 package workload
 
 import "time"
