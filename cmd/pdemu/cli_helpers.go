@@ -24,3 +24,14 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// exactlyOne is the Args check of a command that takes one argument
+// (what names it in the usage error, exit 2).
+func exactlyOne(cmd, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErr("%s takes exactly one %s, got %d", cmd, what, len(args))
+		}
+		return nil
+	}
+}

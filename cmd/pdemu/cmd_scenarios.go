@@ -98,12 +98,7 @@ embedded scenario: extends names the embedded base ("<embedded>/base/pd.hcl")
 and a relative trace path resolves from the working directory (as an
 embedded scenario's does, from ./scenarios). Each rewritten line says so.`,
 		Example: "  pdemu scenarios show 1p3d-mlx5\n  pdemu scenarios show claude-code > my-claude-code.hcl",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErr("scenarios show takes exactly one NAME, got %d", len(args))
-			}
-			return nil
-		},
+		Args:    exactlyOne("scenarios show", "NAME"),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return scenarioStems(), cobra.ShellCompDirectiveNoFileComp
 		},

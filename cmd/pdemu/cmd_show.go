@@ -64,12 +64,7 @@ terraform show -json.`,
 		Example: `  pdemu show 1p3d-mlx5
   pdemu show claude-code --set router.rho=0.9 --json
   pdemu show 1p3d-mlx5 --trace ../shared/traces/weka-claude-code`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErr("show takes exactly one SCENARIO, got %d", len(args))
-			}
-			return nil
-		},
+		Args:              exactlyOne("show", "SCENARIO"),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			vars, err := sf.varMap()

@@ -86,12 +86,7 @@ its file:line (exit 2) unless --skip-bad.`,
 		Example: `  pdemu trace stats ../shared/traces/mooncake/synthetic_trace.jsonl
   pdemu trace stats ../shared/traces/weka-claude-code --json
   pdemu trace stats trace.jsonl --format mooncake --infer-sessions`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErr("trace stats takes exactly one PATH (a file or a directory), got %d", len(args))
-			}
-			return nil
-		},
+		Args: exactlyOne("trace stats", "PATH (a file or a directory)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := resolveTraceName(args[0]) // or a `pdemu trace fetch` NAME
 			if err != nil {

@@ -65,12 +65,7 @@ diagnostics: [{severity, summary, detail, file, line, column}]}.`,
   pdemu validate claude-code --var max_concurrent=8
   pdemu validate claude-code-dp4 --trace ../shared/traces/weka-claude-code
   pdemu scenarios show dp4 | pdemu validate -`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErr("validate takes exactly one SCENARIO, got %d", len(args))
-			}
-			return nil
-		},
+		Args:              exactlyOne("validate", "SCENARIO"),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			vars, err := sf.varMap()
