@@ -128,7 +128,7 @@ func CheckListen(addr string, allowRemote bool) error {
 	}
 	ip := net.ParseIP(host)
 	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("serve: listen address %q is not a loopback address; pass the explicit remote flag to expose the emulator beyond this machine", addr)
+		return fmt.Errorf("serve: listen address %q is not a loopback address; pass --allow-remote to expose the emulator beyond this machine (anyone who can reach it can use it)", addr)
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func TestZeroOutputsAreReported(t *testing.T) {
 	w, ok := s.(Warner)
 	require.True(t, ok, "every loader is a Warner")
 	require.Len(t, w.Warnings(), 1)
-	assert.Contains(t, w.Warnings()[0], "1 requests record 0 output tokens")
+	assert.Contains(t, w.Warnings()[0], "1 request records 0 output tokens")
 
 	// Claude Code: "out": 0.
 	dir := t.TempDir()

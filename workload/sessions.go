@@ -39,6 +39,9 @@ func (e *emitter) Warnings() []string {
 	if e.zeroOutputs == 0 {
 		return nil
 	}
+	if e.zeroOutputs == 1 {
+		return []string{"1 request records 0 output tokens; it is replayed with 1 output token (the first token ends it)"}
+	}
 	return []string{fmt.Sprintf("%d requests record 0 output tokens; each is replayed with 1 output token (the first token ends it)", e.zeroOutputs)}
 }
 

@@ -14,7 +14,7 @@ import (
 // checkFlagValues refuses, for every command, the flag values that would
 // otherwise be coerced silently: a float flag that is NaN or infinite
 // (--max-failed NaN disabled exit 3; --time-scale NaN passed "> 0" and
-// never ended), --time-scale above topology.MaxTimeScale, an empty --out,
+// never ended), a --max-failed share above 1 (never exceeded), --time-scale above topology.MaxTimeScale, an empty --out,
 // and a --var NAME or --set PATH given twice (the last used to win).
 func checkFlagValues(cmd *cobra.Command) error {
 	var err error
@@ -28,6 +28,12 @@ func checkFlagValues(cmd *cobra.Command) error {
 			v, perr := strconv.ParseFloat(f.Value.String(), 64)
 			if perr == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
 				err = usageErr("--%s must be a finite number, got %s", f.Name, f.Value.String())
+				return
+			}
+			if f.Name == "max-failed" && perr == nil && v > 1 {
+				// A share: above 1 it could never be exceeded, silently
+				// disabling the check; negative is the documented "no limit".
+				err = usageErr("--max-failed is a share of the requests, at most 1 (negative: no limit), got %s", f.Value.String())
 				return
 			}
 			if f.Name == "time-scale" && v > topology.MaxTimeScale {

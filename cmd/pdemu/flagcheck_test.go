@@ -22,6 +22,7 @@ func TestNoSilentFlagCoercion(t *testing.T) {
 		{[]string{"serve", "--time-scale", "NaN"}, "--time-scale must be a finite number"},
 		{[]string{"run", "--out", out, "--max-failed", "NaN"}, "--max-failed must be a finite number"},
 		{[]string{"compare", "1p3d-mlx5", "--out", out, "--max-failed", "-Inf"}, "--max-failed must be a finite number"},
+		{[]string{"run", "--out", out, "--max-failed", "1.5"}, "--max-failed is a share of the requests, at most 1"},
 		{[]string{"run", "--out", out, "--set", "router.rho=0.5", "--set", "router.rho=0.6"}, "--set router.rho given twice"},
 		{[]string{"run", "--out", out, "--var", "sessions=2", "--var", "sessions=3"}, "--var sessions given twice"},
 		{[]string{"validate", "1p3d-mlx5", "--var", "sessions=2", "--var", "sessions=3"}, "--var sessions given twice"},
