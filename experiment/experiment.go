@@ -242,6 +242,9 @@ type Figure struct {
 	// high value (--sensitivity) changes whether it is within tolerance.
 	DependsOn []string `json:"depends_on,omitempty"`
 	DecidedBy []string `json:"decided_by,omitempty"`
+	// PartsMissed: a ratio or difference whose parts (rows of its own)
+	// miss is a miss however close its value is: these are the parts.
+	PartsMissed []string `json:"parts_missed,omitempty"`
 	// Attribution is what the code computed from the runs to decompose
 	// the figure (attribution.go): only computed numbers.
 	Attribution []string `json:"attribution,omitempty"`

@@ -146,7 +146,8 @@ func checkDirections(t *testing.T, rep *Report) {
 		if f.Verdict == VerdictDependsFitted {
 			assert.NotEmpty(t, append(f.DependsOn, f.DecidedBy...), f.Name)
 		}
-		assert.Equal(t, f.Verdict == VerdictMiss, !f.InTolerance && f.Verdict != VerdictConsistency, f.Name)
+		// A miss is out of tolerance, or a combination whose parts miss.
+		assert.Equal(t, f.Verdict == VerdictMiss, (!f.InTolerance || len(f.PartsMissed) > 0) && f.Verdict != VerdictConsistency, f.Name)
 	}
 	// Every Seed, Reseed and Fallback of every run names its kv_cause.
 	for name, o := range rep.outs {

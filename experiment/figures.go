@@ -40,6 +40,11 @@ type figDef struct {
 	dependsOn []string
 	// attribution: the breakdowns that explain it (attribution.go).
 	attribution []string
+	// parts: the rows a ratio or difference is made of. When one of them
+	// misses, so does the combination, whatever its own value: two
+	// misses can cancel in a ratio (KVC's and DP's p99 both 3–4× the
+	// paper's give a ratio near the paper's), and that is no evidence.
+	parts []string
 }
 
 // seedRuns are the runs of one seed the figures read.
@@ -81,6 +86,7 @@ func figDefs() []figDef {
 			value: func(k *seedRuns) float64 { return k.dp.st.sum.TTFTp99 / 1000 }, ok: withinF(0.43, 1.5),
 			attribution: []string{attrTail}},
 		{name: "TTFT p99, KVC / 4-way DP (TCP)", published: "1.28 s / 0.43 s = 2.98×", tol: "> 1 and within ×1.5 (1.99–4.47×)", format: ratio,
+			parts: []string{"TTFT p99, KVC TCP", "TTFT p99, 4-way DP"},
 			value: func(k *seedRuns) float64 { return k.kvc.st.sum.TTFTp99 / k.dp.st.sum.TTFTp99 }, ok: withinF(2.98, 1.5),
 			attribution: []string{attrTail}},
 		{name: "TTFT p50 gain, KVC vs DP", published: "−54 %", tol: "negative, within ×1.5 (−36 to −81 %)", format: gain,
@@ -96,6 +102,7 @@ func figDefs() []figDef {
 			value: func(k *seedRuns) float64 { return k.kvc.st.sum.E2Ep50/k.dp.st.sum.E2Ep50 - 1 }, ok: withinF(-0.126, 1.5),
 			attribution: []string{attrUncached}},
 		{name: "Prefilled tokens, KVC / DP", published: "2.46 M / 4.17 M = 0.59×", tol: "< 1 and within ×1.5 (0.39–0.88×)", format: ratio,
+			parts: []string{"Prefilled tokens, KVC", "Prefilled tokens, 4-way DP"},
 			value: func(k *seedRuns) float64 { return float64(k.kvc.st.sum.Prefilled) / float64(k.dp.st.sum.Prefilled) }, ok: withinF(0.59, 1.5),
 			attribution: []string{attrPrefilled, attrCauses}},
 		{name: "Prefilled tokens, KVC", published: "2.46 M", tol: "within ×1.5 (1.64–3.69 M)", format: mtok,
@@ -133,6 +140,7 @@ func figDefs() []figDef {
 			value: func(k *seedRuns) float64 { return direct(k.v1) }, ok: points(0.428, 0.05),
 			attribution: []string{attrV1Gap, attrCauses}},
 		{name: "Direct share, v2 − v1", published: "91.7 − 42.8 = 48.9 points", tol: "≥ 25 points", format: func(x float64) string { return fmt.Sprintf("%.1f points", 100*x) },
+			parts: []string{"Direct share, KVC v2 1P3D", "Direct share, KVC v1 (τ_append 2048)"},
 			value: func(k *seedRuns) float64 { return direct(k.kvc) - direct(k.v1) }, ok: func(x float64) bool { return x >= 0.25 },
 			attribution: []string{attrV1Gap}},
 	}
@@ -153,7 +161,30 @@ func computeFigures(kvc, kvcR, v1, dp []*runOut) []Figure {
 		f.Verdict = verdictOf(d, f.InTolerance, nil)
 		out = append(out, f)
 	}
+	missParts(out)
 	return out
+}
+
+// missParts makes a miss of every combination (figDef.parts) one of
+// whose parts misses, naming them in its attribution.
+func missParts(fs []Figure) {
+	verdict := map[string]string{}
+	for _, f := range fs {
+		verdict[f.Name] = f.Verdict
+	}
+	for i, d := range figDefs() {
+		var missed []string
+		for _, p := range d.parts {
+			if verdict[p] == VerdictMiss {
+				missed = append(missed, p)
+			}
+		}
+		if len(missed) == 0 || fs[i].Verdict == VerdictMiss {
+			continue
+		}
+		fs[i].Verdict = VerdictMiss
+		fs[i].PartsMissed = missed
+	}
 }
 
 // verdictOf classes a figure: consistency checks first, then misses, then

@@ -47,10 +47,13 @@ func (r *Report) write(w io.Writer, md bool) error {
 	h(2, "Published vs emulated")
 	writeTable(w, r.figureTable(), md)
 	for _, f := range r.Figures {
-		if len(f.Attribution) == 0 && len(f.DependsOn) == 0 && len(f.DecidedBy) == 0 {
+		if len(f.Attribution) == 0 && len(f.DependsOn) == 0 && len(f.DecidedBy) == 0 && len(f.PartsMissed) == 0 {
 			continue
 		}
 		var bits []string
+		if len(f.PartsMissed) > 0 {
+			bits = append(bits, "a miss because its parts miss: "+strings.Join(f.PartsMissed, "; "))
+		}
 		if len(f.DependsOn) > 0 {
 			bits = append(bits, "fitted to it: "+strings.Join(f.DependsOn, ", "))
 		}

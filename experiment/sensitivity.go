@@ -250,6 +250,7 @@ func (r *Report) applySensitivity(s *Sensitivity) {
 		}
 		f.Verdict = verdictOf(defs[i], f.InTolerance, fitted)
 	}
+	missParts(r.Figures)
 }
 
 // sensitivityTable is the section's table: per figure, its base value and
