@@ -259,6 +259,9 @@ func realAppend(j *Job, s *residency) int {
 		// and its output) is a prefix of this prompt.
 		matched = s.tokens
 	}
+	if r.ReuseCap > 0 {
+		matched = min(matched, r.ReuseCap) // serve: the answer was not sent back as given
+	}
 	matched = min(matched, r.InputLen-1) // at least one token is computed
 	return r.InputLen - matched
 }

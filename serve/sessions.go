@@ -94,7 +94,10 @@ func (t *sessions) build(key, text string, inputLen, outputLen int, blocks []uin
 			// previous prompt and its answer.
 			r.AppendLen = max(1, inputLen-s.prevIn-s.prevOut)
 		} else {
+			// The answer was not sent back in full (replaced, cut or
+			// left out): only the previous prompt's KV can be reused.
 			r.AppendLen = max(1, inputLen-s.prevIn)
+			r.ReuseCap = s.prevIn
 		}
 	}
 	s.turns++

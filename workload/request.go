@@ -48,6 +48,13 @@ type Request struct {
 	// the session's previous turn (prompt + output); for turn 0 it is the
 	// whole prompt.
 	AppendLen int
+	// ReuseCap, when > 0, caps how many leading prompt tokens a decode
+	// worker may reuse from the session's resident KV (its previous prompt
+	// and output). Trace replays leave it 0: a turn's prompt extends the
+	// previous prompt and its output. pdemu serve sets it to the previous
+	// prompt's length when the client did not send the previous answer
+	// back in full, so an answer the client replaced is not counted cached.
+	ReuseCap int
 	// Last marks the session's final turn when the source knows it; the
 	// closed-loop Driver then does not read ahead looking for a next turn.
 	Last bool
