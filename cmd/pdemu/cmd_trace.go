@@ -108,6 +108,11 @@ its file:line (exit 2) unless --skip-bad.`,
 			if sk, ok := src.(workload.Skipper); ok {
 				skipped = sk.Skipped()
 			}
+			if st.Requests == 0 {
+				// As pdemu run: an empty trace is bad input, not a
+				// clean-looking table of zeros.
+				return badInput(fmt.Errorf("%s: the trace has no requests (%d bad records skipped)", path, skipped))
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, toStatsJSON(st, skipped))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +55,15 @@ func TestForceSaysWhenItReplacesAGoodRun(t *testing.T) {
 	_, stderr, err = runCLI(t, "run", "chaos", "--out", dir, "-q", "--max-requests", "100", "--force", "--set", "recovery.retry_budget=0")
 	require.Error(t, err)
 	assert.NotContains(t, stderr, "--force replaced")
+}
+
+// An empty trace is bad input for trace stats, as it is for run (it used
+// to print a table of zeros and exit 0).
+func TestTraceStatsEmptyTrace(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "empty.jsonl")
+	require.NoError(t, os.WriteFile(p, nil, 0o644))
+	_, _, err := runCLI(t, "trace", "stats", p, "--format", "mooncake")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the trace has no requests")
+	assert.Equal(t, exitBadInput, exitCodeOf(err))
 }
