@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,29 +10,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/pdemu/pdemu/fleetserve"
 )
 
 // TestQAServeEndpointsWorkersMaxFailed: --endpoints workers honours
 // --max-failed as serve's cluster mode does (docs/SERVE.md): a drain after
 // a failed hand-off (unknown remote engine) exits 3; it exited 0.
 func TestQAServeEndpointsWorkersMaxFailed(t *testing.T) {
-	dir := t.TempDir()
-	out, listing := filepath.Join(dir, "served"), filepath.Join(dir, "fleet.json")
-	ctx, cancel := context.WithCancel(context.Background())
+	f := startFleet(t)
+	out, l, stderr, done, cancel := f.out, f.listing, f.stderr, f.done, f.cancel
 	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "1p3d-mlx5", "--endpoints", "workers", "--listen", "127.0.0.1:0",
-			"--endpoints-file", listing, "--out", out, "--time-scale", "20"}, &stdout, &stderr)
-	}()
-	var l fleetserve.Listing
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(listing)
-		return err == nil && json.Unmarshal(b, &l) == nil && len(l.Workers) == 4
-	}, 20*time.Second, 20*time.Millisecond, "no listing: %s", stderr.String())
 	var d0 string
 	for _, w := range l.Workers {
 		if w.Worker == "d0" {

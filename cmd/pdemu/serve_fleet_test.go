@@ -22,21 +22,9 @@ import (
 // after the drain have one row per call, with the worker and how the KV
 // arrived.
 func TestServeEndpointsWorkers(t *testing.T) {
-	dir := t.TempDir()
-	out, listing := filepath.Join(dir, "served"), filepath.Join(dir, "fleet.json")
-	ctx, cancel := context.WithCancel(context.Background())
+	f := startFleet(t)
+	out, l, stderr, done, cancel := f.out, f.listing, f.stderr, f.done, f.cancel
 	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "1p3d-mlx5", "--endpoints", "workers", "--listen", "127.0.0.1:0",
-			"--endpoints-file", listing, "--out", out, "--time-scale", "20"}, &stdout, &stderr)
-	}()
-	var l fleetserve.Listing
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(listing)
-		return err == nil && json.Unmarshal(b, &l) == nil && len(l.Workers) == 4
-	}, 20*time.Second, 20*time.Millisecond, "no listing: %s", stderr.String())
 	urls := map[string]string{}
 	for _, w := range l.Workers {
 		urls[w.Worker] = w.URL
@@ -74,6 +62,37 @@ func TestServeEndpointsWorkers(t *testing.T) {
 	require.Len(t, rows, 3, "header and one row per call")
 	assert.Contains(t, rows[1], ",Vanilla,,p0,,")
 	assert.Contains(t, rows[2], ",Seed,,p0,d1,")
-	_, err = os.Stat(listing)
+	_, err = os.Stat(f.listingFile)
 	assert.True(t, os.IsNotExist(err), "the listing goes with the fleet")
+}
+
+// fleetRun is a `pdemu serve 1p3d-mlx5 --endpoints workers` started by
+// startFleet: its outputs directory, listing (and its file), stderr,
+// exit and stop.
+type fleetRun struct {
+	out, listingFile string
+	listing          fleetserve.Listing
+	stderr           *syncBuffer
+	done             chan error
+	cancel           context.CancelFunc
+}
+
+// startFleet starts the four endpoints of 1p3d-mlx5 and waits for their
+// listing in --endpoints-file.
+func startFleet(t *testing.T) *fleetRun {
+	t.Helper()
+	dir := t.TempDir()
+	out, listing := filepath.Join(dir, "served"), filepath.Join(dir, "fleet.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fleetRun{out: out, listingFile: listing, stderr: &syncBuffer{}, done: make(chan error, 1), cancel: cancel}
+	var stdout syncBuffer
+	go func() {
+		f.done <- run(ctx, []string{"serve", "1p3d-mlx5", "--endpoints", "workers", "--listen", "127.0.0.1:0",
+			"--endpoints-file", listing, "--out", out, "--time-scale", "20"}, &stdout, f.stderr)
+	}()
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(listing)
+		return err == nil && json.Unmarshal(b, &f.listing) == nil && len(f.listing.Workers) == 4
+	}, 20*time.Second, 20*time.Millisecond, "no listing: %s", f.stderr.String())
+	return f
 }
