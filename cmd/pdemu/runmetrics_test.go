@@ -11,37 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	dto "github.com/prometheus/client_model/go"
 )
 
-func metricSum(fams map[string]*dto.MetricFamily, name string) float64 {
-	var s float64
-	for _, m := range fams[name].GetMetric() {
-		switch {
-		case m.Counter != nil:
-			s += m.Counter.GetValue()
-		case m.Histogram != nil:
-			s += float64(m.Histogram.GetSampleCount())
-		case m.Gauge != nil:
-			s += m.Gauge.GetValue()
-		}
-	}
-	return s
-}
-
-func scrape(url string) (map[string]*dto.MetricFamily, error) {
-	res, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	return p.TextToMetricFamilies(res.Body)
+// metricSum sums a family over all its series; 0 for one not exposed
+// (a counter vector has no series before its first increment).
+func metricSum(fams promtest.Families, name string) float64 {
+	return max(promtest.Sum(fams, name, nil), 0)
 }
 
 // pdemu run --clock wall --metrics-listen serves pdemu serve's /metrics
@@ -64,10 +42,10 @@ func TestRunServesLiveMetrics(t *testing.T) {
 	}()
 
 	url := "http://" + addr + "/metrics"
-	var fams map[string]*dto.MetricFamily
+	var fams promtest.Families
 	sawWorkers := false
 	require.Eventually(t, func() bool {
-		f, err := scrape(url)
+		f, err := promtest.Get(url)
 		if err != nil {
 			return false
 		}
