@@ -101,12 +101,7 @@ one line per scenario and policy, the target dashed).
 		Example: `  pdemu capacity 1p3d-mlx5 --out cap
   pdemu capacity 1p3d-mlx5 --router kvc,vanilla --min 8 --max 128 --out cap
   pdemu capacity claude-code --load max_concurrent --min 2 --max 32 --slo ttft=30s --out cap-cc`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("capacity needs at least one SCENARIO (see 'pdemu scenarios')")
-			}
-			return nil
-		},
+		Args:              atLeastOne("capacity", "SCENARIO", "see 'pdemu scenarios'"),
 		ValidArgsFunction: completeScenarios,
 		RunE:              func(cmd *cobra.Command, args []string) error { return cmdCapacity(cmd, f, args) },
 	}

@@ -79,12 +79,7 @@ merge Job, --emit slurm an sbatch --array script, instead of running.
   pdemu compare claude-code claude-code-vanilla claude-code-dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
   pdemu compare claude-code --router kvc,vanilla,sticky_only --max-requests 1000 --out cc
   pdemu compare 1p3d-mlx5 --router vanilla --set workload.loop=open,closed --out loop --json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("compare needs at least one SCENARIO (see 'pdemu scenarios')")
-			}
-			return nil
-		},
+		Args:              atLeastOne("compare", "SCENARIO", "see 'pdemu scenarios'"),
 		ValidArgsFunction: completeScenarios,
 		RunE:              func(cmd *cobra.Command, args []string) error { return cmdCompare(cmd, f, args) },
 	}
@@ -392,12 +387,7 @@ leave a run out for want of its other files.`,
 		Example: `  pdemu report out/kvc out/vanilla --out kvc-vs-vanilla.html
   pdemu report cmp                      # a compare directory: cmp/runs/*
   pdemu report cmp --baseline vanilla-pd-1p3d --out cmp/report.html`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("report needs at least one RUN_DIR")
-			}
-			return nil
-		},
+		Args: atLeastOne("report", "RUN_DIR", ""),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return nil, cobra.ShellCompDirectiveFilterDirs
 		},

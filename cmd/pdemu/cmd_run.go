@@ -116,20 +116,9 @@ otherwise); -q silences it and the summary table.
   pdemu run claude-code --trace ../shared/traces/weka-claude-code --max-requests 300
   pdemu run --clock wall --time-scale 20 -q
   pdemu run --clock wall --time-scale 20 --metrics-listen 127.0.0.1:9100 --metrics-linger 30s`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return usageErr("run takes at most one SCENARIO, got %d: %s", len(args), strings.Join(args, " "))
-			}
-			return nil
-		},
+		Args:              atMostOne("run", "SCENARIO"),
 		ValidArgsFunction: completeScenarios,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			file := ""
-			if len(args) == 1 {
-				file = args[0]
-			}
-			return cmdRun(cmd, f, file)
-		},
+		RunE:              withOptionalArg(func(cmd *cobra.Command, file string) error { return cmdRun(cmd, f, file) }),
 	}
 	fl := c.Flags()
 	f.sloFlags.register(c)
