@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/metrics"
@@ -58,25 +59,22 @@ type runFlags struct {
 
 func (f *runFlags) overrides(c *cobra.Command) workloadOverrides {
 	var o workloadOverrides
-	if c.Flags().Changed("seed") {
-		o.seed = &f.seed
-	}
-	if c.Flags().Changed("max-requests") {
-		o.maxRequests = &f.maxRequests
-	}
-	if c.Flags().Changed("trace") {
-		o.trace = &f.trace
-	}
-	if c.Flags().Changed("format") {
-		o.format = &f.format
-	}
-	if c.Flags().Changed("clock") {
-		o.clock = &f.clock
-	}
-	if c.Flags().Changed("time-scale") {
-		o.timeScale = &f.timeScale
-	}
+	fl := c.Flags()
+	ifChanged(fl, "seed", &o.seed, &f.seed)
+	ifChanged(fl, "max-requests", &o.maxRequests, &f.maxRequests)
+	ifChanged(fl, "trace", &o.trace, &f.trace)
+	ifChanged(fl, "format", &o.format, &f.format)
+	ifChanged(fl, "clock", &o.clock, &f.clock)
+	ifChanged(fl, "time-scale", &o.timeScale, &f.timeScale)
 	return o
+}
+
+// ifChanged points *override at the flag's value when the command line
+// set the flag (a nil override keeps the scenario's value).
+func ifChanged[T any](fl *pflag.FlagSet, name string, override **T, value *T) {
+	if fl.Changed(name) {
+		*override = value
+	}
 }
 
 func completeScenarios(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
