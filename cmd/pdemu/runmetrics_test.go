@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/csv"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,20 +24,10 @@ func metricSum(fams promtest.Families, name string) float64 {
 // during the run and (with --metrics-linger) after it: the final scrape's
 // prompt-token counter is the sum of per_request.csv's input_tokens.
 func TestRunServesLiveMetrics(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := freeAddr(t)
 	dir := filepath.Join(t.TempDir(), "wall")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"run", "--clock", "wall", "--var", "sessions=2", "--max-requests", "6", "--time-scale", "20",
-			"--metrics-listen", addr, "--metrics-linger", "2m", "-q", "--out", dir}, &stdout, &stderr)
-	}()
+	r := startCLI(t, "run", "--clock", "wall", "--var", "sessions=2", "--max-requests", "6", "--time-scale", "20",
+		"--metrics-listen", addr, "--metrics-linger", "2m", "-q", "--out", dir)
 
 	url := "http://" + addr + "/metrics"
 	var fams promtest.Families
@@ -52,17 +40,12 @@ func TestRunServesLiveMetrics(t *testing.T) {
 		fams = f
 		sawWorkers = sawWorkers || len(f["vllm:num_requests_running"].GetMetric()) > 0
 		return metricSum(f, "vllm:request_success_total")+metricSum(f, "pdemu_requests_failed_total") == 6
-	}, 2*time.Minute, 50*time.Millisecond, "the run never ended 6 requests on /metrics: %s", stderr.String())
+	}, 2*time.Minute, 50*time.Millisecond, "the run never ended 6 requests on /metrics: %s", r.stderr.String())
 	assert.True(t, sawWorkers, "per-worker gauges are served")
 
-	cancel() // ends the linger; the outputs were written before it
-	select {
-	case err := <-done:
-		require.NoError(t, err, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not stop after the linger was cancelled")
-	}
-	_, err = http.Get(url)
+	r.cancel() // ends the linger; the outputs were written before it
+	require.NoError(t, r.wait(t, 30*time.Second, "the run after the linger was cancelled"), r.stderr.String())
+	_, err := http.Get(url)
 	assert.Error(t, err, "the metrics server stops with the command")
 
 	f, err := os.Open(filepath.Join(dir, "per_request.csv"))
