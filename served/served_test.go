@@ -108,23 +108,10 @@ func TestServeSecondTurnIsDirect(t *testing.T) {
 	msgs = append(msgs, openai.AssistantMessage(r1.Choices[0].Message.Content), openai.UserMessage("Now fix it."))
 	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: name, Messages: msgs,
 		MaxTokens: openai.Int(5), StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
-	tokens := 0
-	var p2 servedInfo
-	var cached, prompt2 int64
-	for stream.Next() {
-		ch := stream.Current()
-		if len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
-			tokens++
-		}
-		if len(ch.Choices) > 0 && ch.Choices[0].FinishReason != "" {
-			require.NoError(t, json.Unmarshal([]byte(ch.JSON.ExtraFields["pdemu"].Raw()), &p2))
-		}
-		if len(ch.Choices) == 0 {
-			cached, prompt2 = ch.Usage.PromptTokensDetails.CachedTokens, ch.Usage.PromptTokens
-		}
-	}
-	require.NoError(t, stream.Err())
-	assert.Equal(t, 5, tokens)
+	got := readStream(t, stream)
+	p2 := got.info
+	cached, prompt2 := got.usage.PromptTokensDetails.CachedTokens, got.usage.PromptTokens
+	assert.Equal(t, 5, got.tokens)
 	assert.Equal(t, p1.Session, p2.Session)
 	assert.Equal(t, 1, p2.Turn)
 	assert.Equal(t, "Direct", p2.Mode)
@@ -299,19 +286,9 @@ func TestServeFusedBuckets(t *testing.T) {
 	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "qwen3-coder-30b-a3b",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("bucket me ", 300))}, MaxTokens: openai.Int(7)})
-	tokens := 0
-	var info servedInfo
-	for stream.Next() {
-		ch := stream.Current()
-		if len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
-			tokens++
-		}
-		if len(ch.Choices) > 0 && ch.Choices[0].FinishReason != "" {
-			require.NoError(t, json.Unmarshal([]byte(ch.JSON.ExtraFields["pdemu"].Raw()), &info))
-		}
-	}
-	require.NoError(t, stream.Err())
-	assert.Equal(t, 7, tokens)
+	got := readStream(t, stream)
+	info := got.info
+	assert.Equal(t, 7, got.tokens)
 	assert.Equal(t, "Fused", info.Mode)
 	assert.NotEmpty(t, info.Worker)
 	out, err := stop()
