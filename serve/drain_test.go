@@ -24,11 +24,7 @@ func TestDrainAnswers503OverTheNetwork(t *testing.T) {
 	fake.gate = make(chan struct{})
 	s, err := New(Options{}, fake)
 	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(l) }()
-	base := "http://" + l.Addr().String()
+	base, served := serveOn(t, s)
 	streamDone := make(chan struct{})
 	go func() {
 		defer close(streamDone)

@@ -17,9 +17,10 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/internal/promtest"
 )
 
 // start serves cl on a loopback port with the real http.Server (timeouts
@@ -29,17 +30,25 @@ func start(t testing.TB, opts Options, cl Cluster) (*Server, string) {
 	opts.Listen = "127.0.0.1:0"
 	s, err := New(opts, cl)
 	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(l) }()
+	base, done := serveOn(t, s)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		assert.NoError(t, s.Shutdown(ctx))
 		assert.ErrorIs(t, <-done, http.ErrServerClosed)
 	})
-	return s, "http://" + l.Addr().String()
+	return s, base
+}
+
+// serveOn serves s on a free loopback port: its base URL, and Serve's
+// result once it returns (the caller shuts s down).
+func serveOn(t testing.TB, s *Server) (string, <-chan error) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l) }()
+	return "http://" + l.Addr().String(), done
 }
 
 func sdk(base string, opts ...option.RequestOption) *openai.Client {
@@ -484,11 +493,7 @@ func TestShutdownDrainsStreams(t *testing.T) {
 	fake.gate = make(chan struct{})
 	s, err := New(Options{}, fake)
 	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(l) }()
-	base := "http://" + l.Addr().String()
+	base, served := serveOn(t, s)
 	got := make(chan string, 1)
 	go func() {
 		res, err := http.Post(base+"/v1/chat/completions", "application/json",

@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/pdemu/pdemu/internal/buildinfo"
-
 	"github.com/spf13/cobra"
+
+	"github.com/pdemu/pdemu/internal/buildinfo"
 )
 
 // buildVersion returns the module version and VCS revision from the
