@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/metrics"
 )
 
@@ -207,7 +208,7 @@ type WallClock struct {
 	// and delivers every message due by then. A time.AfterFunc per message
 	// ran each delivery on a goroutine of its own (a hand-off per timed
 	// message, and a timer and a closure allocated for it).
-	timers    wheap
+	timers    *minheap.Heap[wtimer] // by lessWtimer
 	timerSeq  uint64
 	timerOnce sync.Once
 	kick      chan struct{} // an earlier timer was queued
@@ -230,7 +231,8 @@ type WallClock struct {
 // NewWallClock starts a wall clock now; scale must be > 0.
 func NewWallClock(sys *actor.ActorSystem, scale float64) *WallClock {
 	return &WallClock{sys: sys, scale: scale, start: time.Now(),
-		kick: make(chan struct{}, 1), done: make(chan struct{})}
+		timers: minheap.New(lessWtimer),
+		kick:   make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // wtimer is a message due at a real time; seq orders equal due times.
@@ -241,52 +243,13 @@ type wtimer struct {
 	msg any
 }
 
-// wheap is a binary min-heap of wtimers by (due, seq).
-type wheap []wtimer
-
-func (h wheap) less(i, j int) bool {
-	if !h[i].due.Equal(h[j].due) {
-		return h[i].due.Before(h[j].due)
+// lessWtimer orders the wall clock's timers by (due, seq). The timers wait
+// in a minheap.Heap: they are not the virtual clock's hot path (vheap).
+func lessWtimer(a, b *wtimer) bool {
+	if !a.due.Equal(b.due) {
+		return a.due.Before(b.due)
 	}
-	return h[i].seq < h[j].seq
-}
-
-func (h *wheap) push(t wtimer) {
-	*h = append(*h, t)
-	q := *h
-	for j := len(q) - 1; j > 0; {
-		i := (j - 1) / 2
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		j = i
-	}
-}
-
-func (h *wheap) pop() wtimer {
-	q := *h
-	n := len(q) - 1
-	t := q[0]
-	q[0] = q[n]
-	q[n] = wtimer{}
-	q = q[:n]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if r := j + 1; r < n && q.less(r, j) {
-			j = r
-		}
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		i = j
-	}
-	*h = q
-	return t
+	return a.seq < b.seq
 }
 
 // serveTimers delivers the timed messages as they fall due, until Stop.
@@ -298,15 +261,15 @@ func (c *WallClock) serveTimers() {
 		now := time.Now()
 		c.mu.Lock()
 		due = due[:0]
-		for len(c.timers) > 0 && !c.timers[0].due.After(now) {
-			due = append(due, c.timers.pop())
+		for c.timers.Len() > 0 && !c.timers.Min().due.After(now) {
+			due = append(due, c.timers.Pop())
 		}
 		for _, w := range due {
 			c.late = append(c.late, now.Sub(w.due))
 		}
-		wait, has := time.Duration(0), len(c.timers) > 0
+		wait, has := time.Duration(0), c.timers.Len() > 0
 		if has {
-			wait = c.timers[0].due.Sub(now)
+			wait = c.timers.Min().due.Sub(now)
 		}
 		c.mu.Unlock()
 		for i := range due {
@@ -371,8 +334,8 @@ func (c *WallClock) Send(_ int32, _ uint64, to *actor.PID, msg any, d time.Durat
 	c.timerOnce.Do(func() { go c.serveTimers() })
 	c.mu.Lock()
 	c.timerSeq++
-	c.timers.push(wtimer{due: time.Now().Add(real), seq: c.timerSeq, to: to, msg: msg})
-	first := c.timers[0].seq == c.timerSeq
+	c.timers.Push(wtimer{due: time.Now().Add(real), seq: c.timerSeq, to: to, msg: msg})
+	first := c.timers.Min().seq == c.timerSeq
 	c.mu.Unlock()
 	if first { // the server may be sleeping until a later one
 		select {
