@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -32,7 +33,7 @@ func TestBurstV1ThrashesV2Settles(t *testing.T) {
 		// room for them.
 		src, err := workload.NewBurst(workload.BurstConfig{})
 		require.NoError(t, err)
-		res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), Source: src})
+		res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), Source: src})
 		require.NoError(t, err)
 		require.Equal(t, res.Summary.Requests.Total, res.Summary.Requests.Completed+res.Summary.Requests.Failed)
 		pinned := map[string]string{}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/internal/minheap"
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -46,7 +47,7 @@ func wallRun(t *testing.T, spec *topology.Spec, scale float64, src workload.Sour
 	t.Helper()
 	spec.Workload.Clock = topology.ClockWall
 	spec.Workload.TimeScale = scale
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), WallTimeout: 2 * time.Minute, Source: src})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), WallTimeout: 2 * time.Minute, Source: src})
 	require.NoError(t, err)
 	return res.Summary
 }
