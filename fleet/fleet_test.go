@@ -10,19 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/fleet"
-	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
 )
 
-func spec(t testing.TB) *topology.Spec {
-	t.Helper()
-	src, err := scenarios.Read("1p3d-mlx5")
-	require.NoError(t, err)
-	s, err := topology.Parse("<embedded>/1p3d-mlx5", src, topology.Options{})
-	require.NoError(t, err)
-	return s
-}
+// spec is 1p3d-mlx5, the fleet the tests drive.
+func spec(t testing.TB) *topology.Spec { return specNamed(t, "1p3d-mlx5") }
 
 // req is a prompt of n blocks: the first shared blocks come from the
 // system prompt (shared by all sessions), the rest are the session's.
@@ -259,11 +253,7 @@ func TestDeterministic(t *testing.T) {
 
 func specNamed(t testing.TB, name string) *topology.Spec {
 	t.Helper()
-	src, err := scenarios.Read(name)
-	require.NoError(t, err)
-	s, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
-	require.NoError(t, err)
-	return s
+	return testkit.Scenario(t, name, topology.Options{})
 }
 
 // A fused worker is a whole vLLM pod: its prefix cache is shared across

@@ -21,19 +21,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/fleetserve"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/kvevents"
-	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/serve"
 	"github.com/pdemu/pdemu/topology"
 )
 
 func loadSpec(t *testing.T) *topology.Spec {
 	t.Helper()
-	src, err := scenarios.Read("1p3d-mlx5")
-	require.NoError(t, err)
-	s, err := topology.Parse("<embedded>/1p3d-mlx5", src, topology.Options{})
-	require.NoError(t, err)
-	return s
+	return testkit.Scenario(t, "1p3d-mlx5", topology.Options{})
 }
 
 // fleetUnderTest runs a fleet until the test ends it.
