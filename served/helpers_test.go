@@ -1,6 +1,7 @@
 package served
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -94,4 +95,20 @@ func readStream(t *testing.T, stream *ssestream.Stream[openai.ChatCompletionChun
 	}
 	require.NoError(t, stream.Err())
 	return s
+}
+
+// readSSE reads a chat completion stream's lines to the end into r: its
+// content chunks, its data: [DONE], an error event; the scanner's error.
+func readSSE(sc *bufio.Scanner, r *reply) error {
+	for sc.Scan() {
+		switch line := sc.Text(); {
+		case line == "data: [DONE]":
+			r.done = true
+		case strings.HasPrefix(line, `data: {"error"`):
+			r.errEvent = true
+		case strings.Contains(line, `"content":"`):
+			r.tokens++
+		}
+	}
+	return sc.Err()
 }
