@@ -20,11 +20,7 @@ import (
 // Retry-After over the network (they used to get connection refused),
 // until the last stream in flight ended.
 func TestDrainAnswers503OverTheNetwork(t *testing.T) {
-	fake := newFake(1)
-	fake.gate = make(chan struct{})
-	s, err := New(Options{}, fake)
-	require.NoError(t, err)
-	base, served := serveOn(t, s)
+	fake, s, base, served := startGated(t)
 	streamDone := make(chan struct{})
 	go func() {
 		defer close(streamDone)

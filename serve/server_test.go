@@ -40,6 +40,19 @@ func start(t testing.TB, opts Options, cl Cluster) (*Server, string) {
 	return s, base
 }
 
+// startGated serves a one-worker fake whose streams wait for fake.gate to
+// close, for the tests that shut the server down themselves: the fake,
+// the server, its base URL and Serve's result.
+func startGated(t testing.TB) (*fakeCluster, *Server, string, <-chan error) {
+	t.Helper()
+	fake := newFake(1)
+	fake.gate = make(chan struct{})
+	s, err := New(Options{}, fake)
+	require.NoError(t, err)
+	base, served := serveOn(t, s)
+	return fake, s, base, served
+}
+
 // serveOn serves s on a free loopback port: its base URL, and Serve's
 // result once it returns (the caller shuts s down).
 func serveOn(t testing.TB, s *Server) (string, <-chan error) {
@@ -489,11 +502,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 // Shutdown drains: an in-flight stream is served to its [DONE], new
 // requests get 503, and Shutdown returns once the stream ended.
 func TestShutdownDrainsStreams(t *testing.T) {
-	fake := newFake(1)
-	fake.gate = make(chan struct{})
-	s, err := New(Options{}, fake)
-	require.NoError(t, err)
-	base, served := serveOn(t, s)
+	fake, s, base, served := startGated(t)
 	got := make(chan string, 1)
 	go func() {
 		res, err := http.Post(base+"/v1/chat/completions", "application/json",
