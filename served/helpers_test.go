@@ -98,3 +98,20 @@ func readSSE(sc *bufio.Scanner, r *reply) error {
 	}
 	return sc.Err()
 }
+
+// ended is how a served run ended: its result and Serve's error.
+type ended struct {
+	res *Result
+	err error
+}
+
+// stopAsync calls stop on its own goroutine (the test goes on reading
+// its streams meanwhile) and delivers the run's end on the channel.
+func stopAsync(stop func() (*Result, error)) <-chan ended {
+	c := make(chan ended, 1)
+	go func() {
+		r, err := stop()
+		c <- ended{r, err}
+	}()
+	return c
+}

@@ -52,14 +52,10 @@ func startServeSpec(t *testing.T, spec *topology.Spec, o Options) (string, func(
 	if o.Logger == nil {
 		o.Logger = testlog.New(t)
 	}
-	type out struct {
-		res *Result
-		err error
-	}
-	done := make(chan out, 1)
+	done := make(chan ended, 1)
 	go func() {
 		res, err := Serve(ctx, spec, o)
-		done <- out{res, err}
+		done <- ended{res, err}
 	}()
 	var base string
 	select {
@@ -247,15 +243,7 @@ func TestServeDrainsInFlightStreams(t *testing.T) {
 	if strings.Contains(sc.Text(), `"content":"`) {
 		got++
 	}
-	type out struct {
-		res *Result
-		err error
-	}
-	stopped := make(chan out, 1)
-	go func() {
-		r, err := stop()
-		stopped <- out{r, err}
-	}()
+	stopped := stopAsync(stop)
 	rest := reply{}
 	_ = readSSE(sc, &rest) // a cut stream shows as missing tokens or [DONE]
 	assert.True(t, rest.done)
