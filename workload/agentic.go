@@ -46,13 +46,11 @@ const reqSlab = 64
 const blocksHint = 1 << 14
 
 type genSession struct {
+	turnState
 	idx     int32
-	turn    int
-	turns   int
 	prevIn  int
 	prevOut int
 	arrival time.Duration
-	pending *Request
 	salt    uint64
 	blocks  []uint64 // the session's prompt blocks so far (shared backing array)
 	name    string   // SessionName, formatted once per session
@@ -109,7 +107,7 @@ func NewAgentic(cfg AgenticConfig, seed uint64, maxRequests int) (*Agentic, erro
 		if i > 0 {
 			start += g.expDur(cfg.SessionStagger)
 		}
-		s := &genSession{idx: int32(i), turns: cfg.Turns, arrival: start, salt: splitmix.Mix64(seed ^ uint64(i+1)*0xbf58476d1ce4e5b9)}
+		s := &genSession{turnState: turnState{turns: cfg.Turns}, idx: int32(i), arrival: start, salt: splitmix.Mix64(seed ^ uint64(i+1)*0xbf58476d1ce4e5b9)}
 		s.pending = g.make(s)
 		sessions = append(sessions, s)
 	}
@@ -120,24 +118,15 @@ func NewAgentic(cfg AgenticConfig, seed uint64, maxRequests int) (*Agentic, erro
 
 // GeneratorDefaults fills zero fields with pdemu's defaults.
 func GeneratorDefaults(c AgenticConfig) AgenticConfig {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Sessions, 16)
-	def(&c.Turns, 24)
-	def(&c.SystemTokens, 4000)
-	def(&c.FirstTokens, 2000)
-	def(&c.AppendTokens, 600)
-	def(&c.OutputTokens, 150)
-	def(&c.BlockTokens, 24)
-	if c.ThinkTime == 0 {
-		c.ThinkTime = 2500 * time.Millisecond
-	}
-	if c.SessionStagger == 0 {
-		c.SessionStagger = time.Second
-	}
+	orDefault(&c.Sessions, 16)
+	orDefault(&c.Turns, 24)
+	orDefault(&c.SystemTokens, 4000)
+	orDefault(&c.FirstTokens, 2000)
+	orDefault(&c.AppendTokens, 600)
+	orDefault(&c.OutputTokens, 150)
+	orDefault(&c.BlockTokens, 24)
+	orDefault(&c.ThinkTime, 2500*time.Millisecond)
+	orDefault(&c.SessionStagger, time.Second)
 	return c
 }
 
@@ -146,17 +135,8 @@ func (g *Agentic) Next() (*Request, error) {
 	if g.h.Len() == 0 || (g.max > 0 && g.nextID >= g.max) {
 		return nil, io.EOF
 	}
-	s := *g.h.Min()
-	r := s.pending
-	r.ID = g.nextID
+	r := nextTurn(&g.h, g.nextID, g.make)
 	g.nextID++
-	s.turn++
-	if s.turn >= s.turns {
-		g.h.Pop()
-	} else {
-		s.pending = g.make(s)
-		g.h.Fix(0)
-	}
 	return r, nil
 }
 
