@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/metrics"
@@ -23,6 +24,9 @@ type Clock interface {
 	// Send delivers msg to `to` after the emulated delay d. from is the
 	// sending actor's id and seq its own send counter (deterministic order).
 	Send(from int32, seq uint64, to *actor.PID, msg any, d time.Duration)
+	// sendOut is Send for each of a node's envelopes in order, numbered on
+	// from *seq (sendout.go).
+	sendOut(from int32, seq *uint64, pids []*actor.PID, out []cluster.Envelope)
 	// handled is called once after an actor handled a message that Send
 	// delivered.
 	handled()
@@ -165,12 +169,19 @@ func (c *VirtualClock) Run(ctx context.Context, horizon time.Duration) error {
 		c.now.Store(int64(at))
 		c.steps++
 		c.messages += int64(len(c.batch))
-		c.inflight.Store(int64(len(c.batch)))
+		// The clock holds one count of its own while it delivers: on the
+		// synchronized dispatcher every message is handled inside its Send,
+		// so releasing that count finds zero and the step needs no channel
+		// hand-off; only a message handled elsewhere (a mailbox resumed by
+		// the supervisor's goroutine) makes the clock wait for its handled.
+		c.inflight.Store(int64(len(c.batch)) + 1)
 		for i := range c.batch {
 			c.sys.Root.Send(c.batch[i].to, c.batch[i].msg)
 			c.batch[i] = vevent{} // let the GC have the message
 		}
-		<-c.idle
+		if c.inflight.Add(-1) != 0 {
+			<-c.idle
+		}
 	}
 }
 
