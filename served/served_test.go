@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/internal/promtest"
-	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/serve"
@@ -50,7 +49,7 @@ func startServeSpec(t *testing.T, spec *topology.Spec, o Options) (string, func(
 	o.HTTP.Listen = "127.0.0.1:0"
 	o.HTTP.Ready = func(a net.Addr) { addr <- a }
 	if o.Logger == nil {
-		o.Logger = testlog.New(t)
+		o.Logger = testLogger(t)
 	}
 	type out struct {
 		res *Result
