@@ -18,7 +18,8 @@ func opt(f *mcFields, bit uint16, v *float64) *float64 {
 // record validates the decoded fields of one line, resolves its blocks
 // (compact form) and interns them into the session's shared array.
 func (m *Mooncake) record(f *mcFields) (*mcRecord, error) {
-	rec := &mcRecord{line: m.lr.line, bt: m.bt}
+	rec := m.newRecord()
+	rec.line, rec.bt = m.lr.line, m.bt
 	var err error
 	if f.has&hasTimestamp == 0 {
 		return nil, badField("timestamp", "missing")
