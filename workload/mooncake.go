@@ -79,9 +79,10 @@ type Mooncake struct {
 	// (nothing keeps it: a session copies what it needs into prev), and
 	// Requests and sessions come from slabs (see reqSlab), one allocation
 	// per 64 instead of one each.
-	freeRecs []*mcRecord
-	reqs     []Request
-	sess     []mcSession
+	freeRecs   []*mcRecord
+	reqs       []Request
+	sess       []mcSession
+	blockArena []uint64 // newBlocks' chunk
 }
 
 // newRecord returns a zeroed record, reused if one was built.
