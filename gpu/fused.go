@@ -156,13 +156,12 @@ func (f *FusedWorker) resize() {
 	clear(f.active[len(kept):])
 	f.active = kept
 	c := f.cache
-	c.capTokens = max(0, f.budget-out)
-	if c.used <= c.capTokens {
+	capTokens := max(0, f.budget-out)
+	if c.used <= capTokens {
+		c.capTokens = capTokens
 		return
 	}
-	for c.used > c.capTokens {
-		c.evictOldest()
-	}
+	c.setCap(capTokens)
 	n := len(f.evicted)
 	f.spill(c.evictedSince(), 0)
 	if f.track && len(f.evicted) > n {
