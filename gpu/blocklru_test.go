@@ -253,50 +253,100 @@ func lruChain(s, n int) []uint64 {
 	return b
 }
 
-// BenchmarkBlockLRU measures the prefix cache per request, in blocks/s:
+// lruUnderTest is what BenchmarkBlockLRU drives: the segment cache and
+// the per-block one it replaced (the "before").
+type lruUnderTest interface {
+	Match([]uint64) int
+	Insert([]uint64, int)
+	evictedSince() []uint64
+}
+
+// BenchmarkBlockLRU measures the prefix cache per request, in blocks/s,
+// for the segment cache (seg) and the per-block one it replaced (v1):
 // "warm" re-reads a session's resident chain (4,096 to 8,128 blocks) and
 // inserts it with 64 new blocks (Match then Insert: a fused worker's next
-// turn of a session; after 64 turns the session starts over), "thrash" inserts 512-block
-// chains of fresh sessions into a full cache (a prefill worker's cache at
-// scale, every block a miss and an eviction).
+// turn of a session; after 64 turns the session starts over), "thrash"
+// inserts 512-block chains of fresh sessions into a full cache (a prefill
+// worker's cache at scale, every block a miss and an eviction), "agentic"
+// is a dp4 worker of the agentic peer workload: 13 sessions in turn, each
+// turn the session's chain grown by 272 blocks (up to 2,848), Match then
+// Insert into a 5,756-block cache that holds about two of them, evictions
+// tracked (the fused worker's).
 func BenchmarkBlockLRU(b *testing.B) {
+	impls := []struct {
+		name string
+		new  func(int) lruUnderTest
+	}{
+		{"seg", func(c int) lruUnderTest { l := NewBlockLRU(c); l.trackEvictions = true; return l }},
+		{"v1", func(c int) lruUnderTest { l := newBlockLRUv1(c); l.trackEvictions = true; return l }},
+	}
 	const bt = 16
-	b.Run("warm/4096+64", func(b *testing.B) {
-		c := NewBlockLRU(8 * 4096 * bt)
-		for s := 1; s < 8; s++ {
-			c.Insert(lruChain(s, 4096), bt)
-		}
-		full := lruChain(0, 4096+64*64)
-		c.Insert(full[:4096], bt)
-		b.ReportAllocs()
-		n, blocks := 4096, 0
-		for b.Loop() {
-			if n+64 > len(full) {
-				n = 4096
+	for _, im := range impls {
+		b.Run("warm/4096+64/"+im.name, func(b *testing.B) {
+			c := im.new(8 * 4096 * bt)
+			for s := 1; s < 8; s++ {
+				c.Insert(lruChain(s, 4096), bt)
+				c.evictedSince()
 			}
-			c.Match(full[:n])
-			c.Insert(full[:n+64], bt)
-			blocks += 2*n + 64
-			n += 64
-		}
-		b.ReportMetric(float64(blocks)/b.Elapsed().Seconds(), "blocks/s")
-	})
-	b.Run("thrash/512", func(b *testing.B) {
-		c := NewBlockLRU(64 * 512 * bt)
-		const sessions = 256
-		chains := make([][]uint64, sessions)
-		for s := range chains {
-			chains[s] = lruChain(s, 512)
-		}
-		for s := 0; s < 64; s++ {
-			c.Insert(chains[s], bt)
-		}
-		b.ReportAllocs()
-		s := 64
-		for b.Loop() {
-			c.Insert(chains[s%sessions], bt)
-			s++
-		}
-		b.ReportMetric(float64(b.N)*512/b.Elapsed().Seconds(), "blocks/s")
-	})
+			full := lruChain(0, 4096+64*64)
+			c.Insert(full[:4096], bt)
+			b.ReportAllocs()
+			n, blocks := 4096, 0
+			for b.Loop() {
+				if n+64 > len(full) {
+					n = 4096
+				}
+				c.Match(full[:n])
+				c.Insert(full[:n+64], bt)
+				c.evictedSince()
+				blocks += 2*n + 64
+				n += 64
+			}
+			b.ReportMetric(float64(blocks)/b.Elapsed().Seconds(), "blocks/s")
+		})
+	}
+	for _, im := range impls {
+		b.Run("thrash/512/"+im.name, func(b *testing.B) {
+			c := im.new(64 * 512 * bt)
+			const sessions = 256
+			chains := make([][]uint64, sessions)
+			for s := range chains {
+				chains[s] = lruChain(s, 512)
+			}
+			for s := 0; s < 64; s++ {
+				c.Insert(chains[s], bt)
+				c.evictedSince()
+			}
+			b.ReportAllocs()
+			s := 64
+			for b.Loop() {
+				c.Insert(chains[s%sessions], bt)
+				c.evictedSince()
+				s++
+			}
+			b.ReportMetric(float64(b.N)*512/b.Elapsed().Seconds(), "blocks/s")
+		})
+	}
+	for _, im := range impls {
+		b.Run("agentic/"+im.name, func(b *testing.B) {
+			const sessions, step, turns = 13, 272, 10
+			c := im.new(5756 * bt)
+			chains := make([][]uint64, sessions)
+			for s := range chains {
+				chains[s] = lruChain(s, step*(turns+1))
+			}
+			b.ReportAllocs()
+			i, blocks := 0, 0
+			for b.Loop() {
+				s, t := i%sessions, 1+(i/sessions)%turns
+				p := chains[s][:t*step]
+				c.Match(p)
+				c.Insert(p, bt)
+				c.evictedSince()
+				blocks += len(p)
+				i++
+			}
+			b.ReportMetric(float64(blocks)/b.Elapsed().Seconds(), "blocks/s")
+		})
+	}
 }
