@@ -16,18 +16,23 @@ package gpu
 //     takes a new segment id, so a block changes id O(log n) times between
 //     compactions, plus once per touch), and evicting takes blocks off the
 //     tail segment's end without visiting them (except to report them);
-//   - the hash table maps a hash to its arena position and is lazy: it is
-//     written when a block is inserted and never when one is evicted or
-//     removed; an entry counts only if its position lies in its segment's
-//     range. Positions are allocated downwards and never reused, so an
-//     entry is either current or stale, never wrong. When the arena is
-//     used up, the live segments are copied to a fresh one in LRU order
-//     (adjacent segments of equal block size merge) and the table is
-//     rebuilt: O(live blocks) once per ≥ 2×live insertions.
+//   - a block keeps its arena position when it is evicted (or removed),
+//     until the next compaction: the hash table maps a hash to that
+//     position, and a position holds a block only if it lies in its
+//     segment's range. So the table is written when a block is first
+//     inserted, never when one is evicted, and a block that comes back (a
+//     session's chain re-read after its tail was evicted) is revived in
+//     place with the evicted blocks around it that come back with it, by
+//     comparing hashes: one probe per run. Positions are allocated
+//     downwards, a block has at most one, and they are never reused.
+//     When the arena is used up, the live segments are copied to a fresh
+//     one in LRU order (adjacent segments of equal block size merge) and
+//     the table is rebuilt from them: O(live blocks) once per ≥ live + 2n
+//     new blocks.
 //
-// So a block costs one probe when it is inserted, none when it is touched
-// within a known segment, matched or evicted. Nothing here allocates per
-// block.
+// So a block costs one probe when it is first inserted, none when it is
+// touched within a known segment, matched, evicted or revived with its
+// neighbours. Nothing here allocates per block.
 type BlockLRU struct {
 	capTokens int
 	used      int
@@ -325,14 +330,38 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 	}
 	hint := int32(-1)
 	for k := len(blocks) - 1; k >= 0; {
-		if p := c.find(blocks[k], hint); p >= 0 {
-			k, hint = c.touchRun(blocks, k, p)
+		b := blocks[k]
+		q := hint // b's position (a block has at most one), live or not
+		if q < 0 || c.keys[q] != b {
+			q = c.idx.get(b, c.keys)
+		}
+		hint = -1
+		switch {
+		case q >= 0 && c.valid(q):
+			k, hint = c.touchRun(blocks, k, q)
+			continue
+		case q >= 0:
+			// b was evicted (or removed) but its position is still in the
+			// arena: revive it, with the evicted blocks before it that
+			// match the blocks before b, as one new segment. No table
+			// entry changes: they point at these positions already.
+			lo := q
+			for k > 0 && lo > c.bot && c.keys[lo-1] == blocks[k-1] && !c.valid(lo-1) {
+				lo--
+				k--
+			}
+			k--
+			s := c.newSeg()
+			c.segs[s] = lruSeg{lo: lo, hi: q + 1, tokens: int32(blockTokens)}
+			c.relabel(s)
+			c.add(s, int(q+1-lo), blockTokens)
 			continue
 		}
-		// A run of misses: blocks[k], blocks[k-1], ... at bot-1, bot-2, ...
-		// (until the arena is full: the rest is another run).
+		// A run of blocks never seen since the last compaction: blocks[k],
+		// blocks[k-1], ... take positions bot-1, bot-2, ... (until the
+		// arena is full: the rest is another run).
 		if c.bot == 0 {
-			c.compact(k + 1)
+			c.compact(k+1, blockTokens)
 		}
 		s := c.newSeg()
 		hi := c.bot
@@ -340,38 +369,51 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 		for ; k >= 0 && c.bot > 0; k-- {
 			b := blocks[k]
 			sl := c.idx.claim(b, c.keys)
-			if sl.pos != 0 && c.valid(sl.pos-1) {
-				break // cached (maybe by this run): touched next
+			if sl.pos != 0 {
+				break // it has a position (maybe in this run): touched or revived next
 			}
 			c.bot--
 			c.keys[c.bot], c.seg[c.bot] = b, s
 			c.segs[s].lo = c.bot
 			sl.pos = c.bot + 1
 		}
-		n := int(hi - c.bot)
-		c.live += n
-		c.used += n * blockTokens
-		c.pushFront(s)
-		c.evictTo(c.capTokens)
-		hint = -1
+		c.add(s, int(hi-c.bot), blockTokens)
 	}
 }
 
-// compact moves the live blocks to a new arena with room for n more, and
-// rebuilds the hash table. The table gets a power of two ≥ 4×(live+n)
-// slots and the arena half as many positions, so the table is at most half
-// full until the next compaction (it holds at most one entry per position
-// used), and at least live + 2n positions are free after one: compactions
-// cost O(1) per inserted block, amortised. (A larger factor compacts less
-// often but makes the table miss the CPU caches: 8× was 2× slower on
-// BenchmarkBlockLRU/agentic.) Neither the arena nor the table shrinks, so
-// alternating sizes do not reallocate.
-func (c *BlockLRU) compact(n int) {
-	slots := max(128, 2*len(c.keys)) // never shrinks: no reallocation when sizes alternate
-	for slots < 4*(c.live+n) {
+// add puts new segment s of n blocks at the front, then evicts LRU blocks
+// until they fit.
+func (c *BlockLRU) add(s int32, n, blockTokens int) {
+	c.live += n
+	c.used += n * blockTokens
+	c.pushFront(s)
+	c.evictTo(c.capTokens)
+}
+
+// compact moves the live blocks to a new arena with room for n more
+// (blocks of blockTokens tokens), and rebuilds the hash table. The arena
+// doubles while it holds fewer than 4× the blocks the cache can hold, so
+// that evicted blocks keep their positions (are revived, not inserted
+// anew) for about three cache-fulls of other insertions: the agentic
+// workload's sessions come back after ~12 others; with an arena sized
+// only for the live blocks every re-read chain was new again. Otherwise it
+// keeps its size, at least 2×(live+n). The table gets twice as many slots
+// as the arena has positions (a power of two), so it is at most half full
+// until the next compaction: it holds at most one entry per position used.
+// At least live + 2n positions are free after a compaction, so they cost
+// O(1) per new block, amortised. Neither shrinks, so alternating sizes do
+// not reallocate.
+func (c *BlockLRU) compact(n, blockTokens int) {
+	size := len(c.keys)
+	if size < 4*(c.capTokens/blockTokens) {
+		size *= 2
+	}
+	size = max(size, 2*(c.live+n))
+	slots := 128
+	for slots < 2*size {
 		slots <<= 1
 	}
-	size := slots / 2
+	size = slots / 2
 	keys, seg := c.spareKeys, c.spareSeg
 	if cap(keys) < size {
 		keys, seg = make([]uint64, size), make([]int32, size)
