@@ -76,18 +76,17 @@ func (m *mailbox) PostUserMessage(message any) {
 		m.processMessages()
 		return
 	}
-	m.mu.Lock()
-	m.user.push(message)
-	m.mu.Unlock()
-	m.userN.Add(1)
-	m.schedule()
+	m.post(&m.user, &m.userN, message)
 }
 
-func (m *mailbox) PostSystemMessage(message any) {
+func (m *mailbox) PostSystemMessage(message any) { m.post(&m.sys, &m.sysN, message) }
+
+// post queues message on q, counts it in n and schedules the mailbox.
+func (m *mailbox) post(q *ring, n *atomic.Int32, message any) {
 	m.mu.Lock()
-	m.sys.push(message)
+	q.push(message)
 	m.mu.Unlock()
-	m.sysN.Add(1)
+	n.Add(1)
 	m.schedule()
 }
 

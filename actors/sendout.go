@@ -4,6 +4,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/effect"
 )
 
 // sendOut queues a node's envelopes under one lock of the heap, with the
@@ -18,7 +19,7 @@ func (c *VirtualClock) sendOut(from int32, seq *uint64, pids []*actor.PID, out [
 	c.mu.Lock()
 	for _, e := range out {
 		*seq++
-		c.q.push(vevent{at: now + max(e.Delay, 0), from: from, seq: *seq, to: pids[e.To], msg: e.Msg})
+		c.q.push(vevent{Stamp: effect.Stamp{At: now + max(e.Delay, 0), From: from, Seq: *seq}, to: pids[e.To], msg: e.Msg})
 	}
 	c.mu.Unlock()
 }
