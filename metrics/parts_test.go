@@ -2,9 +2,6 @@ package metrics_test
 
 import (
 	"bytes"
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
-	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/policy"
-	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -30,19 +26,7 @@ import (
 func TestTTFTPartsSumToTTFT(t *testing.T) {
 	for _, name := range []string{"1p3d-tcp.hcl", "1p3d-mlx5.hcl", "sticky-1p3d.hcl", "vanilla-pd-1p3d.hcl", "dp4.hcl", "buckets-3.hcl", "reseed-tcp-loopback.hcl"} {
 		t.Run(name, func(t *testing.T) {
-			src, err := scenarios.Read(name)
-			require.NoError(t, err)
-			base, err := filepath.Abs("../scenarios")
-			require.NoError(t, err)
-			spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: base})
-			require.NoError(t, err)
-			if tr := spec.Workload.Trace; tr != "" {
-				if _, err := os.Stat(tr); err != nil {
-					t.Skip("trace not on this machine")
-				}
-			}
-			res, err := actors.Run(context.Background(), spec, actors.Options{})
-			require.NoError(t, err)
+			res := testkit.Run(t, name, topology.Options{})
 			nonzero := map[string]int{}
 			for _, r := range res.Records {
 				if r.TTFT < 0 {

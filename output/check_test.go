@@ -1,7 +1,6 @@
 package output_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,29 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
 )
-
-func runResult(t *testing.T, name string) *actors.Result {
-	t.Helper()
-	src, err := scenarios.Read(name)
-	require.NoError(t, err)
-	base, err := filepath.Abs("../scenarios")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: base})
-	require.NoError(t, err)
-	if tr := spec.Workload.Trace; tr != "" {
-		if _, err := os.Stat(tr); err != nil {
-			t.Skip("trace not on this machine")
-		}
-	}
-	res, err := actors.Run(context.Background(), spec, actors.Options{})
-	require.NoError(t, err)
-	return res
-}
 
 // failedRun is a run in which 1,891 of 2,806 requests failed (the dp4 on
 // Claude Code case of issue 11).
@@ -68,7 +50,7 @@ func TestCheckFailedShare(t *testing.T) {
 	assert.NoError(t, output.Check(res, output.CheckOptions{MaxFailed: -1}), "negative: no limit")
 
 	// A healthy run of the default scenario passes the default check.
-	ok := runResult(t, scenarios.Default)
+	ok := testkit.Run(t, scenarios.Default, topology.Options{})
 	assert.NoError(t, output.Check(ok, output.CheckOptions{MaxFailed: output.DefaultMaxFailed}))
 }
 
@@ -97,7 +79,7 @@ func TestCheckEmptyAndStrictWall(t *testing.T) {
 }
 
 func TestWriteRefusesAnotherRunAndForceClearsOnlyPdemuFiles(t *testing.T) {
-	res := runResult(t, "1p3d-tcp.hcl")
+	res := testkit.Run(t, "1p3d-tcp.hcl", topology.Options{})
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644))
 	require.NoError(t, output.Write(dir, res, output.WriteOptions{}), "a directory without a run is fine")
@@ -161,7 +143,7 @@ func TestWritePartialRunListsUnfinished(t *testing.T) {
 }
 
 func TestPrintExplainShowsTheTail(t *testing.T) {
-	res := runResult(t, "claude-code.hcl")
+	res := testkit.Run(t, "claude-code.hcl", topology.Options{})
 	var b strings.Builder
 	output.PrintExplain(&b, res.Summary)
 	output.PrintWarnings(&b, res.Summary)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/cluster/clustertest"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
@@ -38,11 +39,9 @@ func runScenario(t *testing.T, name string) (dir string, ok bool) {
 
 func runScenarioOpts(t *testing.T, name string, opts actors.Options) (dir string, ok bool) {
 	t.Helper()
-	spec := parseScenario(t, name)
-	if tr := spec.Workload.Trace; tr != "" {
-		if _, err := os.Stat(tr); err != nil {
-			return "", false
-		}
+	spec := testkit.Scenario(t, name, topology.Options{})
+	if testkit.TraceMissing(spec) {
+		return "", false
 	}
 	res, err := actors.Run(context.Background(), spec, opts)
 	require.NoError(t, err)
@@ -75,18 +74,6 @@ func skipLarge(t *testing.T, name string) {
 	if os.Getenv(scaledEnv) != "1" {
 		t.Skip("a large cluster: set " + scaledEnv + "=1 to run it (.ci/run does)")
 	}
-}
-
-// parseScenario parses an embedded scenario.
-func parseScenario(t *testing.T, name string) *topology.Spec {
-	t.Helper()
-	src, err := scenarios.Read(name)
-	require.NoError(t, err)
-	base, err := filepath.Abs("../scenarios")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: base})
-	require.NoError(t, err)
-	return spec
 }
 
 // digests lists every file of dir with its SHA-256, one "name  hash" line
@@ -182,15 +169,11 @@ func TestMetamorphicInMemory(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			skipLarge(t, name)
-			spec := parseScenario(t, name)
-			if tr := spec.Workload.Trace; tr != "" {
-				if testing.Short() {
-					t.Skip("-short: generator scenarios only")
-				}
-				if _, err := os.Stat(tr); err != nil {
-					t.Skip("trace not on this machine (../shared/traces)")
-				}
+			spec := testkit.Scenario(t, name, topology.Options{})
+			if spec.Workload.Trace != "" && testing.Short() {
+				t.Skip("-short: generator scenarios only")
 			}
+			testkit.SkipWithoutTrace(t, spec)
 			src, err := actors.Source(spec, false)
 			require.NoError(t, err)
 			if c, ok := src.(io.Closer); ok {

@@ -2,7 +2,6 @@ package output_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -21,14 +20,7 @@ import (
 // its output directory.
 func runWith(t *testing.T, name string, set ...string) string {
 	t.Helper()
-	src, err := scenarios.Read(name)
-	require.NoError(t, err)
-	base, err := filepath.Abs("../scenarios")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: base, Set: set})
-	require.NoError(t, err)
-	res, err := actors.Run(context.Background(), spec, actors.Options{})
-	require.NoError(t, err)
+	res := testkit.Run(t, name, topology.Options{Set: set})
 	dir := t.TempDir()
 	require.NoError(t, output.Write(dir, res, output.WriteOptions{}))
 	return dir

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -177,10 +178,7 @@ func TestOutputsDocumented(t *testing.T) {
 		dirs = append(dirs, dir)
 	}
 	// A short wall-clock run for the clock keys.
-	src, err := scenarios.Read(scenarios.Default)
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/"+scenarios.Default, src, topology.Options{})
-	require.NoError(t, err)
+	spec := testkit.Scenario(t, scenarios.Default, topology.Options{})
 	spec.Workload.Generator.Sessions, spec.Workload.Generator.Turns = 2, 2
 	spec.Workload.Clock, spec.Workload.TimeScale = topology.ClockWall, 1000
 	res, err := actors.Run(context.Background(), spec, actors.Options{WallTimeout: time.Minute})

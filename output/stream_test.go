@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/topology"
 )
 
 // streamScenario runs an embedded scenario streaming its records to an
@@ -22,11 +24,9 @@ import (
 // returns the run directory and the number of runs the stream spilled.
 func streamScenario(t *testing.T, name string, bound int) (dir string, spilled int, ok bool) {
 	t.Helper()
-	spec := parseScenario(t, name)
-	if tr := spec.Workload.Trace; tr != "" {
-		if _, err := os.Stat(tr); err != nil {
-			return "", 0, false
-		}
+	spec := testkit.Scenario(t, name, topology.Options{})
+	if testkit.TraceMissing(spec) {
+		return "", 0, false
 	}
 	dir = t.TempDir()
 	st, err := output.NewStream(dir, output.StreamOptions{ReorderBytes: bound})
@@ -107,7 +107,7 @@ func (t *tee) Record(r metrics.Record) error {
 // memory: the unfinished requests join per_request.csv in id order.
 func TestStreamPartialRunEqualsWrite(t *testing.T) {
 	for _, bound := range []int{0, 2 << 10} {
-		spec := parseScenario(t, "1p3d-tcp.hcl")
+		spec := testkit.Scenario(t, "1p3d-tcp.hcl", topology.Options{})
 		streamed := t.TempDir()
 		st, err := output.NewStream(streamed, output.StreamOptions{ReorderBytes: bound})
 		require.NoError(t, err)

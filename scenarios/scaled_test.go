@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
 )
@@ -17,10 +17,10 @@ import (
 // 64p192d turns routing_log.jsonl off; everything else is the default
 // scenario's.
 func TestScaledScenarios(t *testing.T) {
-	base := parseEmbedded(t, scenarios.Default)
+	base := testkit.Scenario(t, scenarios.Default, topology.Options{})
 	for name, n := range map[string]int{"4p12d.hcl": 4, "16p48d.hcl": 16, "64p192d.hcl": 64} {
 		t.Run(name, func(t *testing.T) {
-			spec := parseEmbedded(t, name)
+			spec := testkit.Scenario(t, name, topology.Options{})
 			assert.Len(t, spec.Prefill, n)
 			assert.Len(t, spec.Decode, 3*n)
 			assert.Len(t, spec.Links, 3*n*n)
@@ -40,13 +40,4 @@ func TestScaledScenarios(t *testing.T) {
 			assert.NoError(t, err)
 		})
 	}
-}
-
-func parseEmbedded(t *testing.T, name string) *topology.Spec {
-	t.Helper()
-	src, err := scenarios.Read(name)
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
-	require.NoError(t, err)
-	return spec
 }

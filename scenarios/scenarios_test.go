@@ -13,6 +13,7 @@ import (
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/transfer"
@@ -77,10 +78,7 @@ func TestEmbeddedScenariosParse(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, ok := expects[name]
 			require.True(t, ok, "add expectations for the new scenario %s", name)
-			src, err := scenarios.Read(name)
-			require.NoError(t, err)
-			spec, err := topology.Parse("<embedded>/"+name, src, opts)
-			require.NoError(t, err)
+			spec := testkit.Scenario(t, name, opts)
 
 			assert.Len(t, spec.Prefill, 1)
 			assert.Len(t, spec.Decode, 3)
@@ -97,17 +95,14 @@ func TestEmbeddedScenariosParse(t *testing.T) {
 			assert.Equal(t, uint64(42), spec.Workload.Seed)
 			assert.Empty(t, spec.Workload.Trace)
 			assert.Equal(t, want.generator, spec.Workload.Generator)
-			_, err = spec.NICs()
+			_, err := spec.NICs()
 			assert.NoError(t, err)
 		})
 	}
 }
 
 func TestDefaultScenario(t *testing.T) {
-	src, err := scenarios.Read(scenarios.Default)
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/"+scenarios.Default, src, topology.Options{})
-	require.NoError(t, err)
+	spec := testkit.Scenario(t, scenarios.Default, topology.Options{})
 	assert.Equal(t, "1p3d-mlx5", spec.Name)
 	want := topology.DefaultRouter("kvc")
 	want.NetCapacity = true
@@ -121,10 +116,7 @@ func TestDefaultScenario(t *testing.T) {
 }
 
 func TestTCPScenario(t *testing.T) {
-	src, err := scenarios.Read("1p3d-tcp.hcl")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/1p3d-tcp.hcl", src, topology.Options{})
-	require.NoError(t, err)
+	spec := testkit.Scenario(t, "1p3d-tcp.hcl", topology.Options{})
 	want := topology.DefaultRouter("kvc")
 	want.NetCapacity = true
 	assert.Equal(t, want, spec.Router)
@@ -136,17 +128,11 @@ func TestTCPScenario(t *testing.T) {
 }
 
 func TestVanillaScenario(t *testing.T) {
-	src, err := scenarios.Read("vanilla-pd-1p3d.hcl")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/vanilla-pd-1p3d.hcl", src, topology.Options{})
-	require.NoError(t, err)
+	spec := testkit.Scenario(t, "vanilla-pd-1p3d.hcl", topology.Options{})
 	assert.Equal(t, topology.DefaultRouter("vanilla"), spec.Router)
 
 	// Same cluster and workload as the default scenario.
-	src, err = scenarios.Read(scenarios.Default)
-	require.NoError(t, err)
-	def, err := topology.Parse("<embedded>/"+scenarios.Default, src, topology.Options{})
-	require.NoError(t, err)
+	def := testkit.Scenario(t, scenarios.Default, topology.Options{})
 	assert.Equal(t, def.Prefill, spec.Prefill)
 	assert.Equal(t, def.Decode, spec.Decode)
 	assert.Equal(t, def.Links, spec.Links)
@@ -154,27 +140,15 @@ func TestVanillaScenario(t *testing.T) {
 }
 
 func TestScenarioVarsOverride(t *testing.T) {
-	src, err := scenarios.Read(scenarios.Default)
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/"+scenarios.Default, src, topology.Options{
+	spec := testkit.Scenario(t, scenarios.Default, topology.Options{
 		Vars: map[string]string{"sessions": "52", "seed": "7"},
 	})
-	require.NoError(t, err)
 	assert.Equal(t, 52, spec.Workload.Generator.Sessions)
 	assert.Equal(t, uint64(7), spec.Workload.Seed)
 }
 
-func loadReseed(t *testing.T) *topology.Spec {
-	t.Helper()
-	src, err := scenarios.Read("reseed-tcp-loopback.hcl")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/reseed-tcp-loopback.hcl", src, topology.Options{})
-	require.NoError(t, err)
-	return spec
-}
-
 func TestReseedTCPLoopbackScenario(t *testing.T) {
-	spec := loadReseed(t)
+	spec := testkit.Scenario(t, "reseed-tcp-loopback.hcl", topology.Options{})
 	assert.Equal(t, "reseed-tcp-loopback", spec.Name)
 	want := topology.DefaultRouter("kvc")
 	want.NetCapacity = true // like every KVC scenario (docs/MODEL.md §7.7)
@@ -203,12 +177,9 @@ func TestReseedTCPLoopbackScenario(t *testing.T) {
 	assert.Equal(t, []int{0, 1, 2}, nics[0].Links)
 
 	// The variables reach the overrides.
-	src, err := scenarios.Read("reseed-tcp-loopback.hcl")
-	require.NoError(t, err)
-	spec, err = topology.Parse("<embedded>/reseed-tcp-loopback.hcl", src, topology.Options{
+	spec = testkit.Scenario(t, "reseed-tcp-loopback.hcl", topology.Options{
 		Vars: map[string]string{"prefill_mfu": "0.35", "path_rate": "2GB/s", "sessions": "8"},
 	})
-	require.NoError(t, err)
 	assert.Equal(t, ptr(0.35), spec.Prefill[0].Perf.MFU)
 	assert.Equal(t, 2e9, spec.Links[2].MaxRate)
 	assert.Equal(t, 8, spec.Workload.Generator.Sessions)
@@ -217,7 +188,7 @@ func TestReseedTCPLoopbackScenario(t *testing.T) {
 // TestReseedTCPLoopbackCosts checks the figures quoted in the comments of
 // reseed-tcp-loopback.hcl against the cost models pdemu builds from it.
 func TestReseedTCPLoopbackCosts(t *testing.T) {
-	spec := loadReseed(t)
+	spec := testkit.Scenario(t, "reseed-tcp-loopback.hcl", topology.Options{})
 	perf, err := actors.PerfFor(spec.Prefill[0])
 	require.NoError(t, err)
 	assert.Equal(t, 0.57, perf.MFU)
@@ -279,7 +250,7 @@ func TestReseedTCPLoopbackCosts(t *testing.T) {
 }
 
 func TestReseedTCPLoopbackRuns(t *testing.T) {
-	spec := loadReseed(t)
+	spec := testkit.Scenario(t, "reseed-tcp-loopback.hcl", topology.Options{})
 	res, err := actors.Run(context.Background(), spec, actors.Options{})
 	require.NoError(t, err)
 	s := res.Summary
@@ -292,7 +263,7 @@ func TestReseedTCPLoopbackRuns(t *testing.T) {
 // session's first turn needs one), with the link actor's "link: " reason,
 // and the run still accounts for every request.
 func TestLinkCutEndToEnd(t *testing.T) {
-	spec := loadReseed(t)
+	spec := testkit.Scenario(t, "reseed-tcp-loopback.hcl", topology.Options{})
 	spec.Workload.Generator.Turns = 4
 	// On one link only: it is one NIC, so all three links are cut. No
 	// retries: the first failed transfer tells the router that no decode
@@ -320,7 +291,7 @@ func TestLinkCutEndToEnd(t *testing.T) {
 // Seed, alone on the link) waits for its transfer at half the rate.
 func TestLinkDegradeEndToEnd(t *testing.T) {
 	ttft0 := func(faults []topology.LinkFault) time.Duration {
-		spec := loadReseed(t)
+		spec := testkit.Scenario(t, "reseed-tcp-loopback.hcl", topology.Options{})
 		spec.Workload.Generator.Turns = 2
 		spec.Links[0].Faults = faults
 		res, err := actors.Run(context.Background(), spec, actors.Options{})
@@ -345,7 +316,7 @@ func TestPerfOverrideErrorsNameTheWorker(t *testing.T) {
 		"mfu":             func(s *topology.Spec) { s.Decode[2].Perf.MFU = ptr(0.0) },
 		"step_overhead":   func(s *topology.Spec) { s.Decode[1].Perf.StepOverhead = ptr(-time.Millisecond) },
 	} {
-		spec := loadReseed(t)
+		spec := testkit.Scenario(t, "reseed-tcp-loopback.hcl", topology.Options{})
 		mut(spec)
 		_, err := actors.Run(context.Background(), spec, actors.Options{})
 		if assert.Error(t, err, name) {
@@ -381,10 +352,7 @@ func TestTraceScenarios(t *testing.T) {
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
-			src, err := scenarios.Read(name)
-			require.NoError(t, err)
-			spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: "/repo/scenarios"})
-			require.NoError(t, err)
+			spec := testkit.Scenario(t, name, topology.Options{BaseDir: "/repo/scenarios"})
 			assert.Equal(t, "/shared/traces/"+want.trace, spec.Workload.Trace)
 			assert.Equal(t, want.format, spec.Workload.Format)
 			assert.Equal(t, want.loop, spec.Workload.Loop)
@@ -402,7 +370,7 @@ func TestTraceScenarios(t *testing.T) {
 				}
 				assert.Equal(t, 16, spec.Workload.Replay.MaxConcurrent, name)
 			}
-			_, err = spec.NICs()
+			_, err := spec.NICs()
 			assert.NoError(t, err)
 		})
 	}
@@ -412,10 +380,7 @@ func TestBaselineScenarioRouters(t *testing.T) {
 	for name, want := range map[string]string{
 		"sticky-1p3d.hcl": "sticky_only", "kvscore-1p3d.hcl": "kv_score", "kvc-v1-1p3d.hcl": "kvc", "vanilla-pd-1p3d.hcl": "vanilla",
 	} {
-		src, err := scenarios.Read(name)
-		require.NoError(t, err)
-		spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
-		require.NoError(t, err)
+		spec := testkit.Scenario(t, name, topology.Options{})
 		assert.Equal(t, want, spec.Router.Policy, name)
 		if name == "kvc-v1-1p3d.hcl" {
 			assert.True(t, spec.Router.V1)
@@ -427,20 +392,14 @@ func TestBaselineScenarioRouters(t *testing.T) {
 // cache_aware_dp; buckets-3 and buckets-3-strict tile every length over
 // three buckets and differ only in their global policy.
 func TestFusedScenarios(t *testing.T) {
-	src, err := scenarios.Read("dp4.hcl")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/dp4.hcl", src, topology.Options{})
-	require.NoError(t, err)
+	spec := testkit.Scenario(t, "dp4.hcl", topology.Options{})
 	assert.Len(t, spec.Fused, 4)
 	require.Len(t, spec.Buckets, 1)
 	assert.Equal(t, "cache_aware_dp", spec.LocalRouter.Policy)
 	assert.Equal(t, "cache_aware_dp", spec.Router.Policy)
 
 	for file, g := range map[string]string{"buckets-3-strict.hcl": "strict_input_length", "buckets-3.hcl": "bucket_score"} {
-		src, err := scenarios.Read(file)
-		require.NoError(t, err)
-		spec, err := topology.Parse("<embedded>/"+file, src, topology.Options{})
-		require.NoError(t, err)
+		spec := testkit.Scenario(t, file, topology.Options{})
 		require.Len(t, spec.Buckets, 3)
 		assert.Equal(t, g, spec.GlobalRouter.Policy)
 		assert.Equal(t, "cache_affinity", spec.LocalRouter.Policy)
@@ -541,10 +500,7 @@ func TestGeneratorZerosAreHonoured(t *testing.T) {
 // The chaos scenario: d1's hand-written crash and the chaos block's draws
 // are in the Spec, and the run ends every request.
 func TestChaosScenario(t *testing.T) {
-	src, err := scenarios.Read("chaos.hcl")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/chaos.hcl", src, topology.Options{})
-	require.NoError(t, err)
+	spec := testkit.Scenario(t, "chaos.hcl", topology.Options{})
 	require.NotNil(t, spec.Chaos)
 	assert.Contains(t, spec.Decode[1].Faults, topology.NodeFault{Kind: topology.FaultCrash, At: 30 * time.Second, For: 20 * time.Second})
 	res, err := actors.Run(context.Background(), spec, actors.Options{})

@@ -5,9 +5,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/stretchr/testify/require"
 
-	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/topology"
 )
 
@@ -23,11 +22,8 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// loadScenario parses an embedded scenario with the default options.
 func loadScenario(t testing.TB, name string) *topology.Spec {
 	t.Helper()
-	src, err := scenarios.Read(name)
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
-	require.NoError(t, err)
-	return spec
+	return testkit.Scenario(t, name, topology.Options{})
 }

@@ -273,13 +273,7 @@ func TestBucketDiagnostics(t *testing.T) {
 			continue // see TestBucketDiagnosticsAtBlocks
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			msg := parseErr(t, tc.src, testOpts)
-			want := "test.hcl:" + strconv.Itoa(markedLine(t, tc.src)) + ":"
-			assert.Contains(t, msg, want, "diagnostic must point at the marked line")
-			for _, p := range tc.phrases {
-				assert.Contains(t, flat(msg), p)
-			}
-			assert.NotContains(t, msg, "value must be known", "cascading diagnostics must be suppressed")
+			checkMarkedDiag(t, tc.src, testOpts, tc.phrases)
 		})
 	}
 }
@@ -347,22 +341,13 @@ local_router "least_loaded" {
   fan_out = -2
 }
 `
-	spec, err := Parse("test.hcl", []byte(src), testOpts)
-	require.Error(t, err)
-	assert.Nil(t, spec)
-	var de *DiagError
-	require.ErrorAs(t, err, &de)
-	var summaries []string
-	for _, d := range de.Diags {
-		summaries = append(summaries, d.Summary)
-	}
 	assert.Equal(t, []string{
 		"Worker in no bucket",
 		"Overlapping buckets",
 		"Worker in two buckets",
 		`Invalid value for "load_weight"`,
 		`Invalid value for "fan_out"`,
-	}, summaries, "all errors, in file order")
+	}, diagSummaries(t, src, testOpts), "all errors, in file order")
 }
 
 func TestBucketRemoteFetchBandwidth(t *testing.T) {

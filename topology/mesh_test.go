@@ -115,11 +115,7 @@ mesh {
 			[]string{"Inconsistent NIC bandwidth", `link "p0" "d0"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			msg := parseErr(t, c.src, Options{})
-			assert.Contains(t, msg, fmt.Sprintf("test.hcl:%d", markedLine(t, c.src)))
-			for _, w := range c.want {
-				assert.Contains(t, msg, w)
-			}
+			checkMarkedDiag(t, c.src, Options{}, c.want)
 		})
 	}
 }

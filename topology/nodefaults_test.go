@@ -101,11 +101,7 @@ func TestNodeFaultDiagnostics(t *testing.T) {
 		{"retry budget", minimal + "recovery {\n  retry_budget = -1 #!\n}\n", []string{`Invalid value for "retry_budget"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msg := parseErr(t, tc.src, Options{})
-			assert.Contains(t, msg, fmt.Sprintf("test.hcl:%d", markedLine(t, tc.src)))
-			for _, w := range tc.want {
-				assert.Contains(t, flat(msg), w)
-			}
+			checkMarkedDiag(t, tc.src, Options{}, tc.want)
 		})
 	}
 }

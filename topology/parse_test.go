@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,33 +75,6 @@ func mustParse(t *testing.T, src string, opts Options) *Spec {
 	require.NoError(t, checkInvariants(spec))
 	return spec
 }
-
-// parseErr parses src (expecting failure) and returns the rendered error.
-func parseErr(t *testing.T, src string, opts Options) string {
-	t.Helper()
-	spec, err := Parse("test.hcl", []byte(src), opts)
-	require.Error(t, err)
-	assert.Nil(t, spec)
-	var de *DiagError
-	require.True(t, errors.As(err, &de), "error is %T", err)
-	require.True(t, de.Diags.HasErrors())
-	return err.Error()
-}
-
-// markedLine returns the 1-based line of src that contains "#!".
-func markedLine(t *testing.T, src string) int {
-	t.Helper()
-	for i, line := range strings.Split(src, "\n") {
-		if strings.Contains(line, "#!") {
-			return i + 1
-		}
-	}
-	t.Fatalf("no #! marker in\n%s", src)
-	return 0
-}
-
-// flat joins word-wrapped lines so phrases can be matched across wraps.
-func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func replace(src, old, new string) string {
 	if !strings.Contains(src, old) {
@@ -234,13 +206,7 @@ func TestDiagnostics(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			msg := parseErr(t, tc.src, tc.opts)
-			want := "test.hcl:" + strconv.Itoa(markedLine(t, tc.src)) + ":"
-			assert.Contains(t, msg, want, "diagnostic must point at the marked line")
-			for _, p := range tc.phrases {
-				assert.Contains(t, flat(msg), p)
-			}
-			assert.NotContains(t, msg, "value must be known", "cascading diagnostics must be suppressed")
+			checkMarkedDiag(t, tc.src, tc.opts, tc.phrases)
 		})
 	}
 }
@@ -263,22 +229,13 @@ func TestCollectsAllErrors(t *testing.T) {
 		`transport = "rdma"`, `transport = "udp"`),
 		`router "kvc" {}`, "router \"kvc\" {\n  rho = 2\n  epsilon = 0\n}") +
 		"workload {\n  clock = \"sundial\"\n}\n"
-	spec, err := Parse("test.hcl", []byte(src), Options{})
-	require.Error(t, err)
-	assert.Nil(t, spec)
-	var de *DiagError
-	require.ErrorAs(t, err, &de)
-	var summaries []string
-	for _, d := range de.Diags {
-		summaries = append(summaries, d.Summary)
-	}
 	assert.Equal(t, []string{
 		`Invalid value for "tp"`,
 		"Invalid transport",
 		`Invalid value for "rho"`,
 		`Invalid value for "epsilon"`,
 		`Invalid value for "clock"`,
-	}, summaries, "all errors, in file order")
+	}, diagSummaries(t, src, Options{}), "all errors, in file order")
 }
 
 func TestDiagnosticsAreDeterministic(t *testing.T) {

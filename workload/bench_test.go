@@ -56,31 +56,36 @@ func BenchmarkLoadClaudeCode(b *testing.B) {
 	benchLoader(b, FormatClaudeCode, genClaudeCode(500), LoadOptions{})
 }
 
-// SWE-Bench export, replayed through the Mooncake loader (24-token blocks,
-// long prompts: the heaviest JSONL lines).
-func BenchmarkLoadMooncakeSWEBenchExport(b *testing.B) {
+// benchSWEBench is the SWE-Bench generator the export benchmarks write:
+// 10 sessions, 1,000 requests, seed 1.
+func benchSWEBench(b *testing.B) *SWEBench {
+	b.Helper()
 	g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return g
+}
+
+// exported is what write (WriteJSONL or WriteCompactJSONL) writes of src.
+func exported(b *testing.B, write func(io.Writer, Source) error, src Source) []byte {
+	b.Helper()
 	var buf bytes.Buffer
-	if err := WriteJSONL(&buf, g); err != nil {
+	if err := write(&buf, src); err != nil {
 		b.Fatal(err)
 	}
-	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
+	return buf.Bytes()
+}
+
+// SWE-Bench export, replayed through the Mooncake loader (24-token blocks,
+// long prompts: the heaviest JSONL lines).
+func BenchmarkLoadMooncakeSWEBenchExport(b *testing.B) {
+	benchLoader(b, FormatMooncake, exported(b, WriteJSONL, benchSWEBench(b)), LoadOptions{})
 }
 
 // The same export in the compact form (prefix_blocks + new_hash_ids).
 func BenchmarkLoadMooncakeSWEBenchCompact(b *testing.B) {
-	g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := WriteCompactJSONL(&buf, g); err != nil {
-		b.Fatal(err)
-	}
-	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
+	benchLoader(b, FormatMooncake, exported(b, WriteCompactJSONL, benchSWEBench(b)), LoadOptions{})
 }
 
 func BenchmarkSWEBenchGenerator(b *testing.B) {
@@ -101,21 +106,21 @@ func BenchmarkSWEBenchGenerator(b *testing.B) {
 	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
 }
 
-func BenchmarkWriteJSONL(b *testing.B) {
+// benchWrite measures write (WriteJSONL or WriteCompactJSONL) on a fresh
+// benchSWEBench generator per iteration (the generator's cost included).
+func benchWrite(b *testing.B, write func(io.Writer, Source) error) {
 	b.ReportAllocs()
 	records := 0
 	for b.Loop() {
-		g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := WriteJSONL(io.Discard, g); err != nil {
+		if err := write(io.Discard, benchSWEBench(b)); err != nil {
 			b.Fatal(err)
 		}
 		records += 1000
 	}
 	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
 }
+
+func BenchmarkWriteJSONL(b *testing.B) { benchWrite(b, WriteJSONL) }
 
 // BenchmarkLoadReal loads the shipped traces (../shared/traces; skipped
 // when absent) from memory, so that the figure is decoding, not disk.
@@ -143,25 +148,7 @@ func BenchmarkLoadMooncakeAgenticExport(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := WriteJSONL(&buf, g); err != nil {
-		b.Fatal(err)
-	}
-	benchLoader(b, FormatMooncake, buf.Bytes(), LoadOptions{})
+	benchLoader(b, FormatMooncake, exported(b, WriteJSONL, g), LoadOptions{})
 }
 
-func BenchmarkWriteCompactJSONL(b *testing.B) {
-	b.ReportAllocs()
-	records := 0
-	for b.Loop() {
-		g, err := NewSWEBench(SWEBenchConfig{Sessions: 10, Requests: 1000}, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := WriteCompactJSONL(io.Discard, g); err != nil {
-			b.Fatal(err)
-		}
-		records += 1000
-	}
-	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
-}
+func BenchmarkWriteCompactJSONL(b *testing.B) { benchWrite(b, WriteCompactJSONL) }

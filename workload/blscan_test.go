@@ -40,17 +40,8 @@ func checkBLDecoders(t *testing.T, data []byte, skip bool) {
 			t.Fatalf("fields differ on %q:\nfast %+v\nslow %+v", line, fast, slow)
 		}
 	}
-	for _, opts := range []LoadOptions{{SkipBad: skip}, {SkipBad: skip, FullBlocks: true, ReorderWindow: time.Second, SessionIdle: time.Second}} {
-		f, err := NewBailian(bytes.NewReader(data), "fuzz", opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, _ := NewBailian(bytes.NewReader(data), "fuzz", opts)
-		s.slow = true
-		if a, b := loadAll(f), loadAll(s); a != b {
-			t.Fatalf("loads differ (%+v)\nfast:\n%s\nencoding/json:\n%s\ninput: %q", opts, a, b, data)
-		}
-	}
+	checkSlowLoads(t, data, []LoadOptions{{SkipBad: skip}, {SkipBad: skip, FullBlocks: true, ReorderWindow: time.Second, SessionIdle: time.Second}},
+		NewBailian, func(s *Bailian) { s.slow = true })
 }
 
 // FuzzBailianDecoders is the differential test of the fast Bailian decoder

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"reflect"
@@ -54,17 +53,8 @@ func checkCCDecoders(t *testing.T, data []byte, skip bool) {
 		}
 		nested(fast.Requests)
 	}
-	for _, opts := range []LoadOptions{{SkipBad: skip}, {SkipBad: skip, ShareSystemPrefix: true, BlockTokens: 16}} {
-		f, err := NewClaudeCodeSession(bytes.NewReader(data), "fuzz", opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, _ := NewClaudeCodeSession(bytes.NewReader(data), "fuzz", opts)
-		s.slow = true
-		if a, b := loadAll(f), loadAll(s); a != b {
-			t.Fatalf("loads differ (%+v)\nfast:\n%s\nencoding/json:\n%s\ninput: %q", opts, a, b, data)
-		}
-	}
+	checkSlowLoads(t, data, []LoadOptions{{SkipBad: skip}, {SkipBad: skip, ShareSystemPrefix: true, BlockTokens: 16}},
+		NewClaudeCodeSession, func(s *ClaudeCode) { s.slow = true })
 }
 
 // FuzzClaudeCodeDecoders is the differential test of the fast Claude Code

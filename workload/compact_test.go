@@ -99,15 +99,7 @@ func genRequests(t *rapid.T) []*Request {
 func loadBytes(t require.TestingT, data []byte, opts LoadOptions) []*Request {
 	src, err := OpenReader(bytes.NewReader(data), "mem.jsonl", FormatMooncake, opts)
 	require.NoError(t, err)
-	var out []*Request
-	for {
-		r, err := src.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		require.NoError(t, err)
-		out = append(out, r)
-	}
+	return drain(t, src)
 }
 
 // writeBoth writes src's requests in the full and the compact form.

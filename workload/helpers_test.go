@@ -44,9 +44,11 @@ func tracesDir(t testing.TB, sub string) string {
 	}
 }
 
-// drain reads src to the end.
-func drain(t testing.TB, src Source) []*Request {
-	t.Helper()
+// drain reads src to the end (t is a *testing.T or a *rapid.T).
+func drain(t require.TestingT, src Source) []*Request {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	var out []*Request
 	for {
 		r, err := src.Next()

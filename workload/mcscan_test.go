@@ -67,13 +67,17 @@ var decoderSeeds = []string{
 	"not json",
 }
 
-// loadAll reads src to the end (or its first error) and returns what it
-// emitted, the error text, the skipped count and the warnings.
-func loadAll(src interface {
+// loadSource is a loader loadAll reads: requests, skipped records and
+// warnings.
+type loadSource interface {
 	Source
 	Skipper
 	Warner
-}) string {
+}
+
+// loadAll reads src to the end (or its first error) and returns what it
+// emitted, the error text, the skipped count and the warnings.
+func loadAll(src loadSource) string {
 	var b bytes.Buffer
 	for range 20000 {
 		r, err := src.Next()
@@ -88,6 +92,25 @@ func loadAll(src interface {
 	}
 	fmt.Fprintf(&b, "skipped %d, warnings %q\n", src.Skipped(), src.Warnings())
 	return b.String()
+}
+
+// checkSlowLoads loads data with each of opts twice, through the fast
+// decoder and through encoding/json (open's second source, made slow by
+// setSlow), and fails the test when the two loads differ (requests, error
+// text, skipped records or warnings).
+func checkSlowLoads[S loadSource](t *testing.T, data []byte, opts []LoadOptions, open func(io.Reader, string, LoadOptions) (S, error), setSlow func(S)) {
+	t.Helper()
+	for _, o := range opts {
+		fast, err := open(bytes.NewReader(data), "fuzz", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, _ := open(bytes.NewReader(data), "fuzz", o)
+		setSlow(slow)
+		if f, s := loadAll(fast), loadAll(slow); f != s {
+			t.Fatalf("loads differ (%+v)\nfast:\n%s\nencoding/json:\n%s\ninput: %q", o, f, s, data)
+		}
+	}
 }
 
 // checkDecoders compares the fast decoder with encoding/json on data: line
@@ -108,21 +131,11 @@ func checkDecoders(t *testing.T, data []byte, skip bool) {
 			t.Fatalf("fields differ on %q: %s", line, d)
 		}
 	}
-	for _, opts := range []LoadOptions{
+	checkSlowLoads(t, data, []LoadOptions{
 		{SkipBad: skip},
 		{SkipBad: skip, ReorderWindow: 50 * time.Millisecond, BlockTokens: 16, FullBlocks: true, SessionIdle: time.Second},
 		{SkipBad: skip, InferSessions: true, SessionIdle: -1},
-	} {
-		fast, err := NewMooncake(bytes.NewReader(data), "fuzz", opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slow, _ := NewMooncake(bytes.NewReader(data), "fuzz", opts)
-		slow.slow = true
-		if f, s := loadAll(fast), loadAll(slow); f != s {
-			t.Fatalf("loads differ (%+v)\nfast:\n%s\nencoding/json:\n%s\ninput: %q", opts, f, s, data)
-		}
-	}
+	}, NewMooncake, func(s *Mooncake) { s.slow = true })
 }
 
 func diffFields(a, b *mcFields) string {
