@@ -131,6 +131,13 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		// The scenario's model when every worker serves the same one.
 		o.HTTP.Model = serve.CommonModel(&s)
 	}
+	if ttl := o.SessionTTL; ttl >= 0 && o.HTTP.SessionTTL == 0 {
+		// The server's session table forgets a key as the router does.
+		if ttl == 0 {
+			ttl = DefaultSessionTTL
+		}
+		o.HTTP.SessionTTL = time.Duration(float64(ttl) / s.Workload.TimeScale)
+	}
 	if err := serve.CheckListen(listenOr(o.HTTP.Listen), o.HTTP.AllowRemote); err != nil {
 		return nil, err
 	}
