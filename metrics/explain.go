@@ -299,6 +299,9 @@ func Warnings(s Summary) []string {
 		w = append(w, fmt.Sprintf("%d faults were scheduled after the run's end (first at %.3f s) and were not reached (summary.json faults.not_reached)",
 			len(s.Faults.NotReached), s.Faults.NotReached[0].AtMS/1e3))
 	}
+	if o := s.Outputs; o.LinksDropped > 0 {
+		w = append(w, fmt.Sprintf("links.csv holds the first %d NIC changes; %d later ones were dropped (outputs.links_rows_dropped)", o.LinksRows, o.LinksDropped))
+	}
 	for _, m := range s.Trace.Warnings {
 		w = append(w, "trace: "+m)
 	}
