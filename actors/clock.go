@@ -10,6 +10,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/effect"
+	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/metrics"
 )
 
@@ -21,6 +24,9 @@ type Clock interface {
 	// Send delivers msg to `to` after the emulated delay d. from is the
 	// sending actor's id and seq its own send counter (deterministic order).
 	Send(from int32, seq uint64, to *actor.PID, msg any, d time.Duration)
+	// sendOut is Send for each of a node's envelopes in order, numbered on
+	// from *seq (sendout.go).
+	sendOut(from int32, seq *uint64, pids []*actor.PID, out []cluster.Envelope)
 	// handled is called once after an actor handled a message that Send
 	// delivered.
 	handled()
@@ -29,11 +35,9 @@ type Clock interface {
 // ---------------------------------------------------------------- virtual
 
 type vevent struct {
-	at   time.Duration
-	from int32
-	seq  uint64
-	to   *actor.PID
-	msg  any
+	effect.Stamp
+	to  *actor.PID
+	msg any
 }
 
 // vheap is a binary min-heap of vevents ordered by (at, from, seq), a total
@@ -46,16 +50,7 @@ type vevent struct {
 // indirect Less 1.10x slower on 64 events in flight and 1.46x on 4,096.
 type vheap []vevent
 
-func (h vheap) less(i, j int) bool {
-	a, b := &h[i], &h[j]
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	if a.from != b.from {
-		return a.from < b.from
-	}
-	return a.seq < b.seq
-}
+func (h vheap) less(i, j int) bool { return h[i].Before(&h[j].Stamp) }
 
 func (h *vheap) push(ev vevent) {
 	*h = append(*h, ev)
@@ -127,7 +122,7 @@ func (c *VirtualClock) Send(from int32, seq uint64, to *actor.PID, msg any, d ti
 	if d < 0 {
 		d = 0
 	}
-	ev := vevent{at: c.Now() + d, from: from, seq: seq, to: to, msg: msg}
+	ev := vevent{Stamp: effect.Stamp{At: c.Now() + d, From: from, Seq: seq}, to: to, msg: msg}
 	c.mu.Lock()
 	c.q.push(ev)
 	c.mu.Unlock()
@@ -161,25 +156,32 @@ func (c *VirtualClock) Run(ctx context.Context, horizon time.Duration) error {
 			c.mu.Unlock()
 			return nil
 		}
-		at := c.q[0].at
+		at := c.q[0].At
 		if horizon > 0 && at > horizon {
 			c.mu.Unlock()
 			return fmt.Errorf("virtual clock: emulated time would pass the horizon %v with %d messages pending", horizon, len(c.q))
 		}
 		c.batch = c.batch[:0]
-		for len(c.q) > 0 && c.q[0].at == at {
+		for len(c.q) > 0 && c.q[0].At == at {
 			c.batch = append(c.batch, c.q.pop())
 		}
 		c.mu.Unlock()
 		c.now.Store(int64(at))
 		c.steps++
 		c.messages += int64(len(c.batch))
-		c.inflight.Store(int64(len(c.batch)))
+		// The clock holds one count of its own while it delivers: on the
+		// synchronized dispatcher every message is handled inside its Send,
+		// so releasing that count finds zero and the step needs no channel
+		// hand-off; only a message handled elsewhere (a mailbox resumed by
+		// the supervisor's goroutine) makes the clock wait for its handled.
+		c.inflight.Store(int64(len(c.batch)) + 1)
 		for i := range c.batch {
 			c.sys.Root.Send(c.batch[i].to, c.batch[i].msg)
 			c.batch[i] = vevent{} // let the GC have the message
 		}
-		<-c.idle
+		if c.inflight.Add(-1) != 0 {
+			<-c.idle
+		}
 	}
 }
 
@@ -207,7 +209,7 @@ type WallClock struct {
 	// and delivers every message due by then. A time.AfterFunc per message
 	// ran each delivery on a goroutine of its own (a hand-off per timed
 	// message, and a timer and a closure allocated for it).
-	timers    wheap
+	timers    *minheap.Heap[wtimer] // by lessWtimer
 	timerSeq  uint64
 	timerOnce sync.Once
 	kick      chan struct{} // an earlier timer was queued
@@ -230,7 +232,8 @@ type WallClock struct {
 // NewWallClock starts a wall clock now; scale must be > 0.
 func NewWallClock(sys *actor.ActorSystem, scale float64) *WallClock {
 	return &WallClock{sys: sys, scale: scale, start: time.Now(),
-		kick: make(chan struct{}, 1), done: make(chan struct{})}
+		timers: minheap.New(lessWtimer),
+		kick:   make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // wtimer is a message due at a real time; seq orders equal due times.
@@ -241,52 +244,13 @@ type wtimer struct {
 	msg any
 }
 
-// wheap is a binary min-heap of wtimers by (due, seq).
-type wheap []wtimer
-
-func (h wheap) less(i, j int) bool {
-	if !h[i].due.Equal(h[j].due) {
-		return h[i].due.Before(h[j].due)
+// lessWtimer orders the wall clock's timers by (due, seq). The timers wait
+// in a minheap.Heap: they are not the virtual clock's hot path (vheap).
+func lessWtimer(a, b *wtimer) bool {
+	if !a.due.Equal(b.due) {
+		return a.due.Before(b.due)
 	}
-	return h[i].seq < h[j].seq
-}
-
-func (h *wheap) push(t wtimer) {
-	*h = append(*h, t)
-	q := *h
-	for j := len(q) - 1; j > 0; {
-		i := (j - 1) / 2
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		j = i
-	}
-}
-
-func (h *wheap) pop() wtimer {
-	q := *h
-	n := len(q) - 1
-	t := q[0]
-	q[0] = q[n]
-	q[n] = wtimer{}
-	q = q[:n]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if r := j + 1; r < n && q.less(r, j) {
-			j = r
-		}
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		i = j
-	}
-	*h = q
-	return t
+	return a.seq < b.seq
 }
 
 // serveTimers delivers the timed messages as they fall due, until Stop.
@@ -298,15 +262,15 @@ func (c *WallClock) serveTimers() {
 		now := time.Now()
 		c.mu.Lock()
 		due = due[:0]
-		for len(c.timers) > 0 && !c.timers[0].due.After(now) {
-			due = append(due, c.timers.pop())
+		for c.timers.Len() > 0 && !c.timers.Min().due.After(now) {
+			due = append(due, c.timers.Pop())
 		}
 		for _, w := range due {
 			c.late = append(c.late, now.Sub(w.due))
 		}
-		wait, has := time.Duration(0), len(c.timers) > 0
+		wait, has := time.Duration(0), c.timers.Len() > 0
 		if has {
-			wait = c.timers[0].due.Sub(now)
+			wait = c.timers.Min().due.Sub(now)
 		}
 		c.mu.Unlock()
 		for i := range due {
@@ -371,8 +335,8 @@ func (c *WallClock) Send(_ int32, _ uint64, to *actor.PID, msg any, d time.Durat
 	c.timerOnce.Do(func() { go c.serveTimers() })
 	c.mu.Lock()
 	c.timerSeq++
-	c.timers.push(wtimer{due: time.Now().Add(real), seq: c.timerSeq, to: to, msg: msg})
-	first := c.timers[0].seq == c.timerSeq
+	c.timers.Push(wtimer{due: time.Now().Add(real), seq: c.timerSeq, to: to, msg: msg})
+	first := c.timers.Min().seq == c.timerSeq
 	c.mu.Unlock()
 	if first { // the server may be sleeping until a later one
 		select {
@@ -455,12 +419,4 @@ func (c *WallClock) Judge(clk *metrics.Clock, ttftP50 float64) {
 
 // lessVevent is vheap's order as a minheap.Heap's Less (benchmarked
 // against vheap in BenchmarkClockHeap).
-func lessVevent(a, b *vevent) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	if a.from != b.from {
-		return a.from < b.from
-	}
-	return a.seq < b.seq
-}
+func lessVevent(a, b *vevent) bool { return a.Before(&b.Stamp) }

@@ -16,6 +16,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/internal/minheap"
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -45,7 +47,7 @@ func wallRun(t *testing.T, spec *topology.Spec, scale float64, src workload.Sour
 	t.Helper()
 	spec.Workload.Clock = topology.ClockWall
 	spec.Workload.TimeScale = scale
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), WallTimeout: 2 * time.Minute, Source: src})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), WallTimeout: 2 * time.Minute, Source: src})
 	require.NoError(t, err)
 	return res.Summary
 }
@@ -99,24 +101,24 @@ func TestWallFidelityQuietWhenSustainable(t *testing.T) {
 	assert.NoError(t, metrics.StrictWall(s))
 }
 
-// TestWheapOrder: the wall clock's timer heap pops by (due, seq), like a
-// sort, for any pushes.
-func TestWheapOrder(t *testing.T) {
+// TestWallTimerOrder: the wall clock's timer heap pops by (due, seq), like
+// a sort, for any pushes.
+func TestWallTimerOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		base := time.Unix(0, 0)
-		var h wheap
+		h := minheap.New(lessWtimer)
 		var want []wtimer
 		for i, d := range rapid.SliceOf(rapid.IntRange(0, 20)).Draw(t, "dues") {
 			w := wtimer{due: base.Add(time.Duration(d)), seq: uint64(i)}
-			h.push(w)
+			h.Push(w)
 			want = append(want, w)
 		}
 		sort.SliceStable(want, func(i, j int) bool { return want[i].due.Before(want[j].due) })
 		for _, w := range want {
-			got := h.pop()
+			got := h.Pop()
 			require.Equal(t, w.seq, got.seq)
 		}
-		require.Empty(t, h)
+		require.Zero(t, h.Len())
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/internal/minheap"
 )
 
@@ -17,7 +18,7 @@ func fillEvents(n int, push func(vevent)) uint64 {
 	var seq uint64
 	for i := range n {
 		seq++
-		push(vevent{at: time.Duration(i * 7919 % n), from: int32(i % 13), seq: seq})
+		push(vevent{Stamp: effect.Stamp{At: time.Duration(i * 7919 % n), From: int32(i % 13), Seq: seq}})
 	}
 	return seq
 }
@@ -28,8 +29,8 @@ func benchClockHeap(b *testing.B, n int, push func(vevent), pop func() vevent) {
 	for b.Loop() {
 		ev := pop()
 		seq++
-		ev.at += time.Duration(seq % 977)
-		ev.seq = seq
+		ev.At += time.Duration(seq % 977)
+		ev.Seq = seq
 		push(ev)
 	}
 }

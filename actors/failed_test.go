@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
@@ -37,7 +38,7 @@ func TestBadRecordMidRunIsNotClean(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 4, 50)
 	src, err := Source(spec, false)
 	require.NoError(t, err)
-	res, err := Run(context.Background(), spec, Options{Source: &badAfter{src: src, n: 60}, Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Source: &badAfter{src: src, n: 60}, Logger: testlog.New(t)})
 	require.Error(t, err)
 	var re *workload.RecordError
 	require.True(t, errors.As(err, &re), "the record error stays in the chain (exit 2): %v", err)
@@ -55,7 +56,7 @@ func TestBadRecordMidRunIsNotClean(t *testing.T) {
 // missing ids (summary.json keeps its shape: both are omitted).
 func TestCleanRunHasNoError(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 2, 3)
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	assert.Empty(t, res.Summary.Error)
 	assert.Empty(t, res.Summary.MissingIDs)
@@ -71,7 +72,7 @@ func TestFaultAfterTheEndIsListedNotReached(t *testing.T) {
 	spec, err := topology.Parse("<embedded>/x.hcl", src, topology.Options{})
 	require.NoError(t, err)
 	spec = small(spec, 2, 3)
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	f := res.Summary.Faults
 	require.NotNil(t, f)
@@ -94,7 +95,7 @@ func TestBucketCrashDetected(t *testing.T) {
 	spec, err := topology.Parse("<embedded>/b.hcl", src, topology.Options{})
 	require.NoError(t, err)
 	spec.Workload.MaxRequests = 400
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	require.Len(t, res.Faults, 1)
 	f := res.Faults[0]
@@ -117,7 +118,7 @@ func TestRestartsCountedForEveryNodeKind(t *testing.T) {
 		t.Skipf("buckets-3 has no dynamic fused block to override: %v", err)
 	}
 	spec.Workload.MaxRequests = 400
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	nr := res.Summary.Faults.NodeRestarts
 	assert.Equal(t, 1, nr["bucket:short"], "%v", nr)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -53,7 +54,7 @@ func TestFaultAttributionAddsUp(t *testing.T) {
 			rt.Skip("needs a shared trace")
 		}
 		spec.Workload.MaxRequests = 150
-		res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+		res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 		require.NoError(rt, err, "every request ends exactly once")
 		caused := 0
 		for _, r := range res.Records {
@@ -81,7 +82,7 @@ func TestRoutingLogEndsAtTheServer(t *testing.T) {
 		require.NoError(t, err)
 		spec, err := topology.Parse("<embedded>/chaos.hcl", src, topology.Options{Vars: map[string]string{"chaos_seed": seed}})
 		require.NoError(t, err)
-		res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+		res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 		require.NoError(t, err)
 		for _, r := range res.Records {
 			if r.State != metrics.StateCompleted || len(r.RouteLog) == 0 {

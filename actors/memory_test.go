@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 )
@@ -80,7 +81,7 @@ func TestMemoryBoundedByWorkNotSpan(t *testing.T) {
 			sink countSink
 		)
 		got := allocOf(rt, func() {
-			opts := Options{Logger: testLogger(t)}
+			opts := Options{Logger: testlog.New(t)}
 			if stream {
 				opts.Records = &sink
 			}

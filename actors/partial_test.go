@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
@@ -61,7 +62,7 @@ func TestVirtualRunStoppedBySignalListsUnfinished(t *testing.T) {
 	spec := small(loadScenario(t, "1p3d-tcp.hcl"), 16, 8)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	res, err := Run(ctx, spec, Options{Logger: testLogger(t), FreshSystem: true, Progress: func(p Progress) {
+	res, err := Run(ctx, spec, Options{Logger: testlog.New(t), FreshSystem: true, Progress: func(p Progress) {
 		if p.Ended >= 30 {
 			cancel(StopCause("SIGINT"))
 		}
@@ -73,7 +74,7 @@ func TestVirtualRunStoppedBySignalListsUnfinished(t *testing.T) {
 func TestWallRunStoppedByTimeoutListsUnfinished(t *testing.T) {
 	spec := small(loadScenario(t, "1p3d-tcp.hcl"), 8, 8)
 	spec.Workload.Clock, spec.Workload.TimeScale = topology.ClockWall, 2
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), WallTimeout: 1500 * time.Millisecond})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), WallTimeout: 1500 * time.Millisecond})
 	require.NotNil(t, res)
 	checkPartialResult(t, res, err, StoppedByWallTimeout)
 }
@@ -87,7 +88,7 @@ func TestWallRunCancelledListsUnfinished(t *testing.T) {
 		time.Sleep(1500 * time.Millisecond)
 		cancel(StopCause("SIGTERM"))
 	}()
-	res, err := Run(ctx, spec, Options{Logger: testLogger(t), WallTimeout: time.Minute})
+	res, err := Run(ctx, spec, Options{Logger: testlog.New(t), WallTimeout: time.Minute})
 	require.NotNil(t, res)
 	checkPartialResult(t, res, err, "SIGTERM")
 }
@@ -98,7 +99,7 @@ func TestWallRunCancelledListsUnfinished(t *testing.T) {
 // chooses by the logged 4-tuples.
 func TestKVCRunFeedsLinksRouterEventsAndLog(t *testing.T) {
 	spec := small(loadScenario(t, "1p3d-tcp.hcl"), 24, 10)
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 
 	var lb bytes.Buffer
@@ -211,7 +212,7 @@ func TestTraceWarningsReachTheSummary(t *testing.T) {
 	spec := small(loadScenario(t, "1p3d-tcp.hcl"), 2, 2)
 	src, err := Source(spec, false)
 	require.NoError(t, err)
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), Source: warnSource{src}})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), Source: warnSource{src}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"3 requests record 0 output tokens"}, res.Summary.Trace.Warnings)
 	assert.Contains(t, res.Summary.Warnings, "trace: 3 requests record 0 output tokens")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
@@ -44,7 +45,7 @@ func runHCL(t *testing.T, src string) *Result {
 	t.Helper()
 	spec, err := topology.Parse("test.hcl", []byte(src), topology.Options{})
 	require.NoError(t, err)
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	s := res.Summary
 	require.Equal(t, s.Requests.Total, s.Requests.Completed+s.Requests.Failed)
@@ -192,7 +193,7 @@ func TestBucketsAdvanceIndependently(t *testing.T) {
 	run := func(long int) map[string]metrics.Record {
 		spec, err := topology.Parse("test.hcl", []byte(bucketHCL("strict_input_length", "least_loaded")), topology.Options{})
 		require.NoError(t, err)
-		res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), Source: newSessionsSource(4, long)})
+		res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), Source: newSessionsSource(4, long)})
 		require.NoError(t, err)
 		out := map[string]metrics.Record{}
 		for _, r := range res.Records {
@@ -255,7 +256,7 @@ func TestBucketsWallClock(t *testing.T) {
 	spec.Workload.Clock = topology.ClockWall
 	spec.Workload.TimeScale = 200
 	spec.Workload.MaxRequests = 40
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), WallTimeout: time.Minute})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), WallTimeout: time.Minute})
 	require.NoError(t, err)
 	assert.Equal(t, 40, res.Summary.Requests.Total)
 	assert.Equal(t, 40, res.Summary.Requests.Completed+res.Summary.Requests.Failed)

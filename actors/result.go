@@ -94,6 +94,12 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	sum.PerBucket = tally.Buckets()
 	if st := cl.Sessions(); st != nil {
 		res.Sessions, sum.Router = sessionRows(tally.Sessions(), st)
+		if n, f, mx := cl.ForgottenSessions(); n > 0 { // pdemu serve: idle sessions forgotten
+			r := sum.Router
+			r.SessionsForgotten = n
+			r.Migrations, r.Blacklists, r.Fallbacks, r.Rejections = r.Migrations+f.Migrations, r.Blacklists+f.Blacklists, r.Fallbacks+f.Fallbacks, r.Rejections+f.Rejections
+			r.MaxSessionMigrations = max(r.MaxSessionMigrations, mx)
+		}
 	}
 	all := cl.Faults()
 	res.Faults = metrics.FaultsUntil(all, res.End)

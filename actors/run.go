@@ -54,6 +54,10 @@ type Options struct {
 	// router_windows.csv. A run's memory is then bounded by its requests
 	// in flight, not by its length (output.Stream is pdemu run's sink).
 	Records RecordSink
+	// Bounded, with Records, bounds the summary's memory too (a server's:
+	// metrics.Tally.Bound): past metrics.BoundExact completed requests its
+	// quantiles are sketch estimates (summary.json estimates says so).
+	Bounded bool
 }
 
 // RecordSink receives the records of a streaming run (Options.Records).
@@ -179,6 +183,10 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	boundSeries(cl.Series, spec.Workload.SampleInterval)
 	if opts.Records != nil {
 		cl.Collector().Stream(opts.Records.Record, cl.TakeRouteLog, cl.HasFaults())
+		if opts.Bounded {
+			slo := spec.SLO
+			cl.Collector().Tally().Bound(metrics.SLO{TTFT: slo.TTFT, TPOT: slo.TPOT, E2E: slo.E2E, Attainment: slo.Attainment})
+		}
 	}
 	ps := borrowSystem(log, opts.FreshSystem)
 	rs := &runState{done: make(chan struct{}), progress: opts.Progress}

@@ -4,36 +4,24 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
 )
 
-// testLogger routes logs to t.Log so they show only when a test fails.
-func testLogger(t testing.TB) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: tWriter{t}})
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
-
+// loadScenario parses an embedded scenario with the default options.
 func loadScenario(t testing.TB, name string) *topology.Spec {
 	t.Helper()
 	src, err := scenarios.Read(name)
@@ -58,7 +46,7 @@ func perRequestCSV(t testing.TB, res *Result) []byte {
 
 func TestDefaultScenarioEndsEveryRequestOnce(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 8, 12)
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	s := res.Summary
 	assert.Equal(t, 8*12, s.Requests.Total)
@@ -98,7 +86,7 @@ func TestVirtualRunsAreDeterministic(t *testing.T) {
 		defer runtime.GOMAXPROCS(prev)
 		spec := small(loadScenario(t, scenarios.Default), 6, 10)
 		spec.Workload.Seed = seed
-		res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+		res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 		require.NoError(t, err)
 		return perRequestCSV(t, res)
 	}
@@ -112,7 +100,7 @@ func TestVirtualRunsAreDeterministic(t *testing.T) {
 
 func TestVanillaScenarioUsesPrefillForEverything(t *testing.T) {
 	spec := small(loadScenario(t, "vanilla-pd-1p3d.hcl"), 4, 6)
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	assert.Equal(t, res.Summary.Requests.Completed, res.Summary.Modes["Vanilla"])
 	for _, r := range res.Records {
@@ -128,7 +116,7 @@ func TestWallClockRunReportsLateness(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 3, 3)
 	spec.Workload.Clock = topology.ClockWall
 	spec.Workload.TimeScale = 50
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), WallTimeout: 2 * time.Minute})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), WallTimeout: 2 * time.Minute})
 	require.NoError(t, err)
 	s := res.Summary
 	assert.Equal(t, 9, s.Requests.Total)
@@ -158,7 +146,7 @@ func TestActorPanicFailsTheRun(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 4, 4)
 	src, err := Source(spec, false)
 	require.NoError(t, err)
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t), Source: &panicSource{inner: src}})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), Source: &panicSource{inner: src}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "panicked")
 	require.NotNil(t, res)
@@ -183,7 +171,7 @@ func TestSourceErrorStopsTheRun(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 4, 4)
 	src, err := Source(spec, false)
 	require.NoError(t, err)
-	_, err = Run(context.Background(), spec, Options{Logger: testLogger(t), Source: &errSource{inner: src}})
+	_, err = Run(context.Background(), spec, Options{Logger: testlog.New(t), Source: &errSource{inner: src}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "trace.jsonl:5")
 }
@@ -191,19 +179,17 @@ func TestSourceErrorStopsTheRun(t *testing.T) {
 func TestOpenLoopEndsEveryRequest(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 6, 6)
 	spec.Workload.Loop = topology.LoopOpen
-	res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	assert.Equal(t, 36, res.Summary.Requests.Total)
 }
-
-var _ io.Writer = tWriter{}
 
 func TestAdmissionFreeBaselinesEndEveryRequest(t *testing.T) {
 	for _, pol := range []string{"sticky_only", "kv_score"} {
 		t.Run(pol, func(t *testing.T) {
 			spec := small(loadScenario(t, scenarios.Default), 10, 10)
 			spec.Router.Policy = pol
-			res, err := Run(context.Background(), spec, Options{Logger: testLogger(t)})
+			res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t)})
 			require.NoError(t, err)
 			s := res.Summary
 			assert.Equal(t, 100, s.Requests.Total)
@@ -222,12 +208,12 @@ func TestAdmissionFreeBaselinesEndEveryRequest(t *testing.T) {
 // TestVirtualClockSurvivesDeadLetters: a message to an actor that is gone
 // is counted and does not hang the virtual clock.
 func TestVirtualClockSurvivesDeadLetters(t *testing.T) {
-	ps := borrowSystem(testLogger(t), false)
+	ps := borrowSystem(testlog.New(t), false)
 	sys := ps.sys
 	defer sys.Shutdown()
 	clk := NewVirtualClock(sys)
 	var n atomic.Int64
-	sub := watchDeadLetters(sys, clk, testLogger(t), &n)
+	sub := watchDeadLetters(sys, clk, testlog.New(t), &n)
 	defer sys.EventStream.Unsubscribe(sub)
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	require.NoError(t, sys.Root.StopFuture(pid).Wait())

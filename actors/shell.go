@@ -52,14 +52,19 @@ func (s *shell) deliver(msg any) {
 			s.run.panicked(fmt.Errorf("actor %s panicked on %T: %v\n%s", s.name, msg, r, debug.Stack()))
 		}
 	}()
-	for _, e := range s.host.Deliver(s.clk.Now(), msg) {
+	// The envelopes go to the clock a run at a time (one lock per
+	// delivery on the virtual clock, not one per envelope), each message
+	// to the run reported where it stands in the order.
+	out := s.host.Deliver(s.clk.Now(), msg)
+	from := 0
+	for i, e := range out {
 		if e.To == cluster.RunAddr {
+			s.clk.sendOut(s.id, &s.seq, s.pids, out[from:i])
 			s.run.report(e.Msg)
-			continue
+			from = i + 1
 		}
-		s.seq++
-		s.clk.Send(s.id, s.seq, s.pids[e.To], e.Msg, e.Delay)
 	}
+	s.clk.sendOut(s.id, &s.seq, s.pids, out[from:])
 	if c, ok := msg.(cluster.Crash); ok && c.Node {
 		// The node has dropped its state (the cluster tier); the actor
 		// fails like a crashed process.

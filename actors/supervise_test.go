@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
 )
@@ -31,7 +32,7 @@ func crashy(t *testing.T) *topology.Spec {
 // every request without a panic or a dead letter, and is byte-identical
 // across runs and GOMAXPROCS.
 func TestInjectedCrashRestartsTheActor(t *testing.T) {
-	res, err := Run(context.Background(), crashy(t), Options{Logger: testLogger(t)})
+	res, err := Run(context.Background(), crashy(t), Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"d0": 2, "p0": 1}, res.Restarts)
 	assert.Zero(t, res.Summary.Runtime.Panics)
@@ -42,11 +43,11 @@ func TestInjectedCrashRestartsTheActor(t *testing.T) {
 	assert.Equal(t, res.Restarts, s.Faults.Restarts)
 	assert.Len(t, res.Faults, 4)
 
-	again, err := Run(context.Background(), crashy(t), Options{Logger: testLogger(t)})
+	again, err := Run(context.Background(), crashy(t), Options{Logger: testlog.New(t)})
 	require.NoError(t, err)
 	assert.Equal(t, string(perRequestCSV(t, res)), string(perRequestCSV(t, again)))
 	prev := runtime.GOMAXPROCS(1)
-	one, err := Run(context.Background(), crashy(t), Options{Logger: testLogger(t)})
+	one, err := Run(context.Background(), crashy(t), Options{Logger: testlog.New(t)})
 	runtime.GOMAXPROCS(prev)
 	require.NoError(t, err)
 	assert.Equal(t, string(perRequestCSV(t, res)), string(perRequestCSV(t, one)))

@@ -2,14 +2,11 @@ package bench_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/scenarios"
-	"github.com/pdemu/pdemu/topology"
 )
 
 // floorEvent is one event of the minimal event loop: a time and the entity
@@ -122,30 +119,6 @@ func floorNsPerEvent() float64 {
 	return float64(time.Since(t0).Nanoseconds()) / events
 }
 
-// messageSpec parses an embedded scenario as pdemu run would (relative
-// trace paths resolved from the repository's scenarios/), with sets
-// applied. ok is false when its trace is not on this machine.
-func messageSpec(b *testing.B, name string, set ...string) (*topology.Spec, bool) {
-	src, err := scenarios.Read(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	base, err := filepath.Abs("../scenarios")
-	if err != nil {
-		b.Fatal(err)
-	}
-	spec, err := topology.Parse("<embedded>/"+name, src, topology.Options{BaseDir: base, Set: set})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if t := spec.Workload.Trace; t != "" {
-		if _, err := os.Stat(t); err != nil {
-			return nil, false
-		}
-	}
-	return spec, true
-}
-
 // BenchmarkPerMessage reports pdemu's wall time per delivered actor message
 // (summary.json runtime.messages) on the virtual clock, and its ratio to
 // the event-loop floor measured in the same benchmark (floor-x; issue 15's
@@ -161,7 +134,7 @@ func BenchmarkPerMessage(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			spec, ok := messageSpec(b, c.scenario, c.set...)
+			spec, ok := embeddedSpec(b, c.scenario, c.set...)
 			if !ok {
 				b.Skip("trace not on this machine (../shared/traces)")
 			}

@@ -21,16 +21,7 @@ type bucketFaults struct {
 	epoch   []int32
 	held    []map[int64]*gpu.Job // per instance
 	routed  []map[int32][]uint64 // per instance: blocks routed there per session
-	stats   map[int]*faultStats
-}
-
-func (f *bucketFaults) stat(id int) *faultStats {
-	s := f.stats[id]
-	if s == nil {
-		s = &faultStats{detected: -1}
-		f.stats[id] = s
-	}
-	return s
+	stats   faultStatsByID
 }
 
 // crashInst crashes instance i for fault id.
@@ -50,7 +41,7 @@ func (n *bucketNode) crashInst(now time.Duration, i int, id int) {
 		// The global router notices the lost stream after the detection delay.
 		hit(&n.outbox, n.router, f.held[i][r], f.down[i], reason, f.detect)
 	}
-	st := f.stat(id)
+	st := f.stats.get(id)
 	st.lost += len(ids)
 	st.lostSessions += len(f.routed[i])
 	clear(f.held[i])
@@ -95,7 +86,7 @@ func (n *bucketNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 			return n.ready(0, false), true
 		}
 		f.known[e.Inst] = int32(m.Fault + 1)
-		f.stat(m.Fault).detected = now
+		f.stats.get(m.Fault).detected = now
 		// The meta-store forgets what it placed on the dead instance.
 		ss := make([]int32, 0, len(f.routed[e.Inst]))
 		for s := range f.routed[e.Inst] {
@@ -105,7 +96,7 @@ func (n *bucketNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 		for _, s := range ss {
 			n.local.Evicted(e.Inst, f.routed[e.Inst][s], now)
 		}
-		f.stat(m.Fault).reseeded += len(ss)
+		f.stats.get(m.Fault).reseeded += len(ss)
 		clear(f.routed[e.Inst])
 		return n.ready(0, false), true
 	case Submit:

@@ -28,6 +28,8 @@ func (n *collectorNode) Handle(now time.Duration, msg any) Ready {
 		// would allocate, and the runtime reads it before the next call.
 		n.progress = Progress{Ended: n.col.Ended(), At: now}
 		n.send(RunAddr, &n.progress, 0)
+	case SessionForgotten:
+		n.col.Forget(m.S)
 	case DriverDone:
 		n.total, n.gotDone = m.Total, true
 	}

@@ -119,16 +119,7 @@ type decodeFaults struct {
 	detect time.Duration
 	held   map[int64]*gpu.Job // jobs the worker runs or queues
 	resv   map[int64]int32    // Seed/Reseed admitted, KV not arrived: epoch of the admission
-	stats  map[int]*faultStats
-}
-
-func (f *decodeFaults) stat(id int) *faultStats {
-	s := f.stats[id]
-	if s == nil {
-		s = &faultStats{detected: -1}
-		f.stats[id] = s
-	}
-	return s
+	stats  faultStatsByID
 }
 
 // handle is the decode node's fault path: it reports whether it handled
@@ -141,7 +132,7 @@ func (n *decodeNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 		f.last = f.down
 		f.epoch++
 		n.w.Advance(now)
-		st := f.stat(m.Fault)
+		st := f.stats.get(m.Fault)
 		st.lostSessions = n.w.Sessions()
 		ids := make([]int64, 0, len(f.held))
 		for id := range f.held {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -121,15 +122,7 @@ func (in *injector) at(to Addr, msg any, at time.Duration) {
 // start plans the schedule and arms the first tick.
 func (in *injector) start(o *outbox, now time.Duration) {
 	in.plan()
-	slices.SortStableFunc(in.actions, func(a, b action) int {
-		switch {
-		case a.at < b.at:
-			return -1
-		case a.at > b.at:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(in.actions, func(a, b action) int { return cmp.Compare(a.at, b.at) })
 	in.arm(o, now)
 }
 

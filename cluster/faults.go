@@ -82,6 +82,19 @@ type faultStats struct {
 	reseeded     int
 }
 
+// faultStatsByID is a node's faultStats by fault id.
+type faultStatsByID map[int]*faultStats
+
+// get returns fault id's stats, made (not yet detected) on first use.
+func (m faultStatsByID) get(id int) *faultStats {
+	s := m[id]
+	if s == nil {
+		s = &faultStats{detected: -1}
+		m[id] = s
+	}
+	return s
+}
+
 // buildSchedule numbers the scenario's faults: decode workers, then
 // prefill workers (each in file order, each worker's faults in time
 // order), then the NICs' cuts in time order.

@@ -99,7 +99,7 @@ type globalFaults struct {
 	detect    time.Duration
 	collector Addr
 	events    []FaultEvent
-	stats     map[int]*faultStats
+	stats     faultStatsByID
 }
 
 func (n *globalNode) faultHandle(now time.Duration, msg any) bool {
@@ -112,11 +112,7 @@ func (n *globalNode) faultHandle(now time.Duration, msg any) bool {
 			return true
 		}
 		f.down[e.Index] = int32(m.Fault + 1)
-		st := f.stats[m.Fault]
-		if st == nil { // a Retry may have created it first, undetected
-			st = &faultStats{detected: -1}
-			f.stats[m.Fault] = st
-		}
+		st := f.stats.get(m.Fault) // a Retry may have made it first, undetected
 		if st.detected < 0 {
 			st.detected = now
 		}
@@ -124,10 +120,9 @@ func (n *globalNode) faultHandle(now time.Duration, msg any) bool {
 	case Retry:
 		j := m.Job
 		id := int(j.FaultHit) - 1
-		st := f.stats[id]
-		if id >= 0 && st == nil {
-			st = &faultStats{detected: -1}
-			f.stats[id] = st
+		var st *faultStats
+		if id >= 0 {
+			st = f.stats.get(id)
 		}
 		if j.Retries >= f.budget {
 			if f.budget > 0 {

@@ -40,9 +40,20 @@ type kvTrack struct {
 type kvCauses struct {
 	s     []kvTrack // by session index
 	names []string  // decode worker names
+	// sparse, when set, holds the tracks instead of s (a router that
+	// forgets sessions: forget.go).
+	sparse map[int32]*kvTrack
 }
 
 func (c *kvCauses) track(s int32) *kvTrack {
+	if c.sparse != nil {
+		t := c.sparse[s]
+		if t == nil {
+			t = &kvTrack{d: -1, lossD: -1}
+			c.sparse[s] = t
+		}
+		return t
+	}
 	for int(s) >= len(c.s) {
 		c.s = append(c.s, kvTrack{d: -1, lossD: -1})
 	}
@@ -66,12 +77,20 @@ func (c *kvCauses) lost(s int32, d int, at time.Duration, why gpu.EvictCause, fo
 
 // crashed records that decode worker d lost every session placed on it.
 func (c *kvCauses) crashed(d int, at time.Duration) {
+	for _, t := range c.sparse {
+		if t.d == int32(d) && t.lossD < 0 {
+			t.lossD, t.lossAt, t.lossWhy, t.lossFor = int32(d), at, gpu.EvictCrash, -1
+		}
+	}
 	for s := range c.s {
 		if t := &c.s[s]; t.d == int32(d) && t.lossD < 0 {
 			t.lossD, t.lossAt, t.lossWhy, t.lossFor = int32(d), at, gpu.EvictCrash, -1
 		}
 	}
 }
+
+// forget drops session s's track (the router forgot the session).
+func (c *kvCauses) forget(s int32) { delete(c.sparse, s) }
 
 // blacklister is implemented by policies with a blacklist (KVC).
 type blacklister interface {

@@ -54,7 +54,7 @@ type prefillFaults struct {
 	router Addr
 	decode []Addr
 	held   map[int64]*gpu.Job
-	stats  map[int]*faultStats
+	stats  faultStatsByID
 }
 
 // drop hands a job this prefill worker cannot serve back: to its decode
@@ -86,10 +86,7 @@ func (n *prefillNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 		for _, id := range ids {
 			f.drop(&n.outbox, f.held[id], f.down, fmt.Sprintf("fault: prefill %s crashed", f.name), f.detect)
 		}
-		if f.stats[m.Fault] == nil {
-			f.stats[m.Fault] = &faultStats{detected: -1}
-		}
-		f.stats[m.Fault].lost = len(ids)
+		f.stats.get(m.Fault).lost = len(ids)
 		clear(f.held)
 		n.w = f.mk()
 		n.series.Observe(now, 0, 0, 0)

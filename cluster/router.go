@@ -30,6 +30,9 @@ type routerNode struct {
 	dss policy.Dispatches
 	// kv names the KV cause of Seeds, Reseeds and Fallbacks (kvcause.go).
 	kv kvCauses
+	// forget, when set, forgets idle sessions (forget.go); forgot sums them.
+	forget *sessionLRU
+	forgot forgotSessions
 }
 
 // admission returns an Admission for job and ds, reused if one is free.
@@ -103,6 +106,9 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 			m.Job.Failed, m.Job.Done = gpu.ReasonExceedsPool, now
 			n.send(n.collector, JobEnded{m.Job}, 0)
 			break
+		}
+		if n.forget != nil {
+			n.forgetIdle(now, m.Job.Req.Session)
 		}
 		ds := n.dss.New(m.Job.Req)
 		if n.obs == nil {

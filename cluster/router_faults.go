@@ -20,19 +20,10 @@ type routerFaults struct {
 	collector Addr
 	believed  []map[int32]struct{} // by decode index
 	reseed    map[int32]int        // session -> fault that destroyed its KV
-	stats     map[int]*faultStats
+	stats     faultStatsByID
 	noPath    int64 // requests that found no healthy decode worker and waited
 	events    []FaultEvent
 	up        map[int]bool // faults whose end the router heard of
-}
-
-func (f *routerFaults) stat(id int) *faultStats {
-	s := f.stats[id]
-	if s == nil {
-		s = &faultStats{detected: -1}
-		f.stats[id] = s
-	}
-	return s
 }
 
 func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
@@ -48,7 +39,7 @@ func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
 		}
 		id := int(j.FaultHit) - 1
 		if id >= 0 {
-			f.stat(id)
+			f.stats.get(id)
 			// A lost request or a failed transfer is evidence of the
 			// fault: the router need not wait for the probe.
 			if e := f.events[id]; !f.up[id] && e.Kind != topology.FaultSlow {
@@ -115,7 +106,7 @@ func (n *routerNode) learn(now time.Duration, m Health) {
 		return // known already
 	}
 	f.h.apply(m)
-	st := f.stat(m.Fault)
+	st := f.stats.get(m.Fault)
 	if !m.Up && st.detected < 0 {
 		st.detected = now
 	}
@@ -231,7 +222,7 @@ func (n *routerNode) fix(now time.Duration, job *gpu.Job, ds *policy.Dispatch, s
 	if id, ok := f.reseed[s]; ok && st.Action != policy.ActAdmit {
 		delete(f.reseed, s)
 		if st.Action == policy.ActPrefill {
-			f.stat(id).reseeded++
+			f.stats.get(id).reseeded++
 		}
 	}
 	return st, cands, rejected, true

@@ -8,7 +8,6 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/pdemu/pdemu/compare"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/report"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/topology"
@@ -206,22 +206,6 @@ func smallPlan(t *testing.T) []report.Params {
 	return runs
 }
 
-// readTree returns every file under dir (relative path → contents).
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		out[rel] = b
-		return err
-	}))
-	return out
-}
-
 func TestSmallCompare(t *testing.T) {
 	runs := smallPlan(t)
 	seq, par := t.TempDir(), t.TempDir()
@@ -235,7 +219,7 @@ func TestSmallCompare(t *testing.T) {
 	require.NoError(t, err)
 
 	t.Run("parallel and sequential runs are byte-identical", func(t *testing.T) {
-		a, b := readTree(t, filepath.Join(seq, "runs")), readTree(t, filepath.Join(par, "runs"))
+		a, b := testkit.ReadTree(t, filepath.Join(seq, "runs")), testkit.ReadTree(t, filepath.Join(par, "runs"))
 		require.Len(t, a, len(b))
 		assert.GreaterOrEqual(t, len(a), 8*4, "per_request.csv, instances.csv, summary.json, params.json per run")
 		for name, content := range a {
@@ -305,7 +289,7 @@ func TestSmallCompare(t *testing.T) {
 			assert.GreaterOrEqual(t, num("imbalance"), 1.0)
 		}
 		// The two --set values give different workloads.
-		a, b := readTree(t, compare.RunDir(seq, runs[0].Name)), readTree(t, compare.RunDir(seq, runs[2].Name))
+		a, b := testkit.ReadTree(t, compare.RunDir(seq, runs[0].Name)), testkit.ReadTree(t, compare.RunDir(seq, runs[2].Name))
 		assert.NotEqual(t, a["per_request.csv"], b["per_request.csv"])
 	})
 

@@ -42,14 +42,21 @@ func (g GPU) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be a positive number, got %g", f.name, f.v))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		name := g.Name
-		if name == "" {
-			name = "(unnamed)"
-		}
-		return fmt.Errorf("gpu: invalid GPU %s: %w", name, err)
+	return invalid("GPU", g.Name, errs)
+}
+
+// invalid joins a catalog entry's problems into one error naming the
+// entry, or returns nil when there are none (Model.Validate and
+// GPU.Validate).
+func invalid(kind, name string, errs []error) error {
+	err := errors.Join(errs...)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if name == "" {
+		name = "(unnamed)"
+	}
+	return fmt.Errorf("gpu: invalid %s %s: %w", kind, name, err)
 }
 
 // ErrUnknown is wrapped by the errors of LookupModel and LookupGPU when a name

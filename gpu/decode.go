@@ -129,6 +129,18 @@ type DecodeWorker struct {
 	curDec   int           // running[:curDec] decode one token in that pass
 	last     time.Duration // decode progress is accounted up to here
 	out      []Event
+	// The running batch's aggregates (decode_batch.go: context,
+	// minRemaining), valid when aggOK, and the last decode step time asked
+	// of perf (stepTime; perf is cost when it is a Perf, nil otherwise).
+	ctx     int64
+	minRem  float64
+	aggOK   bool
+	perf    *Perf
+	stepN   int
+	stepCtx int64
+	stepT   time.Duration
+	stepOK  bool
+	doneBuf []*Job // retire's scratch
 	// afterFinish, when set, runs after requests finished at t (a fused
 	// worker admits waiting requests into the memory they freed).
 	afterFinish func(t time.Duration)
@@ -156,6 +168,9 @@ func NewDecodeWorker(cfg DecodeConfig, cost Cost) (*DecodeWorker, error) {
 		sess: make(map[int32]*residency),
 	}
 	w.idle.prev, w.idle.next = &w.idle, &w.idle
+	if p, ok := cost.(Perf); ok {
+		w.perf = &p // pure: stepTime may keep its last answer
+	}
 	return w, nil
 }
 

@@ -97,6 +97,10 @@ func (w *DecodeWorker) join(now time.Duration, j *Job) {
 		return
 	}
 	w.running = append(w.running, j)
+	if w.aggOK {
+		w.ctx += j.contextTokens()
+		w.minRem = min(w.minRem, j.remaining)
+	}
 }
 
 func (w *DecodeWorker) finish(now time.Duration, j *Job) {
@@ -125,25 +129,69 @@ func (w *DecodeWorker) finish(now time.Duration, j *Job) {
 	w.out = append(w.out, Event{Kind: EvDone, Job: j, At: now})
 }
 
+// The running batch's aggregates, kept incrementally (issue 24): the KV
+// tokens it attends over, Σ (input + output − ⌊remaining⌋), and its
+// smallest remaining. Both are exact whatever the order of the updates
+// (an integer sum and a minimum), so they equal a recomputation over the
+// batch (decode_agg_test.go keeps that as the reference). Every change of
+// a running job's remaining happens in a loop that visits the batch
+// anyway (progress, a mixed pass, retire), which folds the aggregates in;
+// join adds one job; anything else that changes the batch (Abort) drops
+// them (aggOK false) and the next use recomputes them in one pass.
+
+// aggCheck, set by a test, is called with every worker whose kept
+// aggregates are about to be used, to compare them with a recomputation.
+var aggCheck func(*DecodeWorker)
+
+// contextTokens is the KV tokens j attends over while it decodes.
+func (j *Job) contextTokens() int64 {
+	return int64(j.Req.InputLen+j.Req.OutputLen) - int64(j.remaining)
+}
+
+// aggregates returns the running batch's context tokens and smallest
+// remaining (+Inf for an empty batch).
+func (w *DecodeWorker) aggregates() (int64, float64) {
+	if aggCheck != nil && w.aggOK {
+		aggCheck(w)
+	}
+	if !w.aggOK {
+		w.ctx, w.minRem = 0, math.Inf(1)
+		for _, j := range w.running {
+			w.ctx += j.contextTokens()
+			w.minRem = min(w.minRem, j.remaining)
+		}
+		w.aggOK = true
+	}
+	return w.ctx, w.minRem
+}
+
 // context is the KV tokens the running batch attends over.
 func (w *DecodeWorker) context() int64 {
-	var ctx int64
-	for _, j := range w.running {
-		ctx += int64(j.Req.InputLen+j.Req.OutputLen) - int64(j.remaining)
-	}
+	ctx, _ := w.aggregates()
 	return ctx
 }
 
-func (w *DecodeWorker) stepTime() time.Duration {
-	return w.cost.DecodeStepTime(len(w.running), w.context())
+func (w *DecodeWorker) minRemaining() float64 {
+	_, m := w.aggregates()
+	return m
 }
 
-func (w *DecodeWorker) minRemaining() float64 {
-	m := math.Inf(1)
-	for _, j := range w.running {
-		m = min(m, j.remaining)
+// stepTime is the decode step of the running batch. With a Perf cost (a
+// pure function of its arguments) the last answer is kept: advance and
+// the NextEvent after it ask for the same batch and context, and a batch
+// that did not change costs nothing to ask again.
+func (w *DecodeWorker) stepTime() time.Duration {
+	n, ctx := len(w.running), w.context()
+	if w.perf == nil {
+		return w.cost.DecodeStepTime(n, ctx)
 	}
-	return m
+	if !w.stepOK || w.stepN != n || w.stepCtx != ctx {
+		w.stepN, w.stepCtx, w.stepOK = n, ctx, true
+		var b Pass // Perf.DecodeStepTime without copying the Perf
+		b.AddDecode(n, ctx)
+		w.stepT = w.perf.estimate(&b).Total
+	}
+	return w.stepT
 }
 
 const eps = 1e-9
@@ -158,9 +206,15 @@ func (w *DecodeWorker) advance(now time.Duration) {
 			}
 			t, j := w.curEnd, w.cur
 			// The pass decoded one token for the requests running when it began.
-			for _, r := range w.running[:w.curDec] {
-				r.remaining--
+			w.ctx, w.minRem = 0, math.Inf(1)
+			for i, r := range w.running {
+				if i < w.curDec {
+					r.remaining--
+				}
+				w.ctx += r.contextTokens()
+				w.minRem = min(w.minRem, r.remaining)
 			}
+			w.aggOK = true
 			w.last = t
 			w.retire(t)
 			j.chunkDone += w.curChunk
@@ -201,26 +255,38 @@ func (w *DecodeWorker) advance(now time.Duration) {
 // retire finishes the running requests that produced their last token.
 func (w *DecodeWorker) retire(t time.Duration) {
 	kept := w.running[:0]
-	var done []*Job
+	done := w.doneBuf[:0]
+	w.doneBuf = nil // finish may call back into the worker (afterFinish): no sharing
+	w.ctx, w.minRem = 0, math.Inf(1)
 	for _, j := range w.running {
 		if j.remaining <= eps {
 			done = append(done, j)
 		} else {
 			kept = append(kept, j)
+			w.ctx += j.contextTokens()
+			w.minRem = min(w.minRem, j.remaining)
 		}
 	}
+	w.aggOK = true
 	clear(w.running[len(kept):])
 	w.running = kept
 	for _, j := range done {
 		w.finish(t, j)
 	}
+	clear(done)
+	w.doneBuf = done
 	w.afterFree()
 }
 
+// progress advances every running request by steps decode steps.
 func (w *DecodeWorker) progress(steps float64) {
+	w.ctx, w.minRem = 0, math.Inf(1)
 	for _, j := range w.running {
 		j.remaining -= steps
+		w.ctx += j.contextTokens()
+		w.minRem = min(w.minRem, j.remaining)
 	}
+	w.aggOK = true
 }
 
 // Advance runs the worker up to now; Ready tells what happened.

@@ -141,14 +141,7 @@ func (m Model) Validate() error {
 	if m.Params > 0 && m.RoutedExpertParams() >= m.Params {
 		errs = append(errs, fmt.Errorf("routed expert parameters (%g) exceed params (%g)", m.RoutedExpertParams(), m.Params))
 	}
-	if err := errors.Join(errs...); err != nil {
-		name := m.Name
-		if name == "" {
-			name = "(unnamed)"
-		}
-		return fmt.Errorf("gpu: invalid model %s: %w", name, err)
-	}
-	return nil
+	return invalid("model", m.Name, errs)
 }
 
 // ValidTP reports whether the model can be split over tp tensor-parallel

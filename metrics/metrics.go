@@ -96,6 +96,14 @@ func (c *Collector) Stream(sink func(Record) error, routeLog func(int64) []byte,
 	c.sink, c.routeLog, c.tally = sink, routeLog, NewTally(keepArrivals)
 }
 
+// Forget drops session s's counts from the tally (a bounded streaming
+// collector's: Tally.Forget; otherwise nothing).
+func (c *Collector) Forget(s int32) {
+	if c.tally != nil {
+		c.tally.Forget(s)
+	}
+}
+
 // Tally is the streaming collector's tally (nil unless Stream was called).
 func (c *Collector) Tally() *Tally { return c.tally }
 

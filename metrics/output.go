@@ -113,6 +113,10 @@ type Summary struct {
 	// (metrics/slo.go; absent when no SLO was given).
 	SLO *SLOSummary `json:"slo,omitempty"`
 
+	// Estimates: present when the quantiles are estimates (a bounded
+	// summary past BoundExact requests: pdemu serve; bounded.go).
+	Estimates *Estimates `json:"estimates,omitempty"`
+
 	TTFTParts  PartsSummary `json:"ttft_parts_ms"`
 	TTFTTail   TailParts    `json:"ttft_tail"`
 	TPOT       Tail         `json:"tpot_ms"`
@@ -139,6 +143,9 @@ type RouterTotals struct {
 	Blacklists           int `json:"blacklists"`
 	Fallbacks            int `json:"fallbacks"`
 	Rejections           int `json:"rejections"`
+	// SessionsForgotten: sessions the router forgot (idle; pdemu serve):
+	// their counters are in the totals above, not in sessions.csv.
+	SessionsForgotten int `json:"sessions_forgotten,omitempty"`
 }
 
 // Clock describes the clock of the run.

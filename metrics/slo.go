@@ -69,6 +69,9 @@ type sloRow struct {
 // SLO computes the SLO figures of the requests tallied, with s the
 // run's summary (emulated seconds, TTFT p99 and its tail's parts).
 func (t *Tally) SLO(slo SLO, s Summary) *SLOSummary {
+	if t.Estimated() {
+		return t.boundSLOSummary(slo, s)
+	}
 	out := &SLOSummary{TTFTMs: ms(slo.TTFT), TPOTMs: ms(slo.TPOT), E2EMs: ms(slo.E2E), Target: slo.Attainment,
 		Missed: map[string]int{"failed": 0, "ttft": 0, "tpot": 0, "e2e": 0}}
 	bad := map[int32]bool{}

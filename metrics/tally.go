@@ -50,6 +50,8 @@ type Tally struct {
 	arrivals     []RecoverRow
 
 	sloRows []sloRow // one per ended request (slo.go)
+
+	b *bounded // nil: exact (bounded.go)
 }
 
 // SessionCount is one session's share of the records (sessions.csv):
@@ -57,6 +59,7 @@ type Tally struct {
 type SessionCount struct {
 	Name             string
 	Requests, Direct int
+	slo              int8 // bounded Tally: 0 no SLO row yet, 1 all met, 2 one missed
 }
 
 type bucketTally struct {
@@ -132,7 +135,12 @@ func (t *Tally) Add(r *Record) {
 		t.aborted++
 		return
 	}
-	t.sloRows = append(t.sloRows, sloRow{sess: r.SessionIdx, failed: r.Failed, arrival: r.Arrival, ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E})
+	if t.b != nil {
+		t.boundSLO(r, sc)
+	}
+	if t.b == nil || !t.b.sketched {
+		t.sloRows = append(t.sloRows, sloRow{sess: r.SessionIdx, failed: r.Failed, arrival: r.Arrival, ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E})
+	}
 	if r.Failed {
 		t.failed++
 		t.failReasons[r.Reason]++
@@ -149,6 +157,12 @@ func (t *Tally) Add(r *Record) {
 	t.end = max(t.end, r.Arrival+r.E2E)
 	t.prompt += int64(r.InputTokens)
 	t.gen += int64(r.OutputTokens)
+	if t.b != nil {
+		t.boundCompleted(r, bi)
+		if t.b.sketched {
+			return
+		}
+	}
 	i := t.ttft.len()
 	t.ttft.add(r.TTFT)
 	t.e2e.add(r.E2E)
@@ -221,6 +235,9 @@ func (t *Tally) Summary() Summary {
 	}
 	s.TTFTTail = t.tailParts(ttft, s.TTFT.P99)
 	s.Warnings = Warnings(s)
+	if t.Estimated() {
+		t.boundSummary(&s)
+	}
 	return s
 }
 
@@ -297,6 +314,9 @@ func (t *Tally) Buckets() []BucketSummary {
 		}
 		s := BucketSummary{Bucket: t.bucketNames[bi], Requests: counts(b.n, b.completed, b.failed, b.n-b.completed-b.failed, b.failReasons),
 			TTFT: QuantilesMS(bt), E2E: QuantilesMS(be)}
+		if t.Estimated() {
+			t.boundBucket(bi, &s)
+		}
 		s.LengthBucketMatch = round3(float64(b.match) / float64(b.n))
 		if b.prompt > 0 {
 			s.CachedTokenShare = round3(float64(b.cached) / float64(b.prompt))

@@ -145,6 +145,18 @@ func (k *KVC) Sessions(f func(s int32, st SessionStats)) {
 	}
 }
 
+// Forget drops session s's state (its pin, rejects and counters, which
+// it returns): the router forgot an idle session (a server's sessions
+// never end). A later request of s starts as a new session's.
+func (k *KVC) Forget(s int32) (SessionStats, bool) {
+	st := k.sess[s]
+	if st == nil {
+		return SessionStats{}, false
+	}
+	delete(k.sess, s)
+	return st.stats, true
+}
+
 // RouteStats reports how many Route calls computed overlaps and how many
 // of them used the chain shortcut (a profiling aid).
 func (k *KVC) RouteStats() (routes, chained int64) { return k.routes, k.chained }

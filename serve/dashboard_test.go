@@ -1,14 +1,11 @@
 package serve
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Issue 21 row 11: every family of vLLM's reference Grafana dashboard is
@@ -18,12 +15,7 @@ import (
 // parses with the Prometheus text parser.
 func TestDashboardFamiliesFromTheStart(t *testing.T) {
 	_, base := start(t, Options{}, newFake(2))
-	res, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	defer res.Body.Close()
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(res.Body)
-	require.NoError(t, err)
+	fams := promtest.Scrape(t, base+"/metrics")
 	for _, name := range DashboardFamilies {
 		f, ok := fams[name]
 		if !assert.True(t, ok, "family %s is missing at start", name) {

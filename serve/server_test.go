@@ -17,9 +17,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -239,50 +237,14 @@ func TestModelsAndHealth(t *testing.T) {
 	assert.Equal(t, http.StatusOK, res.StatusCode)
 }
 
-func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, base string) promtest.Families {
 	t.Helper()
-	res, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(res.Body)
-	require.NoError(t, err)
-	return fams
+	return promtest.Scrape(t, base+"/metrics")
 }
 
-// sum adds a family's values (counter, gauge or histogram count) over the
-// series whose labels include want.
-func sum(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
-	f := fams[name]
-	if f == nil {
-		return -1
-	}
-	var s float64
-next:
-	for _, m := range f.Metric {
-		for k, v := range want {
-			found := false
-			for _, l := range m.Label {
-				if l.GetName() == k && l.GetValue() == v {
-					found = true
-				}
-			}
-			if !found {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			s += m.Counter.GetValue()
-		case m.Gauge != nil:
-			s += m.Gauge.GetValue()
-		case m.Histogram != nil:
-			s += float64(m.Histogram.GetSampleCount())
-		}
-	}
-	return s
-}
+// sum adds a family's values over the series whose labels include want
+// (-1: the family is missing).
+var sum = promtest.Sum
 
 func TestMetricsAgreeWithResponses(t *testing.T) {
 	_, base := start(t, Options{}, newFake(2))

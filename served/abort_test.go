@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/serve"
@@ -23,14 +22,8 @@ import (
 // label (when not "").
 func scrape(t *testing.T, base, label string) map[string]float64 {
 	t.Helper()
-	res, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	defer res.Body.Close()
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(res.Body)
-	require.NoError(t, err)
 	out := map[string]float64{}
-	for name, f := range fams {
+	for name, f := range promtest.Scrape(t, base+"/metrics") {
 		for _, m := range f.GetMetric() {
 			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
 			out[name] += v

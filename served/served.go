@@ -56,7 +56,26 @@ type Options struct {
 	// partial with stopped_by the Cut's cause (an actors.StopCause), and
 	// Serve returns its result (the outputs can still be written).
 	Cut context.Context
+	// SessionTTL and RouterSessions bound the router's per-session state
+	// (cluster.ForgetSessions): a session idle for more than SessionTTL of
+	// emulated time, or beyond the RouterSessions most recently used, is
+	// forgotten as if it had ended (counted in summary.json
+	// router.sessions_forgotten). 0: DefaultSessionTTL and
+	// DefaultRouterSessions; negative: no such bound.
+	SessionTTL     time.Duration
+	RouterSessions int
 }
+
+// DefaultSessionTTL is how long (emulated time) the router of a served
+// run remembers an idle session: an hour, the longest prompt-cache TTL a
+// hosted API offers (Anthropic's extended cache TTL; its default is five
+// minutes). Agentic sessions resume within it; one that resumes later is
+// a new session whose prefix the resident index still finds.
+const DefaultSessionTTL = time.Hour
+
+// DefaultRouterSessions bounds the sessions the router of a served run
+// remembers: as many as the server's session table (serve.Options.MaxSessions).
+const DefaultRouterSessions = 1 << 16
 
 // Result is a served run's outcome.
 type Result struct {
@@ -125,6 +144,7 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		WallTimeout: -1, // a server runs until it is stopped
 		FreshSystem: o.FreshSystem,
 		Records:     o.Records,
+		Bounded:     o.Records != nil, // a server runs for ever: bounded summary too
 		Wrap: func(cl *cluster.Cluster, now func() time.Duration) error {
 			// One context limit: what the cluster admits.
 			fit, err := MaxRequestTokens(&s)
@@ -134,6 +154,14 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 			if fit > 0 && (o.HTTP.MaxModelLen <= 0 || fit < o.HTTP.MaxModelLen) {
 				o.HTTP.MaxModelLen = fit
 			}
+			ttl, maxSess := o.SessionTTL, o.RouterSessions
+			if ttl == 0 {
+				ttl = DefaultSessionTTL
+			}
+			if maxSess == 0 {
+				maxSess = DefaultRouterSessions
+			}
+			cl.ForgetSessions(ttl, maxSess)
 			br.Attach(now)
 			serve.Watch(&s, cl, br, nil)
 			feeder = serve.Feed(cl, br)

@@ -17,11 +17,10 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/serve"
@@ -135,26 +134,8 @@ func TestServeSecondTurnIsDirect(t *testing.T) {
 	assert.Less(t, cached, prompt2)
 
 	// /metrics, parsed, before the run ends.
-	res, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(res.Body)
-	res.Body.Close()
-	require.NoError(t, err)
-	total := func(name string) float64 {
-		var s float64
-		for _, m := range fams[name].GetMetric() {
-			switch {
-			case m.Counter != nil:
-				s += m.Counter.GetValue()
-			case m.Histogram != nil:
-				s += float64(m.Histogram.GetSampleCount())
-			case m.Gauge != nil:
-				s += m.Gauge.GetValue()
-			}
-		}
-		return s
-	}
+	fams := promtest.Scrape(t, base+"/metrics")
+	total := func(name string) float64 { return promtest.Sum(fams, name, nil) }
 
 	out, err := stop()
 	require.NoError(t, err)

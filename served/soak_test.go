@@ -78,6 +78,13 @@ func TestSoak(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		curve = append(curve, point{done, rssMB(t), ms.HeapInuse >> 20})
 		t.Logf("%7d requests: RSS %.1f MiB, heap in use %d MiB, goroutines %d", done, curve[len(curve)-1].rss, ms.HeapInuse>>20, runtime.NumGoroutine())
+		if dir := os.Getenv("PDEMU_SOAK_HEAPS"); dir != "" {
+			// A heap profile per point: go tool pprof -base DIR/heap-10000.pprof DIR/heap-100000.pprof
+			if w, err := os.Create(fmt.Sprintf("%s/heap-%d.pprof", dir, done)); err == nil {
+				_ = pprof.WriteHeapProfile(w)
+				w.Close()
+			}
+		}
 		if next == 10000 {
 			next = 100000
 		} else {

@@ -46,11 +46,21 @@ const reqSlab = 64
 const blocksHint = 1 << 14
 
 type genSession struct {
-	turnState
 	idx     int32
+	turn    int
+	turns   int
 	prevIn  int
 	prevOut int
 	arrival time.Duration
+	at      time.Duration // the pending turn's arrival (the heap's key)
+	// pending is the session's next request; nil for a session that has
+	// not started: its first turn's draws wait in first, and its Request
+	// and blocks are only built when it is due (Next), so that the
+	// sessions waiting to start hold ~0.1 KB each, not their first prompt
+	// (41,667 sessions' first prompts were ~60 MB of a 1M-request run's
+	// live heap).
+	pending *Request
+	first   turnDraw
 	salt    uint64
 	blocks  []uint64 // the session's prompt blocks so far (shared backing array)
 	name    string   // SessionName, formatted once per session
@@ -59,11 +69,11 @@ type genSession struct {
 // lessSession orders sessions by their pending request's arrival, then
 // index (a total order).
 func lessSession(a, b **genSession) bool {
-	x, y := (*a).pending, (*b).pending
-	if x.Arrival != y.Arrival {
-		return x.Arrival < y.Arrival
+	x, y := *a, *b
+	if x.at != y.at {
+		return x.at < y.at
 	}
-	return (*a).idx < (*b).idx
+	return x.idx < y.idx
 }
 
 // AgenticConfig configures the agentic generator. It mirrors
@@ -107,8 +117,11 @@ func NewAgentic(cfg AgenticConfig, seed uint64, maxRequests int) (*Agentic, erro
 		if i > 0 {
 			start += g.expDur(cfg.SessionStagger)
 		}
-		s := &genSession{turnState: turnState{turns: cfg.Turns}, idx: int32(i), arrival: start, salt: splitmix.Mix64(seed ^ uint64(i+1)*0xbf58476d1ce4e5b9)}
-		s.pending = g.make(s)
+		s := &genSession{idx: int32(i), turns: cfg.Turns, arrival: start, salt: splitmix.Mix64(seed ^ uint64(i+1)*0xbf58476d1ce4e5b9)}
+		// The random draws in the order they always were (every
+		// session's first turn now); the Request when the session starts.
+		s.first = g.draw(s)
+		s.at = s.arrival
 		sessions = append(sessions, s)
 	}
 	g.h.Less = lessSession
@@ -135,28 +148,60 @@ func (g *Agentic) Next() (*Request, error) {
 	if g.h.Len() == 0 || (g.max > 0 && g.nextID >= g.max) {
 		return nil, io.EOF
 	}
-	r := nextTurn(&g.h, g.nextID, g.make)
+	s := *g.h.Min()
+	r := s.pending
+	if r == nil {
+		r = g.build(s, s.first) // the session starts
+	}
+	r.ID = g.nextID
 	g.nextID++
+	s.turn++
+	if s.turn >= s.turns {
+		g.h.Pop()
+	} else {
+		s.pending = g.make(s)
+		g.h.Fix(0)
+	}
 	return r, nil
 }
 
+// make draws s's next turn and builds its Request.
 func (g *Agentic) make(s *genSession) *Request {
+	r := g.build(s, g.draw(s))
+	s.at = r.Arrival
+	return r
+}
+
+// turnDraw is what a turn takes from the generator's random stream.
+type turnDraw struct {
+	in, app, out int
+	think        time.Duration
+}
+
+// draw makes s's next turn's random draws (and moves its arrival on).
+func (g *Agentic) draw(s *genSession) turnDraw {
 	c := g.cfg
-	var in, app int
-	var think time.Duration
+	var d turnDraw
 	if s.turn == 0 {
-		in = c.SystemTokens + max(1, g.logNormal(float64(c.FirstTokens)))
-		app = in
+		d.in = c.SystemTokens + max(1, g.logNormal(float64(c.FirstTokens)))
+		d.app = d.in
 	} else {
-		app = max(1, g.logNormal(float64(c.AppendTokens)))
+		d.app = max(1, g.logNormal(float64(c.AppendTokens)))
 		if g.rng.Float64() < 0.02 {
-			app = 4096 + g.rng.IntN(12288) // a large tool output: half exceed τ_append=8192
+			d.app = 4096 + g.rng.IntN(12288) // a large tool output: half exceed τ_append=8192
 		}
-		in = s.prevIn + s.prevOut + app
-		think = g.expDur(c.ThinkTime)
-		s.arrival += think + time.Duration(s.prevOut)*20*time.Millisecond
+		d.in = s.prevIn + s.prevOut + d.app
+		d.think = g.expDur(c.ThinkTime)
+		s.arrival += d.think + time.Duration(s.prevOut)*20*time.Millisecond
 	}
-	out := max(1, g.logNormal(float64(c.OutputTokens)))
+	d.out = max(1, g.logNormal(float64(c.OutputTokens)))
+	return d
+}
+
+// build makes s's next turn's Request from its draws d.
+func (g *Agentic) build(s *genSession, d turnDraw) *Request {
+	c := g.cfg
+	in, app, out, think := d.in, d.app, d.out, d.think
 	if s.name == "" {
 		s.name = fmt.Sprintf("s%03d", s.idx)
 	}
@@ -184,11 +229,10 @@ func (g *Agentic) make(s *genSession) *Request {
 	shared := c.SystemTokens / c.BlockTokens
 	switch {
 	case s.blocks == nil:
-		// A session's first turn is made before the session starts (all
-		// of them when the generator is created): size it exactly, so
-		// sessions that have not started hold no more than their first
-		// prompt (41,667 sessions pre-sized for their last turn held
-		// ~400 MB in a 1M-request run).
+		// A session's first turn is built when the session starts, and
+		// its second drawn at once: size it exactly (41,667 sessions
+		// pre-sized for their last turn held ~400 MB in a 1M-request run
+		// when the first turns were all built up front).
 		s.blocks = make([]uint64, 0, nb)
 	case s.turn == 1 && cap(s.blocks) < nb+1:
 		// The session has started: size its array once for its expected

@@ -15,7 +15,7 @@ import (
 // Prompts start at SystemTokens (shared) + FirstTokens and grow by
 // StepTokens + OutputTokens per turn; turns are Gap apart in open loop
 // and Think after the previous answer in closed loop. Zero fields take
-// the defaults in brackets (those of actors/burst_test.go).
+// the defaults in brackets (actors/burst_test.go runs them).
 type BurstConfig struct {
 	Sessions     int           // [24]
 	LongSessions int           // [6]

@@ -52,6 +52,12 @@ type Driver struct {
 	clientCap   int
 	outstanding int
 	held        []Release
+
+	// Allocation (issue 24): a read-ahead queue emptied goes to spareQ
+	// for the next session that reads ahead (with its held array), and
+	// pop builds its Requests in slabs of reqs.
+	spareQ []*readAhead
+	reqs   []Request
 }
 
 // NewDriver wraps src. closedLoop selects closed-loop session replay.
@@ -159,7 +165,12 @@ func (d *Driver) readOne(now time.Duration) error {
 	}
 	q := d.queued[r.Session]
 	if q == nil {
-		q = &readAhead{}
+		if n := len(d.spareQ); n > 0 {
+			q, d.spareQ[n-1] = d.spareQ[n-1], nil
+			d.spareQ = d.spareQ[:n-1]
+		} else {
+			q = &readAhead{}
+		}
 		d.queued[r.Session] = q
 	}
 	q.push(r)
@@ -196,9 +207,20 @@ func (d *Driver) ended1(r *Request, now time.Duration) error {
 		return nil
 	}
 	if q := d.queued[r.Session]; q != nil {
-		next := q.pop()
+		if len(d.reqs) == 0 {
+			d.reqs = make([]Request, reqSlab)
+		}
+		next := q.pop(&d.reqs[0])
+		if next == &d.reqs[0] {
+			d.reqs = d.reqs[1:]
+		}
 		if q.len() == 0 {
 			delete(d.queued, r.Session)
+			q.base, q.name = nil, "" // let the session's blocks go
+			if cap(q.held) > 256 {
+				q.held = nil // an overloaded run's long queue: not kept for reuse
+			}
+			d.spareQ = append(d.spareQ, q)
 		}
 		d.out = append(d.out, Release{Req: next, At: now + next.Think})
 		return nil
@@ -256,7 +278,7 @@ func (q *readAhead) push(r *Request) {
 	if r.Session != q.session || r.SessionName != q.name || (r.Blocks != nil && len(r.Blocks) == 0) ||
 		!fits(r.InputLen) || !fits(r.OutputLen) || !fits(r.AppendLen) ||
 		!fits(r.Turn) || !fits(len(r.Blocks)) || !fits(r.BlockTokens) {
-		q.held = append(q.held, held{full: r})
+		q.append(held{full: r})
 		return
 	}
 	h := held{id: r.ID, arrival: r.Arrival, think: r.Think, in: int32(r.InputLen), out: int32(r.OutputLen),
@@ -272,6 +294,17 @@ func (q *readAhead) push(r *Request) {
 	default:
 		h.full = r
 	}
+	q.append(h)
+}
+
+// append adds h at the back, moving the queue to the front of its array
+// rather than growing it when popped slots are free there.
+func (q *readAhead) append(h held) {
+	if len(q.held) == cap(q.held) && q.head > 0 {
+		n := copy(q.held, q.held[q.head:])
+		clear(q.held[n:])
+		q.held, q.head = q.held[:n], 0
+	}
 	q.held = append(q.held, h)
 }
 
@@ -286,14 +319,17 @@ func prefixOf(a, b []uint64) bool {
 	return slices.Equal(a, b[:len(a)])
 }
 
-func (q *readAhead) pop() *Request {
+// pop returns the oldest request: the one pushed if it was kept whole,
+// else an equal one rebuilt in *into.
+func (q *readAhead) pop(into *Request) *Request {
 	h := q.held[q.head]
 	q.held[q.head] = held{}
 	q.head++
 	if h.full != nil {
 		return h.full
 	}
-	r := &Request{ID: h.id, Session: q.session, SessionName: q.name, Turn: int(h.turn), Arrival: h.arrival, Think: h.think,
+	r := into
+	*r = Request{ID: h.id, Session: q.session, SessionName: q.name, Turn: int(h.turn), Arrival: h.arrival, Think: h.think,
 		InputLen: int(h.in), OutputLen: int(h.out), BlockTokens: int(h.blockTokens), AppendLen: int(h.app), Last: h.last}
 	if h.nb > 0 {
 		r.Blocks = q.base[:h.nb:h.nb]

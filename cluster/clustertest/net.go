@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/cluster"
+	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
@@ -61,9 +62,9 @@ func (n *Net) Run() error {
 		// The next step: every message due at the earliest time, popped in
 		// (sender, sender sequence) order; what they send, even for now,
 		// waits for a later step.
-		at := n.q.Min().at
+		at := n.q.Min().At
 		batch = batch[:0]
-		for n.q.Len() > 0 && n.q.Min().at == at {
+		for n.q.Len() > 0 && n.q.Min().At == at {
 			batch = append(batch, n.q.Pop())
 		}
 		n.now = at
@@ -120,25 +121,14 @@ func (n *Net) push(from cluster.Addr, e cluster.Envelope) {
 		n.ext++
 		seq = n.ext
 	}
-	n.q.Push(item{at: n.now + max(e.Delay, 0), from: id, seq: seq, to: e.To, msg: e.Msg})
+	n.q.Push(item{Stamp: effect.Stamp{At: n.now + max(e.Delay, 0), From: id, Seq: seq}, to: e.To, msg: e.Msg})
 }
 
 type item struct {
-	at   time.Duration
-	from int32
-	seq  uint64
-	to   cluster.Addr
-	msg  any
+	effect.Stamp
+	to  cluster.Addr
+	msg any
 }
 
-// lessItem is the virtual clock's delivery order: (at, from, seq), a
-// total order since (from, seq) is unique per send.
-func lessItem(a, b *item) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	if a.from != b.from {
-		return a.from < b.from
-	}
-	return a.seq < b.seq
-}
+// lessItem is the virtual clock's delivery order (effect.Stamp).
+func lessItem(a, b *item) bool { return a.Before(&b.Stamp) }

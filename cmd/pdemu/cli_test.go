@@ -168,6 +168,25 @@ func TestMoreBadInputExits2(t *testing.T) {
 	}
 }
 
+// The positional-argument checks name the command and what it takes
+// (atLeastOne, atMostOne) and exit 2.
+func TestPositionalArgsErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"run", "a.hcl", "b.hcl"}, "run takes at most one SCENARIO, got 2: a.hcl b.hcl"},
+		{[]string{"serve", "a.hcl", "b.hcl"}, "serve takes at most one SCENARIO, got 2: a.hcl b.hcl"},
+		{[]string{"compare"}, "compare needs at least one SCENARIO (see 'pdemu scenarios')"},
+		{[]string{"capacity"}, "capacity needs at least one SCENARIO (see 'pdemu scenarios')"},
+		{[]string{"report"}, "report needs at least one RUN_DIR"},
+	} {
+		_, _, err := runCLI(t, c.args...)
+		assert.Equal(t, 2, exitCode(err), "%v: %v", c.args, err)
+		assert.ErrorContains(t, err, c.msg, "%v", c.args)
+	}
+}
+
 // captureSpec replaces sourceOf to record the spec a command would run,
 // then stops it with a sentinel error.
 var errCaptured = errors.New("captured")

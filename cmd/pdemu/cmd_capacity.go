@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,12 +100,7 @@ one line per scenario and policy, the target dashed).
 		Example: `  pdemu capacity 1p3d-mlx5 --out cap
   pdemu capacity 1p3d-mlx5 --router kvc,vanilla --min 8 --max 128 --out cap
   pdemu capacity claude-code --load max_concurrent --min 2 --max 32 --slo ttft=30s --out cap-cc`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("capacity needs at least one SCENARIO (see 'pdemu scenarios')")
-			}
-			return nil
-		},
+		Args:              atLeastOne("capacity", "SCENARIO", "see 'pdemu scenarios'"),
 		ValidArgsFunction: completeScenarios,
 		RunE:              func(cmd *cobra.Command, args []string) error { return cmdCapacity(cmd, f, args) },
 	}
@@ -119,12 +113,7 @@ one line per scenario and policy, the target dashed).
 	fl.IntVar(&f.steps, "steps", 6, "loads per round")
 	fl.IntVar(&f.rounds, "rounds", 2, "rounds of the search (round 2 on refine between the last load that met the SLO and the first that did not)")
 	fl.StringVar(&f.trace, "trace", "", "replay this trace instead of each scenario's workload")
-	fl.StringVar(&f.format, "format", "", "trace format for --trace ("+strings.Join(workload.Formats(), ", ")+"; default: detect)")
-	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "runs at once")
-	fl.IntVar(&f.maxRequests, "max-requests", 0, "stop each run after this many requests (0 = the scenario's setting)")
-	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed trace records instead of stopping")
-	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress and no table on stdout")
+	f.registerPlanFlags(fl)
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of an earlier search in --out")
 	fl.Float64Var(&f.maxFailed, "max-failed", -1, "refuse a run (before it starts) when more than this share of its requests cannot fit the cluster (negative: no limit)")
 	f.scenarioFlags.register(c, "override an HCL attribute in every run: --set PATH=VALUE (repeatable)")
@@ -219,15 +208,7 @@ func cmdCapacity(cmd *cobra.Command, f *capacityFlags, scens []string) error {
 	if f.lo < 0 || f.hi < 0 || (f.hi > 0 && f.lo > f.hi) {
 		return usageErr("--min and --max must be >= 0 with --min <= --max")
 	}
-	log, err := newLogger(f.logLevel, stderr)
-	if err != nil {
-		return err
-	}
-	vars, err := f.varMap()
-	if err != nil {
-		return err
-	}
-	routers, err := commaList("--router", f.router)
+	log, vars, routers, err := f.planSetup(stderr)
 	if err != nil {
 		return err
 	}

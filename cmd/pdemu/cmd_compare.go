@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pdemu/pdemu/compare"
 	"github.com/pdemu/pdemu/metrics"
@@ -79,12 +82,7 @@ merge Job, --emit slurm an sbatch --array script, instead of running.
   pdemu compare claude-code claude-code-vanilla claude-code-dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
   pdemu compare claude-code --router kvc,vanilla,sticky_only --max-requests 1000 --out cc
   pdemu compare 1p3d-mlx5 --router vanilla --set workload.loop=open,closed --out loop --json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("compare needs at least one SCENARIO (see 'pdemu scenarios')")
-			}
-			return nil
-		},
+		Args:              atLeastOne("compare", "SCENARIO", "see 'pdemu scenarios'"),
 		ValidArgsFunction: completeScenarios,
 		RunE:              func(cmd *cobra.Command, args []string) error { return cmdCompare(cmd, f, args) },
 	}
@@ -92,13 +90,8 @@ merge Job, --emit slurm an sbatch --array script, instead of running.
 	fl := c.Flags()
 	fl.StringVar(&f.out, "out", "pdemu-compare", "output directory")
 	fl.StringVar(&f.trace, "trace", "", "replay this trace instead of each scenario's workload; a comma list T1,T2 compares the traces")
-	fl.StringVar(&f.format, "format", "", "trace format for --trace ("+strings.Join(workload.Formats(), ", ")+"; default: detect)")
 	fl.IntVar(&f.seeds, "seeds", 1, "run seeds 1..N (1 = each scenario's own seed)")
-	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "runs at once")
-	fl.IntVar(&f.maxRequests, "max-requests", 0, "stop each run after this many requests (0 = the scenario's setting)")
-	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed trace records instead of stopping")
-	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress and no table on stdout")
+	f.registerPlanFlags(fl)
 	fl.BoolVar(&f.json, "json", false, "print compare.json's rows on stdout instead of the table")
 	fl.BoolVar(&f.force, "force", false, "replace the outputs of earlier runs under --out/runs")
 	fl.Float64Var(&f.maxFailed, "max-failed", output.DefaultMaxFailed, "exit 3 when a run failed more than this share of its requests (negative: no limit)")
@@ -107,6 +100,35 @@ merge Job, --emit slurm an sbatch --array script, instead of running.
 	f.scenarioFlags.register(c, "override an HCL attribute in every run, sweeping comma-separated values: --set PATH=V[,V...] (repeatable)")
 	c.Flags().Lookup("router").Usage = "swap the routing policy (with its defaults; the scenario's own policy keeps its settings); a comma list P1,P2 compares the policies"
 	return c
+}
+
+// registerPlanFlags registers the flags that mean the same for every
+// command running a plan of runs (compare, capacity).
+func (f *compareFlags) registerPlanFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&f.format, "format", "", "trace format for --trace ("+strings.Join(workload.Formats(), ", ")+"; default: detect)")
+	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "runs at once")
+	fl.IntVar(&f.maxRequests, "max-requests", 0, "stop each run after this many requests (0 = the scenario's setting)")
+	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed trace records instead of stopping")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "trace | debug | info | warn | error")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress and no table on stdout")
+}
+
+// planSetup reads what every command running a plan starts from: the
+// logger (--log-level), --var and --router.
+func (f *compareFlags) planSetup(stderr io.Writer) (hclog.Logger, map[string]string, []string, error) {
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	vars, err := f.varMap()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	routers, err := commaList("--router", f.router)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return log, vars, routers, nil
 }
 
 func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
@@ -120,19 +142,11 @@ func cmdCompare(cmd *cobra.Command, f *compareFlags, scens []string) error {
 	if f.maxRequests < 0 {
 		return usageErr("--max-requests must be >= 0")
 	}
-	log, err := newLogger(f.logLevel, stderr)
-	if err != nil {
-		return err
-	}
-	vars, err := f.varMap()
+	log, vars, routers, err := f.planSetup(stderr)
 	if err != nil {
 		return err
 	}
 	traces, err := commaList("--trace", f.trace)
-	if err != nil {
-		return err
-	}
-	routers, err := commaList("--router", f.router)
 	if err != nil {
 		return err
 	}
@@ -392,12 +406,7 @@ leave a run out for want of its other files.`,
 		Example: `  pdemu report out/kvc out/vanilla --out kvc-vs-vanilla.html
   pdemu report cmp                      # a compare directory: cmp/runs/*
   pdemu report cmp --baseline vanilla-pd-1p3d --out cmp/report.html`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("report needs at least one RUN_DIR")
-			}
-			return nil
-		},
+		Args: atLeastOne("report", "RUN_DIR", ""),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return nil, cobra.ShellCompDirectiveFilterDirs
 		},

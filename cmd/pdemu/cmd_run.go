@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/metrics"
@@ -58,25 +59,22 @@ type runFlags struct {
 
 func (f *runFlags) overrides(c *cobra.Command) workloadOverrides {
 	var o workloadOverrides
-	if c.Flags().Changed("seed") {
-		o.seed = &f.seed
-	}
-	if c.Flags().Changed("max-requests") {
-		o.maxRequests = &f.maxRequests
-	}
-	if c.Flags().Changed("trace") {
-		o.trace = &f.trace
-	}
-	if c.Flags().Changed("format") {
-		o.format = &f.format
-	}
-	if c.Flags().Changed("clock") {
-		o.clock = &f.clock
-	}
-	if c.Flags().Changed("time-scale") {
-		o.timeScale = &f.timeScale
-	}
+	fl := c.Flags()
+	ifChanged(fl, "seed", &o.seed, &f.seed)
+	ifChanged(fl, "max-requests", &o.maxRequests, &f.maxRequests)
+	ifChanged(fl, "trace", &o.trace, &f.trace)
+	ifChanged(fl, "format", &o.format, &f.format)
+	ifChanged(fl, "clock", &o.clock, &f.clock)
+	ifChanged(fl, "time-scale", &o.timeScale, &f.timeScale)
 	return o
+}
+
+// ifChanged points *override at the flag's value when the command line
+// set the flag (a nil override keeps the scenario's value).
+func ifChanged[T any](fl *pflag.FlagSet, name string, override **T, value *T) {
+	if fl.Changed(name) {
+		*override = value
+	}
 }
 
 func completeScenarios(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -116,20 +114,9 @@ otherwise); -q silences it and the summary table.
   pdemu run claude-code --trace ../shared/traces/weka-claude-code --max-requests 300
   pdemu run --clock wall --time-scale 20 -q
   pdemu run --clock wall --time-scale 20 --metrics-listen 127.0.0.1:9100 --metrics-linger 30s`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return usageErr("run takes at most one SCENARIO, got %d: %s", len(args), strings.Join(args, " "))
-			}
-			return nil
-		},
+		Args:              atMostOne("run", "SCENARIO"),
 		ValidArgsFunction: completeScenarios,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			file := ""
-			if len(args) == 1 {
-				file = args[0]
-			}
-			return cmdRun(cmd, f, file)
-		},
+		RunE:              withOptionalArg(func(cmd *cobra.Command, file string) error { return cmdRun(cmd, f, file) }),
 	}
 	fl := c.Flags()
 	f.sloFlags.register(c)

@@ -82,20 +82,9 @@ stops waiting (outputs marked partial, exit 130/143).
   pdemu serve --time-scale 10 --set router.tau_append=4096 --out served
   pdemu serve --listen 127.0.0.1:8001 --out served --force   # then: OPENAI_BASE_URL=http://127.0.0.1:8001/v1 my-agent
   pdemu serve 1p3d-mlx5 --endpoints workers --endpoints-file fleet.json   # one vLLM-like endpoint per worker`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return usageErr("serve takes at most one SCENARIO, got %d", len(args))
-			}
-			return nil
-		},
+		Args:              atMostOne("serve", "SCENARIO"),
 		ValidArgsFunction: completeScenarios,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			file := ""
-			if len(args) == 1 {
-				file = args[0]
-			}
-			return cmdServe(cmd, f, file)
-		},
+		RunE:              withOptionalArg(func(cmd *cobra.Command, file string) error { return cmdServe(cmd, f, file) }),
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8000", "address to listen on (loopback unless --allow-remote)")

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -66,4 +67,19 @@ func TestTraceStatsEmptyTrace(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the trace has no requests")
 	assert.Equal(t, exitBadInput, exitCodeOf(err))
+}
+
+// ifChanged sets an override only for a flag the command line set, even
+// to the flag's default value.
+func TestIfChanged(t *testing.T) {
+	fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	seed := fl.Uint64("seed", 0, "")
+	clock := fl.String("clock", "virtual", "")
+	require.NoError(t, fl.Parse([]string{"--seed", "0"}))
+	var o workloadOverrides
+	ifChanged(fl, "seed", &o.seed, seed)
+	ifChanged(fl, "clock", &o.clock, clock)
+	require.NotNil(t, o.seed)
+	assert.Zero(t, *o.seed)
+	assert.Nil(t, o.clock)
 }

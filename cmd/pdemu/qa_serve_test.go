@@ -17,14 +17,7 @@ import (
 // a failed hand-off (unknown remote engine) exits 3; it exited 0.
 func TestQAServeEndpointsWorkersMaxFailed(t *testing.T) {
 	f := startFleet(t)
-	out, l, stderr, done, cancel := f.out, f.listing, f.stderr, f.done, f.cancel
-	defer cancel()
-	var d0 string
-	for _, w := range l.Workers {
-		if w.Worker == "d0" {
-			d0 = w.URL
-		}
-	}
+	d0 := f.urls()["d0"]
 	require.NotEmpty(t, d0)
 	body := `{"model":"pdemu","max_tokens":4,"messages":[{"role":"user","content":"x"}],` +
 		`"kv_transfer_params":{"do_remote_prefill":true,"remote_engine_id":"nosuch","remote_block_ids":[0],"remote_host":"127.0.0.1","remote_port":1}}`
@@ -32,14 +25,10 @@ func TestQAServeEndpointsWorkersMaxFailed(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
-	cancel()
-	select {
-	case err := <-done:
-		require.Error(t, err, stderr.String())
-		assert.Equal(t, 3, exitCode(err), "%v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("no drain in 30 s")
-	}
-	_, err = os.Stat(filepath.Join(out, "summary.json"))
+	f.cancel()
+	err = f.wait(t, 30*time.Second, "the drain")
+	require.Error(t, err, f.stderr.String())
+	assert.Equal(t, 3, exitCode(err), "%v", err)
+	_, err = os.Stat(filepath.Join(f.out, "summary.json"))
 	assert.NoError(t, err, "the outputs are written before the exit code")
 }

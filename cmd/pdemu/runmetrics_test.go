@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/csv"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,80 +9,43 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	dto "github.com/prometheus/client_model/go"
 )
 
-func metricSum(fams map[string]*dto.MetricFamily, name string) float64 {
-	var s float64
-	for _, m := range fams[name].GetMetric() {
-		switch {
-		case m.Counter != nil:
-			s += m.Counter.GetValue()
-		case m.Histogram != nil:
-			s += float64(m.Histogram.GetSampleCount())
-		case m.Gauge != nil:
-			s += m.Gauge.GetValue()
-		}
-	}
-	return s
-}
-
-func scrape(url string) (map[string]*dto.MetricFamily, error) {
-	res, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	return p.TextToMetricFamilies(res.Body)
+// metricSum sums a family over all its series; 0 for one not exposed
+// (a counter vector has no series before its first increment).
+func metricSum(fams promtest.Families, name string) float64 {
+	return max(promtest.Sum(fams, name, nil), 0)
 }
 
 // pdemu run --clock wall --metrics-listen serves pdemu serve's /metrics
 // during the run and (with --metrics-linger) after it: the final scrape's
 // prompt-token counter is the sum of per_request.csv's input_tokens.
 func TestRunServesLiveMetrics(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := freeAddr(t)
 	dir := filepath.Join(t.TempDir(), "wall")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"run", "--clock", "wall", "--var", "sessions=2", "--max-requests", "6", "--time-scale", "20",
-			"--metrics-listen", addr, "--metrics-linger", "2m", "-q", "--out", dir}, &stdout, &stderr)
-	}()
+	r := startCLI(t, "run", "--clock", "wall", "--var", "sessions=2", "--max-requests", "6", "--time-scale", "20",
+		"--metrics-listen", addr, "--metrics-linger", "2m", "-q", "--out", dir)
 
 	url := "http://" + addr + "/metrics"
-	var fams map[string]*dto.MetricFamily
+	var fams promtest.Families
 	sawWorkers := false
 	require.Eventually(t, func() bool {
-		f, err := scrape(url)
+		f, err := promtest.Get(url)
 		if err != nil {
 			return false
 		}
 		fams = f
 		sawWorkers = sawWorkers || len(f["vllm:num_requests_running"].GetMetric()) > 0
 		return metricSum(f, "vllm:request_success_total")+metricSum(f, "pdemu_requests_failed_total") == 6
-	}, 2*time.Minute, 50*time.Millisecond, "the run never ended 6 requests on /metrics: %s", stderr.String())
+	}, 2*time.Minute, 50*time.Millisecond, "the run never ended 6 requests on /metrics: %s", r.stderr.String())
 	assert.True(t, sawWorkers, "per-worker gauges are served")
 
-	cancel() // ends the linger; the outputs were written before it
-	select {
-	case err := <-done:
-		require.NoError(t, err, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not stop after the linger was cancelled")
-	}
-	_, err = http.Get(url)
+	r.cancel() // ends the linger; the outputs were written before it
+	require.NoError(t, r.wait(t, 30*time.Second, "the run after the linger was cancelled"), r.stderr.String())
+	_, err := http.Get(url)
 	assert.Error(t, err, "the metrics server stops with the command")
 
 	f, err := os.Open(filepath.Join(dir, "per_request.csv"))

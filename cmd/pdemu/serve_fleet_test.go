@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -23,12 +22,9 @@ import (
 // arrived.
 func TestServeEndpointsWorkers(t *testing.T) {
 	f := startFleet(t)
-	out, l, stderr, done, cancel := f.out, f.listing, f.stderr, f.done, f.cancel
-	defer cancel()
-	urls := map[string]string{}
-	for _, w := range l.Workers {
-		urls[w.Worker] = w.URL
-		assert.Contains(t, stderr.String(), w.URL+"/v1", "the listing is printed")
+	urls := f.urls()
+	for _, w := range f.listing.Workers {
+		assert.Contains(t, f.stderr.String(), w.URL+"/v1", "the listing is printed")
 		assert.True(t, strings.HasPrefix(w.KVEvents, "tcp://127.0.0.1:"))
 	}
 	require.Contains(t, urls, "p0")
@@ -49,14 +45,9 @@ func TestServeEndpointsWorkers(t *testing.T) {
 	code, d := post(urls["d1"], `{"model":"pdemu","max_tokens":8,`+msgs+`,"kv_transfer_params":`+string(p["kv_transfer_params"])+`}`)
 	require.Equal(t, http.StatusOK, code, "%s", d["error"])
 
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("no drain in 30 s")
-	}
-	csv, err := os.ReadFile(filepath.Join(out, "per_request.csv"))
+	f.cancel()
+	require.NoError(t, f.wait(t, 30*time.Second, "the drain"), f.stderr.String())
+	csv, err := os.ReadFile(filepath.Join(f.out, "per_request.csv"))
 	require.NoError(t, err)
 	rows := strings.Split(strings.TrimSpace(string(csv)), "\n")
 	require.Len(t, rows, 3, "header and one row per call")
@@ -70,11 +61,9 @@ func TestServeEndpointsWorkers(t *testing.T) {
 // startFleet: its outputs directory, listing (and its file), stderr,
 // exit and stop.
 type fleetRun struct {
+	*cliRun
 	out, listingFile string
 	listing          fleetserve.Listing
-	stderr           *syncBuffer
-	done             chan error
-	cancel           context.CancelFunc
 }
 
 // startFleet starts the four endpoints of 1p3d-mlx5 and waits for their
@@ -83,16 +72,21 @@ func startFleet(t *testing.T) *fleetRun {
 	t.Helper()
 	dir := t.TempDir()
 	out, listing := filepath.Join(dir, "served"), filepath.Join(dir, "fleet.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &fleetRun{out: out, listingFile: listing, stderr: &syncBuffer{}, done: make(chan error, 1), cancel: cancel}
-	var stdout syncBuffer
-	go func() {
-		f.done <- run(ctx, []string{"serve", "1p3d-mlx5", "--endpoints", "workers", "--listen", "127.0.0.1:0",
-			"--endpoints-file", listing, "--out", out, "--time-scale", "20"}, &stdout, f.stderr)
-	}()
+	f := &fleetRun{out: out, listingFile: listing}
+	f.cliRun = startCLI(t, "serve", "1p3d-mlx5", "--endpoints", "workers", "--listen", "127.0.0.1:0",
+		"--endpoints-file", listing, "--out", out, "--time-scale", "20")
 	require.Eventually(t, func() bool {
 		b, err := os.ReadFile(listing)
 		return err == nil && json.Unmarshal(b, &f.listing) == nil && len(f.listing.Workers) == 4
 	}, 20*time.Second, 20*time.Millisecond, "no listing: %s", f.stderr.String())
 	return f
+}
+
+// urls are the listed workers' base URLs by worker name.
+func (f *fleetRun) urls() map[string]string {
+	m := map[string]string{}
+	for _, w := range f.listing.Workers {
+		m[w.Worker] = w.URL
+	}
+	return m
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -26,15 +24,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
 // Two 'pdemu serve --group I/2' processes of 4p12d behind a
 // session-affine reverse proxy (hash of X-Session-Id, as a user's gateway
 // would) serve a bounded multi-turn load: every request answered, every
@@ -47,30 +36,16 @@ func TestServeGroupsBehindAffineProxy(t *testing.T) {
 	}
 	base := t.TempDir()
 	const groups = 2
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	addrs := make([]string, groups)
 	outs := make([]string, groups)
-	done := make([]chan error, groups)
-	errs := make([]*syncBuffer, groups)
+	runs := make([]*cliRun, groups)
 	for g := range groups {
 		addrs[g], outs[g] = freeAddr(t), filepath.Join(base, fmt.Sprintf("g%d", g))
-		done[g], errs[g] = make(chan error, 1), &syncBuffer{}
-		go func(g int) {
-			var stdout syncBuffer
-			done[g] <- run(ctx, []string{"serve", "4p12d", "--group", fmt.Sprintf("%d/%d", g, groups),
-				"--listen", addrs[g], "--out", outs[g], "--time-scale", "50"}, &stdout, errs[g])
-		}(g)
+		runs[g] = startCLI(t, "serve", "4p12d", "--group", fmt.Sprintf("%d/%d", g, groups),
+			"--listen", addrs[g], "--out", outs[g], "--time-scale", "50")
 	}
 	for g := range groups {
-		require.Eventually(t, func() bool {
-			r, err := http.Get("http://" + addrs[g] + "/health")
-			if err != nil {
-				return false
-			}
-			r.Body.Close()
-			return r.StatusCode == http.StatusOK
-		}, 30*time.Second, 20*time.Millisecond, "group %d never became healthy: %s", g, errs[g])
+		waitHealthy(t, "http://"+addrs[g], runs[g])
 	}
 
 	// The gateway: session-affine by a hash of X-Session-Id.
@@ -153,14 +128,11 @@ func TestServeGroupsBehindAffineProxy(t *testing.T) {
 		assert.NotContains(t, string(b), fmt.Sprintf(`group="%d"`, 1-g))
 	}
 
-	cancel()
 	for g := range groups {
-		select {
-		case err := <-done[g]:
-			require.NoError(t, err, errs[g].String())
-		case <-time.After(60 * time.Second):
-			t.Fatalf("group %d did not drain", g)
-		}
+		runs[g].cancel()
+	}
+	for g := range groups {
+		require.NoError(t, runs[g].wait(t, 60*time.Second, fmt.Sprintf("group %d's drain", g)), runs[g].stderr.String())
 	}
 	reused := 0
 	for g := range groups {

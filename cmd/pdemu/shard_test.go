@@ -3,43 +3,18 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
 )
-
-// buildPdemu builds the binary once per test.
-func buildPdemu(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pdemu")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
-
-// tree reads every file under dir (relative path → bytes).
-func tree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	m := map[string][]byte{}
-	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		m[rel] = b
-		return err
-	}))
-	return m
-}
 
 var shardPlan = []string{"compare", "1p3d-mlx5", "vanilla-pd-1p3d", "--seeds", "4", "--var", "sessions=3", "--max-requests", "20", "-q"}
 
@@ -92,7 +67,7 @@ func TestShardProcessesMatchOneProcess(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "report of 8 runs")
 
-	a, b := tree(t, filepath.Join(one, "runs")), tree(t, filepath.Join(shared, "runs"))
+	a, b := testkit.ReadTree(t, filepath.Join(one, "runs")), testkit.ReadTree(t, filepath.Join(shared, "runs"))
 	assert.Len(t, a, 8*10, "8 runs × (9 output files + params.json)")
 	require.Equal(t, len(a), len(b))
 	for name, content := range a {

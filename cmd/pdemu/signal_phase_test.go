@@ -23,9 +23,7 @@ func TestSignalBeforeTheRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "pdemu")
-	outb, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", outb)
+	bin := buildPdemu(t)
 	out := t.TempDir()
 	cmd := exec.Command(bin, "run", "--trace", "-", "--out", out, "-q")
 	stdin, err := cmd.StdinPipe()

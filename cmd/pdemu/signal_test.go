@@ -19,10 +19,7 @@ func TestSignalsExitCodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "pdemu")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	outb, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", outb)
+	bin := buildPdemu(t)
 	for _, c := range []struct {
 		sig  syscall.Signal
 		code int

@@ -4,10 +4,13 @@ import (
 	"container/heap"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/pdemu/pdemu/effect"
 )
 
 // kv orders by k only, so equal keys with different v show whether ties
@@ -101,22 +104,12 @@ func TestReset(t *testing.T) {
 
 // event is the virtual clock's 48-byte event shape.
 type event struct {
-	at   int64
-	from int32
-	seq  uint64
-	to   *int
-	msg  any
+	effect.Stamp
+	to  *int
+	msg any
 }
 
-func lessEvent(a, b *event) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	if a.from != b.from {
-		return a.from < b.from
-	}
-	return a.seq < b.seq
-}
+func lessEvent(a, b *event) bool { return a.Before(&b.Stamp) }
 
 // BenchmarkPushPop: the virtual clock's hot path shape (push one event,
 // pop the least) on a heap of 1,024 events.
@@ -125,14 +118,14 @@ func BenchmarkPushPop(b *testing.B) {
 	var seq uint64
 	for i := range 1024 {
 		seq++
-		h.Push(event{at: int64(i * 7919 % 1024), from: int32(i % 13), seq: seq})
+		h.Push(event{Stamp: effect.Stamp{At: time.Duration(i * 7919 % 1024), From: int32(i % 13), Seq: seq}})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		ev := h.Pop()
 		seq++
-		ev.at += int64(seq % 977)
-		ev.seq = seq
+		ev.At += time.Duration(seq % 977)
+		ev.Seq = seq
 		h.Push(ev)
 	}
 }

@@ -394,6 +394,15 @@ func TestCacheAffinity(t *testing.T) {
 	}
 	home := homeOf()
 	other := (home + 1) % n
+	// seeded is a router of cfg whose home and other instances hold the
+	// first homeP and otherP blocks of r.
+	seeded := func(t *testing.T, cfg LocalConfig, homeP, otherP int) Local {
+		l := newLocal(t, cfg, n)
+		p := make([]int, n)
+		p[home], p[other] = homeP, otherP
+		seed(l, r, 0, p...)
+		return l
+	}
 
 	t.Run("home", func(t *testing.T) {
 		l := newLocal(t, cfg, n)
@@ -402,29 +411,18 @@ func TestCacheAffinity(t *testing.T) {
 		assert.Equal(t, ReasonHome, d.Reason)
 	})
 	t.Run("home keeps an equal prefix", func(t *testing.T) {
-		l := newLocal(t, cfg, n)
-		p := make([]int, n)
-		p[home], p[other] = 30, 30
-		seed(l, r, 0, p...)
-		d := l.Route(r, loads(1, 1, 1, 1), nil, 0)
+		d := seeded(t, cfg, 30, 30).Route(r, loads(1, 1, 1, 1), nil, 0)
 		assert.Equal(t, home, d.Instance)
 	})
 	t.Run("longer prefix elsewhere", func(t *testing.T) {
-		l := newLocal(t, cfg, n)
-		p := make([]int, n)
-		p[home], p[other] = 10, 30
-		seed(l, r, 0, p...)
-		d := l.Route(r, loads(1, 1, 1, 1), nil, 0)
+		d := seeded(t, cfg, 10, 30).Route(r, loads(1, 1, 1, 1), nil, 0)
 		assert.Equal(t, other, d.Instance)
 		assert.Equal(t, ReasonLongerPrefix, d.Reason)
 		assert.Equal(t, 30, d.PredictedPrefix)
 		assert.Equal(t, float64(30), d.Candidates[other].Score)
 	})
 	t.Run("overloaded home", func(t *testing.T) {
-		l := newLocal(t, cfg, n)
-		p := make([]int, n)
-		p[home], p[other] = 30, 10
-		seed(l, r, 0, p...)
+		l := seeded(t, cfg, 30, 10)
 		v := loads(1, 1, 1, 1)
 		v[home].Queue = 9 // mean 3, 9 > 2·3
 		d := l.Route(r, v, nil, 0)
@@ -432,8 +430,7 @@ func TestCacheAffinity(t *testing.T) {
 		assert.Equal(t, ReasonOverloaded, d.Reason)
 
 		v[home].Queue = 8 // mean 2.75, 8 > 5.5 still; factor 3: 8 < 8.25
-		l3 := newLocal(t, LocalConfig{Policy: PolicyCacheAffinity, PrefixK: 8, OverloadFactor: 3}, n)
-		seed(l3, r, 0, p...)
+		l3 := seeded(t, LocalConfig{Policy: PolicyCacheAffinity, PrefixK: 8, OverloadFactor: 3}, 30, 10)
 		assert.Equal(t, home, l3.Route(r, v, nil, 0).Instance)
 	})
 	t.Run("light load is not overload", func(t *testing.T) {
