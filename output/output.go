@@ -91,7 +91,9 @@ type windowFn func() time.Duration
 // function.
 type runFiles struct {
 	perRequest, routingLog func(name string) error
-	routerWindows          func(w io.Writer, window windowFn) error
+	// evictions, when set, writes evictions.csv (a stream's streamed rows).
+	evictions     func(name string) error
+	routerWindows func(w io.Writer, window windowFn) error
 	// skip, when set, drops a file that is not written (a stream's
 	// temporary per_request.csv or routing_log.jsonl).
 	skip func(name string) error
@@ -157,6 +159,12 @@ func writeRun(dir string, res *actors.Result, opts WriteOptions, rf runFiles) er
 			err = rf.perRequest(name)
 		case "routing_log.jsonl":
 			err = rf.routingLog(name)
+		case "evictions.csv":
+			if rf.evictions != nil {
+				err = rf.evictions(name)
+			} else {
+				err = writeAtomic(dir, name, writers[name])
+			}
 		default:
 			err = writeAtomic(dir, name, writers[name])
 		}
