@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/internal/splitmix"
 
 	"github.com/pdemu/pdemu/internal/regular"
@@ -403,7 +404,7 @@ type startPlan struct {
 	rng   *rand.Rand
 	k     int
 	last  time.Duration
-	slots []time.Duration // min-heap of running sessions' end times
+	slots minheap.Heap[time.Duration] // running sessions' end times
 }
 
 func newStartPlan(o LoadOptions) startPlan {
@@ -420,8 +421,8 @@ func (p *startPlan) next() time.Duration {
 			gap := min(p.rng.ExpFloat64()/p.rate*float64(time.Second), float64(100*365*24*time.Hour))
 			p.last = satAdd(p.last, time.Duration(gap))
 		}
-	case p.conc > 0 && k >= p.conc && len(p.slots) > 0:
-		p.last = max(p.last, p.popSlot())
+	case p.conc > 0 && k >= p.conc && p.slots.Len() > 0:
+		p.last = max(p.last, p.slots.Pop())
 	}
 	return p.last
 }
@@ -431,40 +432,13 @@ func (p *startPlan) opened(start, dur time.Duration) {
 	if p.conc <= 0 {
 		return
 	}
-	p.slots = append(p.slots, satAdd(start, dur))
-	for i := len(p.slots) - 1; i > 0; {
-		q := (i - 1) / 2
-		if p.slots[q] <= p.slots[i] {
-			break
-		}
-		p.slots[q], p.slots[i] = p.slots[i], p.slots[q]
-		i = q
+	if p.slots.Less == nil {
+		p.slots.Less = lessDuration
 	}
+	p.slots.Push(satAdd(start, dur))
 }
 
-func (p *startPlan) popSlot() time.Duration {
-	s := p.slots
-	top := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	s = s[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && s[l] < s[m] {
-			m = l
-		}
-		if r < n && s[r] < s[m] {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	p.slots = s
-	return top
-}
+func lessDuration(a, b *time.Duration) bool { return *a < *b }
 
 // readBounded reads a whole trace file of at most maxFileBytes.
 func readBounded(name string) ([]byte, error) {
