@@ -167,15 +167,8 @@ func (c *checker) buckets(bhs []bucketHCL, ctx *hcl.EvalContext, byName map[stri
 		ranges[i] = c.bucketRange(bh, ctx)
 		b := Bucket{Name: bh.Name, Min: ranges[i].lo, Max: ranges[i].hi}
 		b.Faults = c.nodeFaults(bh.Crashes, nil)
-		if bh.RemoteFetchBandwidth != nil {
-			bw, err := ParseBandwidth(*bh.RemoteFetchBandwidth)
-			if err != nil {
-				c.errorf(bh.RemoteFetchBandwidthRange, "Invalid bandwidth for \"remote_fetch_bandwidth\"",
-					"\"remote_fetch_bandwidth\" (the RDMA fabric between the bucket's instances): %s.", err)
-			} else {
-				b.RemoteFetchBandwidth = bw
-			}
-		}
+		b.RemoteFetchBandwidth, _ = c.checkBandwidth(bh.RemoteFetchBandwidth, bh.RemoteFetchBandwidthRange, b.RemoteFetchBandwidth,
+			"remote_fetch_bandwidth", "the RDMA fabric between the bucket's instances")
 
 		if bh.InstancesRange == (hcl.Range{}) {
 			c.missingAttr(bh.Body, "instances", "the fused workers of the bucket, e.g. instances = [\"w0\", \"w1\"]")

@@ -132,6 +132,20 @@ func describe(name, help string) string {
 	return fmt.Sprintf("%q (%s)", name, help)
 }
 
+// checkBandwidth parses an optional bandwidth attribute (ParseBandwidth);
+// ok reports a valid value. Absent, or invalid (reported), it returns def.
+func (c *checker) checkBandwidth(p *string, rng hcl.Range, def float64, name, help string) (bw float64, ok bool) {
+	if p == nil {
+		return def, false
+	}
+	bw, err := ParseBandwidth(*p)
+	if err != nil {
+		c.errorf(rng, fmt.Sprintf("Invalid bandwidth for %q", name), "%s: %s.", describe(name, help), err)
+		return def, false
+	}
+	return bw, true
+}
+
 // checkDuration parses an optional duration attribute; min is the smallest
 // accepted value.
 func (c *checker) checkDuration(p *string, rng hcl.Range, def, minimum time.Duration, name, help string) time.Duration {
