@@ -2,7 +2,6 @@ package topology
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -255,23 +254,9 @@ func EpsilonDefaultsToD(policy string) bool {
 }
 
 // Policies returns the router policy names the HCL format accepts, sorted.
-func Policies() []string {
-	names := make([]string, len(policies))
-	for i, p := range policies {
-		names[i] = p.name
-	}
-	sort.Strings(names)
-	return names
-}
+func Policies() []string { return rowNames(policies) }
 
-func lookupPolicy(name string) *policy {
-	for i := range policies {
-		if policies[i].name == name {
-			return &policies[i]
-		}
-	}
-	return nil
-}
+func lookupPolicy(name string) *policy { return findRow(policies, name) }
 
 // unknownPolicy reports the policy label of rh as unknown to its tier
 // (kind: "router", "global router", "local router"), whose policies are
