@@ -1,12 +1,11 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
-
-	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // nominalTokenTime is the nominal per-output-token service time used to
@@ -165,17 +164,7 @@ type mcSession struct {
 
 // OpenMooncake opens a Mooncake JSONL trace file.
 func OpenMooncake(path string, opts LoadOptions) (*Mooncake, error) {
-	f, err := regular.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("workload: %w", err)
-	}
-	m, err := NewMooncake(f, path, opts)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	m.f = f
-	return m, nil
+	return openStreaming(path, opts, NewMooncake)
 }
 
 // NewMooncake reads a Mooncake JSONL trace from r (name is used in errors).
@@ -183,10 +172,7 @@ func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) 
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	bt := opts.BlockTokens
-	if bt == 0 {
-		bt = 512
-	}
+	bt := cmp.Or(opts.BlockTokens, 512)
 	return &Mooncake{
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
