@@ -1,5 +1,7 @@
 package gpu
 
+import "slices"
+
 // BlockLRU is a prefix cache of block hashes with an LRU replacement policy
 // and a capacity in tokens. Its answers and its eviction order are those of
 // a list of blocks, most recent first, changed one block at a time (the
@@ -293,8 +295,12 @@ func (c *BlockLRU) evictTo(limit int) {
 		T := &c.segs[t]
 		n := min(int(T.hi-T.lo), (c.used-limit+int(T.tokens)-1)/int(T.tokens))
 		if c.trackEvictions {
-			for p := T.hi - 1; p >= T.hi-int32(n); p-- {
-				c.evicted = append(c.evicted, c.keys[p])
+			// The segment's last n blocks, last first.
+			l := len(c.evicted)
+			c.evicted = slices.Grow(c.evicted, n)[:l+n]
+			src, dst := c.keys[int(T.hi)-n:T.hi], c.evicted[l:]
+			for i, b := range src {
+				dst[n-1-i] = b
 			}
 		}
 		T.hi -= int32(n)

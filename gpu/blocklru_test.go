@@ -282,7 +282,7 @@ func BenchmarkBlockLRU(b *testing.B) {
 	}
 	const bt = 16
 	for _, im := range impls {
-		b.Run("warm/4096+64/"+im.name, func(b *testing.B) {
+		b.Run("warm/4096+64/impl="+im.name, func(b *testing.B) {
 			c := im.new(8 * 4096 * bt)
 			for s := 1; s < 8; s++ {
 				c.Insert(lruChain(s, 4096), bt)
@@ -306,7 +306,7 @@ func BenchmarkBlockLRU(b *testing.B) {
 		})
 	}
 	for _, im := range impls {
-		b.Run("thrash/512/"+im.name, func(b *testing.B) {
+		b.Run("thrash/512/impl="+im.name, func(b *testing.B) {
 			c := im.new(64 * 512 * bt)
 			const sessions = 256
 			chains := make([][]uint64, sessions)
@@ -328,7 +328,7 @@ func BenchmarkBlockLRU(b *testing.B) {
 		})
 	}
 	for _, im := range impls {
-		b.Run("agentic/"+im.name, func(b *testing.B) {
+		b.Run("agentic/impl="+im.name, func(b *testing.B) {
 			const sessions, step, turns = 13, 272, 10
 			c := im.new(5756 * bt)
 			chains := make([][]uint64, sessions)
