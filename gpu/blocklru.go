@@ -264,6 +264,17 @@ func (c *BlockLRU) remove(key uint64) {
 	}
 }
 
+// removeAll drops every cached block of blocks (as remove), stopping as
+// soon as the cache is empty (a DRAM tier often is).
+func (c *BlockLRU) removeAll(blocks []uint64) {
+	for _, b := range blocks {
+		if c.live == 0 {
+			return
+		}
+		c.remove(b)
+	}
+}
+
 // takeEvicted returns and clears the keys evicted since the last call.
 func (c *BlockLRU) takeEvicted() []uint64 {
 	if len(c.evicted) == 0 {

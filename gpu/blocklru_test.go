@@ -282,8 +282,9 @@ func TestBlockLRUMatchesV1AtScale(t *testing.T) {
 					t.Fatalf("Peek = %d, want %d", got, want)
 				}
 			case 2: // drop some of the session's blocks
-				for _, k := range chain(s, length[s])[rapid.IntRange(0, length[s]).Draw(t, "from"):] {
-					c.remove(k)
+				drop := chain(s, length[s])[rapid.IntRange(0, length[s]).Draw(t, "from"):]
+				c.removeAll(drop)
+				for _, k := range drop {
 					v.remove(k)
 				}
 			default: // the next turn: match, then insert the grown chain
