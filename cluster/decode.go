@@ -26,6 +26,9 @@ type decodeNode struct {
 	// evictions are this worker's evictions.csv rows (kvcause.go); they
 	// outlive a crash, which replaces w.
 	evictions []metrics.EvictionRow
+	// evSink, when set, takes the rows instead (StreamEvictions).
+	evSink func(metrics.EvictionRow) error
+	evName string
 }
 
 func (n *decodeNode) Handle(now time.Duration, msg any) Ready {

@@ -12,7 +12,8 @@ import (
 // router forgets a session idle for longer than a TTL of emulated time,
 // or the least recently used one beyond a count: its policy state (the
 // KVC-Router's pin, rejects and counters: policy.KVC.Forget), its KV-cause
-// record, and its sessions.csv counts (the collector's Tally) are dropped,
+// record, the prefill workers' prompt snapshot of it (as its last turn
+// would) and its sessions.csv counts (the collector's Tally) are dropped,
 // as if the session had ended; a later request of the same session index
 // is routed as a new session's, its prefix still found by the resident
 // index. Nothing is silent: the forgotten sessions' counters are summed
@@ -126,6 +127,9 @@ func (n *routerNode) forgetIdle(now time.Duration, s int32) {
 		}
 		n.kv.forget(s)
 		n.send(n.collector, SessionForgotten{s}, 0)
+		for _, p := range n.prefill { // their prompt snapshots, as a last turn does
+			n.send(p, SessionForgotten{s}, 0)
+		}
 	})
 }
 

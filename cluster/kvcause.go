@@ -176,7 +176,7 @@ func (n *routerNode) kvStep(job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
 // recordEviction keeps ev (an EvEvicted of this worker) as an
 // evictions.csv row and tells the router.
 func (n *decodeNode) recordEviction(ev gpu.Event) {
-	n.evictions = append(n.evictions, metrics.EvictionRow{At: ev.At, Session: ev.Name, Tokens: ev.Tokens,
+	n.keepEviction(metrics.EvictionRow{At: ev.At, Session: ev.Name, Tokens: ev.Tokens,
 		Cause: ev.Cause.String(), For: ev.For})
 	n.send(n.router, &Evicted{D: n.idx, Session: ev.Session, At: ev.At, Cause: ev.Cause, For: ev.For}, 0)
 }
@@ -185,8 +185,35 @@ func (n *decodeNode) recordEviction(ev gpu.Event) {
 // when it crashed at now (the router learns of it from its fault view).
 func (n *decodeNode) recordCrash(now time.Duration) {
 	for _, r := range n.w.Residents() {
-		n.evictions = append(n.evictions, metrics.EvictionRow{At: now, Session: r.Name, Tokens: r.Tokens,
+		n.keepEviction(metrics.EvictionRow{At: now, Session: r.Name, Tokens: r.Tokens,
 			Cause: gpu.EvictCrash.String(), For: -1})
+	}
+}
+
+// keepEviction keeps row for evictions.csv, or hands it to the
+// evictions sink (StreamEvictions; an error fails the run).
+func (n *decodeNode) keepEviction(row metrics.EvictionRow) {
+	if n.evSink == nil {
+		n.evictions = append(n.evictions, row)
+		return
+	}
+	row.Worker = n.evName
+	if err := n.evSink(row); err != nil {
+		n.send(RunAddr, Failed{err}, 0)
+	}
+}
+
+// StreamEvictions makes the decode workers hand each evictions.csv row
+// to sink as it happens (from their own goroutines: sink must be safe for
+// concurrent use) instead of keeping it for the run: a server's memory
+// then does not grow with its evictions. The rows come in each worker's
+// time order; Evictions then returns none of theirs. Call it before the
+// run starts and before any node is wrapped.
+func (c *Cluster) StreamEvictions(sink func(metrics.EvictionRow) error) {
+	for i, n := range c.Nodes {
+		if dn, ok := n.(*decodeNode); ok {
+			dn.evSink, dn.evName = sink, c.Names[i]
+		}
 	}
 }
 

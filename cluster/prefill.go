@@ -25,9 +25,12 @@ func (n *prefillNode) Handle(now time.Duration, msg any) Ready {
 			return rd
 		}
 	}
-	if m, ok := msg.(Prefill); ok {
+	switch m := msg.(type) {
+	case Prefill:
 		n.w.Submit(now, m.Job)
-	} else {
+	case SessionForgotten: // forget.go
+		n.w.Forget(m.S)
+	default:
 		n.handleSync(msg) // dpsync.go
 	}
 	n.w.Advance(now)

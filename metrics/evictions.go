@@ -29,14 +29,19 @@ func WriteEvictions(w io.Writer, rows []EvictionRow) error {
 		return err
 	}
 	for _, r := range rows {
-		forReq := ""
-		if r.For >= 0 {
-			forReq = strconv.FormatInt(r.For, 10)
-		}
-		if err := cw.Write([]string{fms(r.At), r.Worker, r.Session, strconv.Itoa(r.Tokens), r.Cause, forReq}); err != nil {
+		if err := WriteEvictionRow(cw, r); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// WriteEvictionRow writes one evictions.csv row (after the header) to cw.
+func WriteEvictionRow(cw *csv.Writer, r EvictionRow) error {
+	forReq := ""
+	if r.For >= 0 {
+		forReq = strconv.FormatInt(r.For, 10)
+	}
+	return cw.Write([]string{fms(r.At), r.Worker, r.Session, strconv.Itoa(r.Tokens), r.Cause, forReq})
 }

@@ -9,11 +9,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/buildinfo"
 	"github.com/pdemu/pdemu/internal/regular"
 )
 
@@ -299,6 +299,9 @@ func Warnings(s Summary) []string {
 		w = append(w, fmt.Sprintf("%d faults were scheduled after the run's end (first at %.3f s) and were not reached (summary.json faults.not_reached)",
 			len(s.Faults.NotReached), s.Faults.NotReached[0].AtMS/1e3))
 	}
+	if o := s.Outputs; o.LinksDropped > 0 {
+		w = append(w, fmt.Sprintf("links.csv holds the first %d NIC changes; %d later ones were dropped (outputs.links_rows_dropped)", o.LinksRows, o.LinksDropped))
+	}
 	for _, m := range s.Trace.Warnings {
 		w = append(w, "trace: "+m)
 	}
@@ -346,27 +349,13 @@ func MarkPartial(s *Summary, stoppedBy string, unfinished int) {
 // version, plus the VCS revision (and "+dirty") when the binary was built
 // from a checkout; "(devel)" or "unknown" otherwise.
 func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+	bi := buildinfo.Read()
+	if !bi.OK {
 		return "unknown"
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, dirty string
-	for _, kv := range bi.Settings {
-		switch kv.Key {
-		case "vcs.revision":
-			rev = kv.Value
-		case "vcs.modified":
-			if kv.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	if rev != "" {
-		v += " " + rev + dirty
+	v := bi.Version
+	if bi.Revision != "" {
+		v += " " + bi.Revision + bi.DirtyMark()
 	}
 	return v
 }

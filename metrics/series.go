@@ -91,6 +91,19 @@ type LinkRecorder struct {
 	pts     []linkChunk      // the samples, compact, in fixed-size chunks (no append slack)
 	n       int
 	dropped int
+	max     int // rows kept (0: MaxLinkRows; SetMaxRows)
+}
+
+// SetMaxRows keeps at most n rows (n > 0; default MaxLinkRows): later
+// samples are dropped and counted (outputs.links_dropped), so a server's
+// links.csv memory is bounded however long it runs.
+func (r *LinkRecorder) SetMaxRows(n int) {
+	if r == nil || n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.max = n
 }
 
 // linkPt is a stored LinkSample (32 bytes; the NIC by index).
@@ -147,7 +160,7 @@ func (r *LinkRecorder) Link(now time.Duration, nic string, bytesInFlight int64, 
 			return
 		}
 	}
-	if r.n >= MaxLinkRows {
+	if r.n >= MaxLinkRows || r.max > 0 && r.n >= r.max {
 		r.dropped++
 		return
 	}

@@ -91,7 +91,9 @@ type windowFn func() time.Duration
 // function.
 type runFiles struct {
 	perRequest, routingLog func(name string) error
-	routerWindows          func(w io.Writer, window windowFn) error
+	// evictions, when set, writes evictions.csv (a stream's streamed rows).
+	evictions     func(name string) error
+	routerWindows func(w io.Writer, window windowFn) error
 	// skip, when set, drops a file that is not written (a stream's
 	// temporary per_request.csv or routing_log.jsonl).
 	skip func(name string) error
@@ -157,6 +159,12 @@ func writeRun(dir string, res *actors.Result, opts WriteOptions, rf runFiles) er
 			err = rf.perRequest(name)
 		case "routing_log.jsonl":
 			err = rf.routingLog(name)
+		case "evictions.csv":
+			if rf.evictions != nil {
+				err = rf.evictions(name)
+			} else {
+				err = writeAtomic(dir, name, writers[name])
+			}
 		default:
 			err = writeAtomic(dir, name, writers[name])
 		}
@@ -269,13 +277,7 @@ func writeAtomic(dir, name string, f func(io.Writer) error) error {
 	if err := f(tmp); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
-		return err
-	}
-	if err := tmp.Close(); err != nil {
+	if err := seal(tmp); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
@@ -283,6 +285,18 @@ func writeAtomic(dir, name string, f func(io.Writer) error) error {
 	}
 	ok = true
 	return syncDir(dir)
+}
+
+// seal readies a finished temporary file for the rename that makes it
+// visible: readable by all, on disk, closed.
+func seal(tmp *os.File) error {
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
+		return err
+	}
+	return tmp.Close()
 }
 
 // syncDir makes the renames in dir durable (a crash after it cannot

@@ -2,11 +2,13 @@ package output
 
 import (
 	"bufio"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/metrics"
@@ -45,6 +47,13 @@ type Stream struct {
 	err      error          // the first write error: the run fails, Write reports it
 	written  bool
 	opts     WriteOptions
+
+	// evictions.csv, when the run streams its evictions (Eviction).
+	evMu  sync.Mutex
+	ev    *os.File
+	evBuf *bufio.Writer
+	evCSV *csv.Writer
+	evErr error
 }
 
 // StreamOptions adjust NewStream.
@@ -124,6 +133,55 @@ func (s *Stream) emit(_ int64, row, log []byte) error {
 	return s.logW.WriteByte('\n')
 }
 
+// Eviction adds an evictions.csv row as it happens (the sink of
+// cluster.StreamEvictions: safe for concurrent use). The file's rows are
+// then in the order they came (each worker's in time order), followed at
+// Write by the result's own Evictions (the workers that kept theirs).
+func (s *Stream) Eviction(r metrics.EvictionRow) error {
+	if !s.opts.keeps("evictions.csv") {
+		return nil
+	}
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if s.evErr != nil {
+		return s.evErr
+	}
+	if s.ev == nil {
+		f, err := os.CreateTemp(s.dir, tmpPrefix+"evictions.csv-*")
+		if err != nil {
+			s.evErr = err
+			return err
+		}
+		s.ev, s.evBuf = f, bufio.NewWriterSize(f, 64<<10)
+		s.evCSV = csv.NewWriter(s.evBuf)
+		if err := s.evCSV.Write(metrics.EvictionsHeader); err != nil {
+			s.evErr = err
+			return err
+		}
+	}
+	if err := metrics.WriteEvictionRow(s.evCSV, r); err != nil {
+		s.evErr = err
+		return err
+	}
+	return nil
+}
+
+// finishEvictions writes rows after the streamed ones and flushes.
+func (s *Stream) finishEvictions(rows []metrics.EvictionRow) error {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if s.evErr != nil {
+		return s.evErr
+	}
+	for _, r := range rows {
+		if err := metrics.WriteEvictionRow(s.evCSV, r); err != nil {
+			return err
+		}
+	}
+	s.evCSV.Flush()
+	return errors.Join(s.evCSV.Error(), s.evBuf.Flush())
+}
+
 // Spilled is the number of sorted runs the reorder buffer spilled to disk.
 func (s *Stream) Spilled() int { return s.ro.spilled }
 
@@ -157,7 +215,7 @@ func (s *Stream) Write(res *actors.Result) error {
 	if err := errors.Join(s.ro.close(), s.perW.Flush(), s.logW.Flush()); err != nil {
 		return err
 	}
-	return writeRun(s.dir, res, s.opts, runFiles{
+	rf := runFiles{
 		perRequest: s.commit(&s.per), routingLog: s.commit(&s.log),
 		skip: func(name string) error {
 			f := &s.per
@@ -177,20 +235,24 @@ func (s *Stream) Write(res *actors.Result) error {
 		routerWindows: func(w io.Writer, window windowFn) error {
 			return metrics.WriteRouterWindowsOf(w, arr, res.RouterEvents, window())
 		},
-	})
+	}
+	s.evMu.Lock()
+	streamed := s.ev != nil
+	s.evMu.Unlock()
+	if streamed {
+		if err := s.finishEvictions(res.Evictions); err != nil {
+			return err
+		}
+		rf.evictions = s.commit(&s.ev)
+	}
+	return writeRun(s.dir, res, s.opts, rf)
 }
 
 // commit returns the renaming of a finished temporary file to name.
 func (s *Stream) commit(f **os.File) func(name string) error {
 	return func(name string) error {
 		tmp := *f
-		if err := tmp.Chmod(0o644); err != nil {
-			return err
-		}
-		if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
-			return err
-		}
-		if err := tmp.Close(); err != nil {
+		if err := seal(tmp); err != nil {
 			return err
 		}
 		*f = nil
@@ -206,7 +268,9 @@ func (s *Stream) commit(f **os.File) func(name string) error {
 // when the run never got to Write). Call it when done, Write or not.
 func (s *Stream) Close() error {
 	var errs []error
-	for _, f := range []**os.File{&s.per, &s.log} {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	for _, f := range []**os.File{&s.per, &s.log, &s.ev} {
 		if *f != nil {
 			(*f).Close()
 			if err := os.Remove((*f).Name()); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -104,6 +104,9 @@ type RouterState struct {
 	Fallbacks  int64
 	Blacklists int64
 	Rejections int64
+	// SessionsForgotten: idle sessions the router forgot (their counters
+	// stay in the totals above).
+	SessionsForgotten int64
 }
 
 // LinkState is one prefill→decode link (or NIC).

@@ -221,6 +221,14 @@ func Watch(spec *topology.Spec, cl *cluster.Cluster, br *Bridge, onEnd func(*gpu
 					rs.Blacklists += int64(st.Blacklists)
 					rs.Rejections += int64(st.Rejections)
 				}
+				// The sessions the router forgot (served runs): their
+				// counters stay in the totals, which never go down.
+				nf, f, _ := cl.ForgottenSessions()
+				rs.SessionsForgotten = int64(nf)
+				rs.Migrations += int64(f.Migrations)
+				rs.Fallbacks += int64(f.Fallbacks)
+				rs.Blacklists += int64(f.Blacklists)
+				rs.Rejections += int64(f.Rejections)
 				br.SetRouter(rs)
 			}}
 		case cluster.KindLink:

@@ -230,6 +230,7 @@ var (
 	descFallback = prometheus.NewDesc("pdemu_router_fallbacks_total", "Requests that fell back to a fresh prefill.", []string{"model_name"}, nil)
 	descBlack    = prometheus.NewDesc("pdemu_router_blacklists_total", "Workers blacklisted for a request after a rejection.", []string{"model_name"}, nil)
 	descReject   = prometheus.NewDesc("pdemu_router_rejections_total", "Admission rejections.", []string{"model_name"}, nil)
+	descForgot   = prometheus.NewDesc("pdemu_router_sessions_forgotten_total", "Idle sessions whose router state was dropped (TTL or LRU bound), as if they had ended.", []string{"model_name"}, nil)
 	descLinkB    = prometheus.NewDesc("pdemu_link_bytes_total", "KV bytes moved over the link.", []string{"model_name", "link"}, nil)
 	descLinkU    = prometheus.NewDesc("pdemu_link_utilisation", "Fraction of emulated time the link had a transfer in flight over the last emulated second, 0 to 1.", []string{"model_name", "link"}, nil)
 	descLag      = prometheus.NewDesc("pdemu_clock_lag_seconds", "How far emulated time is behind wall time × time scale (emulated seconds).", []string{"model_name"}, nil)
@@ -258,6 +259,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	n(descFallback, float64(s.Router.Fallbacks))
 	n(descBlack, float64(s.Router.Blacklists))
 	n(descReject, float64(s.Router.Rejections))
+	n(descForgot, float64(s.Router.SessionsForgotten))
 	for _, l := range s.Links {
 		n(descLinkB, float64(l.Bytes), l.Name)
 		g(descLinkU, l.Utilisation, l.Name)

@@ -50,6 +50,10 @@ type Options struct {
 	// cached: a prompt that extends it is a prefix-cache hit).
 	// Each remembered session costs ~100 bytes.
 	MaxSessions int
+	// SessionTTL, when > 0, also forgets a session key unused for longer
+	// than that (wall time) [0: only MaxSessions bounds the table]; pdemu
+	// serve sets it to the router's session TTL scaled to wall time.
+	SessionTTL time.Duration
 	// Timeouts: ReadHeaderTimeout [10s] bounds reading a request's
 	// headers and ReadTimeout [10s] its body (a client that stalls
 	// mid-body gets 408 once it passes; the body is read before admission,
@@ -161,7 +165,7 @@ func New(opts Options, cl Cluster) (*Server, error) {
 	if err := CheckListen(opts.Listen, opts.AllowRemote); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, cl: cl, sess: newSessions(opts.MaxSessions), created: time.Now().Unix(), launch: rand.Uint64()}
+	s := &Server{opts: opts, cl: cl, sess: newSessions(opts.MaxSessions, opts.SessionTTL), created: time.Now().Unix(), launch: rand.Uint64()}
 	s.met = NewMetricsWith(opts.Model, cl.Snapshot, opts.Labels)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/chat/completions", s.post(s.chat))

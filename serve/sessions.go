@@ -1,8 +1,9 @@
 package serve
 
 import (
-	"fmt"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/pdemu/pdemu/workload"
 )
@@ -30,11 +31,18 @@ type sessions struct {
 	max    int
 	next   int32
 	nextID int64
+	// ttl > 0 also forgets a session unused for longer than ttl (wall
+	// time, now): the queue is then a second-chance one (a session used
+	// since it was queued goes to the back), a few entries per call.
+	ttl time.Duration
+	now func() time.Time
+	// forgotten counts the sessions forgotten (by count or by age).
+	forgotten int64
 }
 
 type session struct {
 	idx      int32
-	name     string
+	last     time.Time // last use (ttl only)
 	turns    int
 	prevIn   int
 	prevOut  int
@@ -42,8 +50,47 @@ type session struct {
 	prevHash uint64 // hashString of the previous prompt
 }
 
-func newSessions(max int) *sessions {
-	return &sessions{byKey: map[string]*session{}, max: max}
+func newSessions(max int, ttl time.Duration) *sessions {
+	return &sessions{byKey: map[string]*session{}, max: max, ttl: ttl, now: time.Now}
+}
+
+// sessionName is the name of session idx (computed, not kept).
+func sessionName(idx int32) string { return "http-" + strconv.Itoa(int(idx)) }
+
+// pop removes the queue's head.
+func (t *sessions) pop() {
+	t.fifo[t.head] = ""
+	t.head++
+	if t.head > len(t.fifo)/2 {
+		t.fifo = append(t.fifo[:0], t.fifo[t.head:]...)
+		t.head = 0
+	}
+}
+
+// expire forgets, looking at a few entries of the queue's head, the
+// sessions unused for longer than the TTL; one used since is queued again.
+func (t *sessions) expire(now time.Time) {
+	for range 4 {
+		if t.head >= len(t.fifo) {
+			return
+		}
+		key := t.fifo[t.head]
+		s := t.byKey[key]
+		if s != nil && now.Sub(s.last) <= t.ttl {
+			if now.Sub(s.last) <= t.ttl/2 {
+				// Used recently: to the back (second chance).
+				t.pop()
+				t.fifo = append(t.fifo, key)
+				continue
+			}
+			return
+		}
+		t.pop()
+		if s != nil {
+			delete(t.byKey, key)
+			t.forgotten++
+		}
+	}
 }
 
 // build makes the request for one call of session key: its prompt is
@@ -52,33 +99,37 @@ func newSessions(max int) *sessions {
 func (t *sessions) build(key, text string, inputLen, outputLen int, blocks []uint64, blockTokens int) *workload.Request {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var now time.Time
+	if t.ttl > 0 {
+		now = t.now()
+		t.expire(now)
+	}
 	s := t.byKey[key]
 	if s != nil && !(len(text) > s.prevLen && hashString(text[:s.prevLen]) == s.prevHash) {
 		// Not a continuation: a new session under the same key.
-		s = &session{idx: t.next, name: fmt.Sprintf("http-%d", t.next)}
+		s = &session{idx: t.next}
 		t.next++
 		t.byKey[key] = s
 	}
 	if s == nil {
-		if len(t.byKey) >= t.max {
+		for len(t.byKey) >= t.max && t.head < len(t.fifo) {
 			old := t.fifo[t.head]
-			t.fifo[t.head] = ""
-			t.head++
-			delete(t.byKey, old)
-			if t.head > len(t.fifo)/2 {
-				t.fifo = append(t.fifo[:0], t.fifo[t.head:]...)
-				t.head = 0
+			t.pop()
+			if _, ok := t.byKey[old]; ok {
+				delete(t.byKey, old)
+				t.forgotten++
 			}
 		}
-		s = &session{idx: t.next, name: fmt.Sprintf("http-%d", t.next)}
+		s = &session{idx: t.next}
 		t.next++
 		t.byKey[key] = s
 		t.fifo = append(t.fifo, key)
 	}
+	s.last = now
 	r := &workload.Request{
 		ID:          t.nextID,
 		Session:     s.idx,
-		SessionName: s.name,
+		SessionName: sessionName(s.idx),
 		Turn:        s.turns,
 		InputLen:    inputLen,
 		OutputLen:   outputLen,
@@ -113,7 +164,7 @@ func (t *sessions) build(key, text string, inputLen, outputLen int, blocks []uin
 func (t *sessions) extra(inputLen, outputLen int, blocks []uint64, blockTokens int) *workload.Request {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r := &workload.Request{ID: t.nextID, Session: t.next, SessionName: fmt.Sprintf("http-%d", t.next),
+	r := &workload.Request{ID: t.nextID, Session: t.next, SessionName: sessionName(t.next),
 		InputLen: inputLen, OutputLen: outputLen, Blocks: blocks, BlockTokens: blockTokens, AppendLen: inputLen}
 	t.next++
 	t.nextID++

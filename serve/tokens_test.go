@@ -75,7 +75,7 @@ func TestDefaultOutputLen(t *testing.T) {
 }
 
 func TestSessionsTurnsAndAppend(t *testing.T) {
-	s := newSessions(2)
+	s := newSessions(2, 0)
 	p0 := strings.Repeat("p", 400)
 	r0 := s.build("a", p0, 100, 20, []uint64{1, 2, 3, 4}, 24)
 	assert.Equal(t, 0, r0.Turn)
@@ -122,7 +122,7 @@ func TestSessionsContinueOnContentOnly(t *testing.T) {
 		{"the same prompt again", "the same benchmark prompt", "the same benchmark prompt", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSessions(16)
+			s := newSessions(16, 0)
 			r0 := s.build("h:s1", tc.first, TokenCount(len(tc.first)), 8, blockHashes(tc.first, 24, 1), 24)
 			r1 := s.build("h:s1", tc.next, TokenCount(len(tc.next)), 8, blockHashes(tc.next, 24, 1), 24)
 			assert.Equal(t, tc.continues, r0.Session == r1.Session)

@@ -73,9 +73,21 @@ type Options struct {
 // a new session whose prefix the resident index still finds.
 const DefaultSessionTTL = time.Hour
 
+// MaxLinkRows bounds the links.csv rows of a served run (2 MiB of
+// samples): later NIC changes are counted in outputs.links_dropped, not
+// kept (a run keeps metrics.MaxLinkRows).
+const MaxLinkRows = 1 << 16
+
 // DefaultRouterSessions bounds the sessions the router of a served run
 // remembers: as many as the server's session table (serve.Options.MaxSessions).
 const DefaultRouterSessions = 1 << 16
+
+// EvictionSink is implemented by a Records sink that also takes the
+// evictions.csv rows as they happen (output.Stream): a served run then
+// streams them (cluster.StreamEvictions) instead of keeping them.
+type EvictionSink interface {
+	Eviction(metrics.EvictionRow) error
+}
 
 // Result is a served run's outcome.
 type Result struct {
@@ -119,6 +131,13 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		// The scenario's model when every worker serves the same one.
 		o.HTTP.Model = serve.CommonModel(&s)
 	}
+	if ttl := o.SessionTTL; ttl >= 0 && o.HTTP.SessionTTL == 0 {
+		// The server's session table forgets a key as the router does.
+		if ttl == 0 {
+			ttl = DefaultSessionTTL
+		}
+		o.HTTP.SessionTTL = time.Duration(float64(ttl) / s.Workload.TimeScale)
+	}
 	if err := serve.CheckListen(listenOr(o.HTTP.Listen), o.HTTP.AllowRemote); err != nil {
 		return nil, err
 	}
@@ -146,6 +165,10 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		Records:     o.Records,
 		Bounded:     o.Records != nil, // a server runs for ever: bounded summary too
 		Wrap: func(cl *cluster.Cluster, now func() time.Duration) error {
+			if es, ok := o.Records.(EvictionSink); ok {
+				// Before serve wraps the nodes: evictions.csv streams too.
+				cl.StreamEvictions(es.Eviction)
+			}
 			// One context limit: what the cluster admits.
 			fit, err := MaxRequestTokens(&s)
 			if err != nil {
@@ -162,6 +185,7 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 				maxSess = DefaultRouterSessions
 			}
 			cl.ForgetSessions(ttl, maxSess)
+			cl.Links().SetMaxRows(MaxLinkRows)
 			br.Attach(now)
 			serve.Watch(&s, cl, br, nil)
 			feeder = serve.Feed(cl, br)

@@ -21,7 +21,12 @@ type completion struct {
 			CachedTokens int `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
-	Pdemu servedInfo `json:"pdemu"`
+	Pdemu   servedInfo `json:"pdemu"`
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
 }
 
 func decode(t *testing.T, body string) completion {

@@ -1,6 +1,8 @@
 package served
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,11 +24,14 @@ import (
 	"github.com/pdemu/pdemu/serve"
 )
 
-// countSink is a RecordSink that keeps nothing (pdemu serve streams the
-// records to per_request.csv).
-type countSink struct{ n atomic.Int64 }
+// countSink is a RecordSink (and an EvictionSink) that keeps nothing
+// (pdemu serve streams the records to per_request.csv and the evictions
+// to evictions.csv).
+type countSink struct{ n, evictions atomic.Int64 }
 
 func (c *countSink) Record(metrics.Record) error { c.n.Add(1); return nil }
+
+func (c *countSink) Eviction(metrics.EvictionRow) error { c.evictions.Add(1); return nil }
 
 // rssMB is the process's resident set (Linux /proc/self/statm), MiB.
 func rssMB(t *testing.T) float64 {
@@ -58,7 +63,7 @@ func TestSoak(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: time.Minute}
 	var sent atomic.Int64
-	var failures atomic.Int64
+	var failures, turns atomic.Int64
 	type point struct {
 		requests int64
 		rss      float64
@@ -96,15 +101,21 @@ func TestSoak(t *testing.T) {
 	for c := range 32 {
 		wg.Go(func() {
 			for conv := 0; ; conv++ {
-				history := fmt.Sprintf("client %d conversation %d: %s", c, conv, strings.Repeat("context ", 40))
+				// A real multi-turn chat: each turn re-sends the history,
+				// the assistant's answers included (one session).
+				msgs := []map[string]string{}
 				for turn := range 8 {
 					i := sent.Add(1)
 					if i > int64(n) {
 						return
 					}
-					history += fmt.Sprintf(" turn %d: next step please.", turn)
-					body := fmt.Sprintf(`{"model":"qwen3-coder-30b-a3b","max_tokens":2,"messages":[{"role":"user","content":%q}]}`, history)
-					req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
+					content := fmt.Sprintf("client %d conversation %d turn %d: next step please.", c, conv, turn)
+					if turn == 0 {
+						content += " " + strings.Repeat("context ", 40)
+					}
+					msgs = append(msgs, map[string]string{"role": "user", "content": content})
+					body, _ := json.Marshal(map[string]any{"model": "qwen3-coder-30b-a3b", "max_tokens": 2, "messages": msgs})
+					req, _ := http.NewRequest("POST", base+"/v1/chat/completions", bytes.NewReader(body))
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("X-Session-Id", fmt.Sprintf("soak-%d-%d", c, conv))
 					res, err := hc.Do(req)
@@ -116,8 +127,29 @@ func TestSoak(t *testing.T) {
 					}
 					b, _ := io.ReadAll(res.Body)
 					res.Body.Close()
-					if res.StatusCode != http.StatusOK && failures.Add(1) <= 5 {
-						t.Logf("request %d: %d %s", i, res.StatusCode, b)
+					if res.StatusCode != http.StatusOK {
+						if failures.Add(1) <= 5 {
+							t.Logf("request %d: %d %s", i, res.StatusCode, b)
+						}
+						msgs = msgs[:len(msgs)-1]
+						sample(i)
+						continue
+					}
+					var cc struct {
+						Choices []struct {
+							Message struct {
+								Content string `json:"content"`
+							} `json:"message"`
+						} `json:"choices"`
+						Pdemu struct {
+							Turn int `json:"turn"`
+						} `json:"pdemu"`
+					}
+					if json.Unmarshal(b, &cc) == nil && len(cc.Choices) > 0 {
+						msgs = append(msgs, map[string]string{"role": "assistant", "content": cc.Choices[0].Message.Content})
+						if cc.Pdemu.Turn == turn {
+							turns.Add(1)
+						}
 					}
 					sample(i)
 				}
@@ -140,7 +172,8 @@ func TestSoak(t *testing.T) {
 	assert.EqualValues(t, n, out.Summary.Requests.Total)
 	assert.EqualValues(t, n, sink.n.Load(), "every record streamed, none kept")
 	assert.Nil(t, out.Records)
-	t.Logf("%d requests in %v (%.0f/s)", n, wall.Round(time.Second), float64(n)/wall.Seconds())
+	t.Logf("%d requests in %v (%.0f/s); %d continued their session as the turn they were; %d evictions streamed; summary: %d sessions forgotten, estimates %v",
+		n, wall.Round(time.Second), float64(n)/wall.Seconds(), turns.Load(), sink.evictions.Load(), forgotten(out), out.Summary.Estimates != nil)
 	var b strings.Builder
 	for _, p := range curve {
 		fmt.Fprintf(&b, " %dk:%.0fMiB", p.requests/1000, p.rss)
@@ -148,4 +181,11 @@ func TestSoak(t *testing.T) {
 	t.Logf("RSS curve:%s", b.String())
 	require.GreaterOrEqual(t, len(curve), 2)
 	assert.LessOrEqual(t, curve[len(curve)-1].rss, 1.5*curve[0].rss, "RSS after %d requests within 1.5x of RSS after 10k", n)
+}
+
+func forgotten(out *Result) int {
+	if out.Summary.Router == nil {
+		return 0
+	}
+	return out.Summary.Router.SessionsForgotten
 }

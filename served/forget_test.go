@@ -1,0 +1,76 @@
+package served
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/metrics"
+	"github.com/pdemu/pdemu/output"
+	"github.com/pdemu/pdemu/scenarios"
+)
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	return rows
+}
+
+// Issue 21 (flat memory): the router of a served run forgets sessions
+// beyond its bound, as if they had ended; nothing of them is lost: their
+// requests are in every total, the forgotten sessions are counted in
+// summary.json and /metrics, and sessions.csv lists the others. The
+// outputs are written through a real output.Stream (records and
+// evictions.csv streamed, as pdemu serve writes them).
+func TestServeForgetsSessionsCounted(t *testing.T) {
+	dir := t.TempDir()
+	st, err := output.NewStream(dir, output.StreamOptions{})
+	require.NoError(t, err)
+	defer st.Close()
+	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 50, Records: st, RouterSessions: 2})
+	const sessions, turns = 6, 2
+	for s := range sessions {
+		var msgs [][2]string
+		for turn := range turns {
+			msgs = append(msgs, [2]string{"user", fmt.Sprintf("session %d turn %d: %s", s, turn, strings.Repeat("some context ", 30))})
+			code, body := postMessages(t, base, fmt.Sprintf("forget-%d", s), 2, msgs...)
+			require.Equal(t, http.StatusOK, code, body)
+			c := decode(t, body)
+			assert.Equal(t, turn, c.Pdemu.Turn, "a multi-turn conversation: one session")
+			msgs = append(msgs, [2]string{"assistant", c.Choices[0].Message.Content})
+		}
+	}
+	res, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	scrape, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	out, err := stop()
+	require.NoError(t, err)
+	require.NoError(t, st.Write(out.Result))
+	sum := out.Summary
+	assert.Equal(t, sessions*turns, sum.Requests.Total)
+	require.NotNil(t, sum.Router)
+	// Forgotten when a third session came: every session but the last two.
+	assert.Equal(t, sessions-2, sum.Router.SessionsForgotten)
+	rows := readCSV(t, filepath.Join(dir, "sessions.csv"))
+	assert.Len(t, rows, 1+2, "the header and the two sessions remembered")
+	assert.Nil(t, sum.Estimates, "12 requests: exact quantiles")
+	ev := readCSV(t, filepath.Join(dir, "evictions.csv"))
+	assert.Equal(t, metrics.EvictionsHeader, ev[0])
+	// Scraped before the stop: the router publishes every 200 ms at most,
+	// so the family is there, its value may lag.
+	assert.Contains(t, string(scrape), "pdemu_router_sessions_forgotten_total")
+}
