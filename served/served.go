@@ -221,6 +221,7 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 			for _, sr := range cl.Series {
 				sr.SetMaxPoints(MaxSeriesPoints)
 			}
+			cl.RouterEvents().Bound(metrics.BoundChunks)
 			br.Attach(now)
 			serve.Watch(&s, cl, br, nil)
 			feeder = serve.Feed(cl, br)
