@@ -73,10 +73,10 @@ type Options struct {
 // a new session whose prefix the resident index still finds.
 const DefaultSessionTTL = time.Hour
 
-// MaxLinkRows bounds the links.csv rows of a served run (2 MiB of
+// MaxLinkRows bounds the links.csv rows of a served run (512 KiB of
 // samples): later NIC changes are counted in outputs.links_dropped, not
 // kept (a run keeps metrics.MaxLinkRows).
-const MaxLinkRows = 1 << 16
+const MaxLinkRows = 1 << 14
 
 // MaxSeriesPoints bounds each worker series of a served run (128 KiB):
 // past it the series' grid doubles (metrics.Series.SetMaxPoints) and
