@@ -33,6 +33,11 @@ type mailbox struct {
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
 	process    func() // m.processMessages, made once
+	// inline: the dispatcher runs the mailbox on the poster's goroutine
+	// (the virtual clock's synchronized one), so a message posted to an
+	// idle, empty, unsuspended mailbox is handled at once without being
+	// queued (PostUserMessage).
+	inline bool
 }
 
 const (
@@ -42,6 +47,10 @@ const (
 
 // newMailbox is an actor.MailboxProducer.
 func newMailbox() actor.Mailbox { return &mailbox{} }
+
+// newInlineMailbox is the mailbox for a synchronized dispatcher (one that
+// runs what it is given on the caller's goroutine): see mailbox.inline.
+func newInlineMailbox() actor.Mailbox { return &mailbox{inline: true} }
 
 func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
 	m.invoker, m.dispatcher = invoker, dispatcher
@@ -54,7 +63,21 @@ func (m *mailbox) UserMessageCount() int { return int(m.userN.Load()) }
 
 // PostUserMessage queues message. Unlike the default mailbox it does not
 // unpack actor.MessageBatch: nothing in pdemu sends one.
-func (m *mailbox) PostUserMessage(message any) { m.post(&m.user, &m.userN, message) }
+func (m *mailbox) PostUserMessage(message any) {
+	// Handled at once when nothing is ahead of it: the synchronized
+	// dispatcher would run the mailbox here anyway, and the queue would
+	// only hold this message (a push and a pop under the lock, two
+	// counter updates). A message posted concurrently while this one is
+	// handled finds the mailbox running and is queued; the drain after it
+	// takes it, as processMessages takes one posted after its loop ended.
+	if m.inline && m.userN.Load() == 0 && m.sysN.Load() == 0 && !m.suspended.Load() &&
+		m.status.CompareAndSwap(mbIdle, mbRunning) {
+		m.invokeNow(message)
+		m.processMessages()
+		return
+	}
+	m.post(&m.user, &m.userN, message)
+}
 
 func (m *mailbox) PostSystemMessage(message any) { m.post(&m.sys, &m.sysN, message) }
 
@@ -85,6 +108,16 @@ func (m *mailbox) processMessages() {
 		}
 		return
 	}
+}
+
+// invokeNow hands message to the actor with run's failure handling.
+func (m *mailbox) invokeNow(message any) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.invoker.EscalateFailure(r, message)
+		}
+	}()
+	m.invoker.InvokeUserMessage(message)
 }
 
 func (m *mailbox) pop(q *ring) any {

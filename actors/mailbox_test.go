@@ -94,3 +94,39 @@ func TestFromClock(t *testing.T) {
 		require.Equal(t, tc.want, fromClock(tc.msg), "%T", tc.msg)
 	}
 }
+
+// TestInlineMailbox: the synchronized dispatcher's mailbox handles a
+// message posted to it idle at once, queues one posted while it handles
+// (here by the handler itself, as a supervisor's restart may) and drains
+// it right after, in post order, allocating nothing; a suspended mailbox
+// queues instead of handling.
+func TestInlineMailbox(t *testing.T) {
+	m := newInlineMailbox().(*mailbox)
+	var got []int
+	m.RegisterHandlers(invokerFunc(func(v any) {
+		i := v.(int)
+		got = append(got, i)
+		if i%10 == 0 {
+			m.PostUserMessage(i + 1) // re-entrant: queued behind i
+			m.PostUserMessage(i + 2)
+			require.Equal(t, []int{i}, got[len(got)-1:], "handled inside the handler")
+		}
+	}), syncDispatcher{})
+	m.PostUserMessage(10)
+	m.PostUserMessage(3)
+	require.Equal(t, []int{10, 11, 12, 3}, got)
+	require.Zero(t, m.UserMessageCount())
+
+	m.PostSystemMessage(&actor.SuspendMailbox{})
+	m.PostUserMessage(4)
+	m.PostUserMessage(5)
+	require.Equal(t, []int{10, 11, 12, 3}, got, "suspended: queued")
+	m.PostSystemMessage(&actor.ResumeMailbox{})
+	require.Equal(t, []int{10, 11, 12, 3, 4, 5}, got)
+
+	got = got[:0]
+	var msg any = 7
+	allocs := testing.AllocsPerRun(1000, func() { m.PostUserMessage(msg) })
+	require.Zero(t, allocs)
+	require.Len(t, got, 1001)
+}

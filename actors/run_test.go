@@ -127,51 +127,46 @@ func TestWallClockRunReportsLateness(t *testing.T) {
 	assert.Zero(t, s.Runtime.DeadLetters)
 }
 
-// panicSource panics on its third request: an actor bug must fail the run
-// loudly, not be restarted silently.
-type panicSource struct {
+// failingSource is inner until its at-th Next, which returns fail()
+// instead.
+type failingSource struct {
 	inner workload.Source
-	n     int
+	at, n int
+	fail  func() (*workload.Request, error)
 }
 
-func (p *panicSource) Next() (*workload.Request, error) {
-	p.n++
-	if p.n == 3 {
-		panic("boom")
+func (f *failingSource) Next() (*workload.Request, error) {
+	f.n++
+	if f.n == f.at {
+		return f.fail()
 	}
-	return p.inner.Next()
+	return f.inner.Next()
 }
 
+// TestActorPanicFailsTheRun: a source that panics on its third request
+// (an actor bug) must fail the run loudly, not be restarted silently.
 func TestActorPanicFailsTheRun(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 4, 4)
 	src, err := Source(spec, false)
 	require.NoError(t, err)
-	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), Source: &panicSource{inner: src}})
+	panics := &failingSource{inner: src, at: 3, fail: func() (*workload.Request, error) { panic("boom") }}
+	res, err := Run(context.Background(), spec, Options{Logger: testlog.New(t), Source: panics})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "panicked")
 	require.NotNil(t, res)
 	assert.EqualValues(t, 1, res.Summary.Runtime.Panics)
 }
 
-// errSource fails like a bad trace record.
-type errSource struct {
-	inner workload.Source
-	n     int
-}
-
-func (e *errSource) Next() (*workload.Request, error) {
-	e.n++
-	if e.n == 5 {
-		return nil, errors.New("trace.jsonl:5: field \"input_length\": not a number")
-	}
-	return e.inner.Next()
-}
-
+// TestSourceErrorStopsTheRun: a source that fails like a bad trace
+// record stops the run with its error.
 func TestSourceErrorStopsTheRun(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 4, 4)
 	src, err := Source(spec, false)
 	require.NoError(t, err)
-	_, err = Run(context.Background(), spec, Options{Logger: testlog.New(t), Source: &errSource{inner: src}})
+	bad := &failingSource{inner: src, at: 5, fail: func() (*workload.Request, error) {
+		return nil, errors.New("trace.jsonl:5: field \"input_length\": not a number")
+	}}
+	_, err = Run(context.Background(), spec, Options{Logger: testlog.New(t), Source: bad})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "trace.jsonl:5")
 }

@@ -109,7 +109,8 @@ func spawnShells(sys *actor.ActorSystem, cl *cluster.Cluster, clk Clock, rs *run
 		// goroutine; running each mailbox on that goroutine (instead of a
 		// fresh goroutine per mailbox activation) keeps delivery order and
 		// saves the scheduling and stack growth, which dominated profiles.
-		opts = append(opts, actor.WithDispatcher(actor.NewSynchronizedDispatcher(1024)))
+		opts = []actor.PropsOption{actor.WithMailbox(newInlineMailbox),
+			actor.WithDispatcher(actor.NewSynchronizedDispatcher(1024))}
 	}
 	pids := make([]*actor.PID, len(cl.Nodes))
 	shells := make([]*shell, len(cl.Nodes))

@@ -14,7 +14,7 @@ import (
 // embeddedSpec parses an embedded scenario as pdemu run would (relative
 // trace paths resolved from the repository's scenarios/), with sets
 // applied. ok is false when its trace is not on this machine.
-func embeddedSpec(b *testing.B, name string, set ...string) (spec *topology.Spec, ok bool) {
+func embeddedSpec(b testing.TB, name string, set ...string) (spec *topology.Spec, ok bool) {
 	src, err := scenarios.Read(name)
 	if err != nil {
 		b.Fatal(err)

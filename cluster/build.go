@@ -171,16 +171,13 @@ func buildPD(spec *topology.Spec) (*built, error) {
 			ReserveOutput: r.ReserveOutput, NetCapacity: r.NetCapacity, MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
 			ResidentAppend: r.ResidentAppend,
 		}
-		dw, err := gpu.NewDecodeWorker(cfg, cost)
+		dw, mk, err := restartable(func() (*gpu.DecodeWorker, error) { return gpu.NewDecodeWorker(cfg, cost) })
 		if err != nil {
 			return nil, err
 		}
 		b.decode = append(b.decode, dw)
 		b.slowD = append(b.slowD, slow)
-		b.mkDecode = append(b.mkDecode, func() *gpu.DecodeWorker {
-			fresh, _ := gpu.NewDecodeWorker(cfg, cost) // the same config succeeded above
-			return fresh
-		})
+		b.mkDecode = append(b.mkDecode, mk)
 	}
 	preIdx := map[string]int{}
 	for i, w := range spec.Prefill {
@@ -193,15 +190,12 @@ func buildPD(spec *topology.Spec) (*built, error) {
 		cfg := gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
 			SnapshotBackup:  Registry[PolicyKey{TierPD, spec.Router.Policy}].SnapshotBackup && !spec.Router.PrefillCacheBackup,
 			FallbackRefresh: spec.Router.DPSync}
-		pw, err := gpu.NewPrefillWorker(cfg, cost)
+		pw, mk, err := restartable(func() (*gpu.PrefillWorker, error) { return gpu.NewPrefillWorker(cfg, cost) })
 		if err != nil {
 			return nil, err
 		}
 		b.slowP = append(b.slowP, slow)
-		b.mkPrefill = append(b.mkPrefill, func() *gpu.PrefillWorker {
-			fresh, _ := gpu.NewPrefillWorker(cfg, cost)
-			return fresh
-		})
+		b.mkPrefill = append(b.mkPrefill, mk)
 		b.prefill = append(b.prefill, pw)
 		b.perfP = append(b.perfP, p)
 		b.capP = append(b.capP, budget)
@@ -356,15 +350,12 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			fcfg := gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
 				MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
 				DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken()}
-			core, err := gpu.NewFusedWorker(fcfg, cost)
+			core, mk, err := restartable(func() (*gpu.FusedWorker, error) { return gpu.NewFusedWorker(fcfg, cost) })
 			if err != nil {
 				return nil, err
 			}
 			pbk.slow = append(pbk.slow, slow)
-			pbk.mkCore = append(pbk.mkCore, func() *gpu.FusedWorker {
-				fresh, _ := gpu.NewFusedWorker(fcfg, cost)
-				return fresh
-			})
+			pbk.mkCore = append(pbk.mkCore, mk)
 			pbk.cores = append(pbk.cores, core)
 			pbk.global = append(pbk.global, gi)
 			pbk.rates = append(pbk.rates, p.PrefillThroughput(8192))
@@ -391,4 +382,12 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 	}
 	pb.global = g
 	return pb, nil
+}
+
+// restartable makes a worker with mk and returns with it the maker of the
+// fresh worker a crash restarts it as (mk has then already succeeded with
+// the same config, so the maker drops its nil error).
+func restartable[W any](mk func() (W, error)) (W, func() W, error) {
+	w, err := mk()
+	return w, func() W { fresh, _ := mk(); return fresh }, err
 }

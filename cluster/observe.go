@@ -381,27 +381,16 @@ func name(names []string, i int) string {
 // router (nil when the run logs none for it). A request still being
 // routed when a partial run stopped gets its tries so far. Call it after
 // the run.
-func (c *Cluster) RouteLog(id int64) []byte {
-	if c.router == nil || c.router.obs == nil || !c.router.obs.log {
-		return nil
-	}
-	o := c.router.obs
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if b, ok := o.lines[id]; ok {
-		return b
-	}
-	if l := o.pending[id]; l != nil {
-		return marshalLog(l)
-	}
-	return nil
-}
+func (c *Cluster) RouteLog(id int64) []byte { return c.routeLog(id, false) }
 
 // TakeRouteLog is RouteLog for a request that ended, which the router
 // then forgets (a run streaming its records takes each line as its
 // request ends, so the router keeps only those of requests in flight).
 // It is safe to call while the run goes on.
-func (c *Cluster) TakeRouteLog(id int64) []byte {
+func (c *Cluster) TakeRouteLog(id int64) []byte { return c.routeLog(id, true) }
+
+// routeLog is RouteLog, and TakeRouteLog when take is set.
+func (c *Cluster) routeLog(id int64, take bool) []byte {
 	if c.router == nil || c.router.obs == nil || !c.router.obs.log {
 		return nil
 	}
@@ -409,11 +398,14 @@ func (c *Cluster) TakeRouteLog(id int64) []byte {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	b, ok := o.lines[id]
-	if ok {
-		delete(o.lines, id)
-	} else if l := o.pending[id]; l != nil {
-		b = marshalLog(l)
+	if !ok {
+		if l := o.pending[id]; l != nil {
+			b = marshalLog(l)
+		}
 	}
-	delete(o.pending, id)
+	if take {
+		delete(o.lines, id)
+		delete(o.pending, id)
+	}
 	return b
 }

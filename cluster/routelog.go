@@ -44,18 +44,7 @@ func appendLog(b []byte, l *pdLog) ([]byte, bool) {
 	b = append(b, `,"policy":`...)
 	b = appendJSONString(b, l.Policy)
 	b = append(b, `,"tries":`...)
-	if l.Tries == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range l.Tries {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendTry(b, &l.Tries[i])
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONArray(b, l.Tries, appendTry)
 	b = append(b, `,"fallback":`...)
 	b = strconv.AppendBool(b, l.Fallback)
 	b = append(b, `,"fallback_reason":`...)
@@ -75,34 +64,7 @@ func appendTry(b []byte, t *pdTry) []byte {
 	b = append(b, `,"at_ms":`...)
 	b = appendJSONFloat(b, t.AtMS)
 	b = append(b, `,"candidates":`...)
-	if t.Candidates == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range t.Candidates {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			c := &t.Candidates[i]
-			b = append(b, `{"d_worker":`...)
-			b = appendJSONString(b, c.DWorker)
-			b = append(b, `,"key":[`...)
-			for k, v := range c.Key {
-				if k > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONFloat(b, v)
-			}
-			b = append(b, `],"overlap":`...)
-			b = strconv.AppendInt(b, int64(c.Overlap), 10)
-			b = append(b, `,"rejects":`...)
-			b = strconv.AppendInt(b, int64(c.Rejects), 10)
-			b = append(b, `,"eligible":`...)
-			b = strconv.AppendBool(b, c.Eligible)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONArray(b, t.Candidates, appendCand)
 	if t.Omitted != 0 {
 		b = append(b, `,"candidates_omitted":`...)
 		b = strconv.AppendInt(b, int64(t.Omitted), 10)
@@ -116,6 +78,41 @@ func appendTry(b []byte, t *pdTry) []byte {
 	b = append(b, `,"reply_reason":`...)
 	b = appendJSONString(b, t.Reason)
 	return append(b, '}')
+}
+
+func appendCand(b []byte, c *pdCand) []byte {
+	b = append(b, `{"d_worker":`...)
+	b = appendJSONString(b, c.DWorker)
+	b = append(b, `,"key":[`...)
+	for k, v := range c.Key {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONFloat(b, v)
+	}
+	b = append(b, `],"overlap":`...)
+	b = strconv.AppendInt(b, int64(c.Overlap), 10)
+	b = append(b, `,"rejects":`...)
+	b = strconv.AppendInt(b, int64(c.Rejects), 10)
+	b = append(b, `,"eligible":`...)
+	b = strconv.AppendBool(b, c.Eligible)
+	return append(b, '}')
+}
+
+// appendJSONArray appends xs as encoding/json does a slice: null when nil,
+// else a JSON array of the elements elem encodes.
+func appendJSONArray[T any](b []byte, xs []T, elem func([]byte, *T) []byte) []byte {
+	if xs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(b, &xs[i])
+	}
+	return append(b, ']')
 }
 
 func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }

@@ -59,13 +59,7 @@ func TestParseShard(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := compare.ParseShard(c.s, c.count, c.env)
-			if c.err != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), c.err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, c.want, got)
+			checkCase(t, got, err, c.want, c.err)
 		})
 	}
 }

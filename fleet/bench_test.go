@@ -18,9 +18,7 @@ func BenchmarkHandoff(b *testing.B) {
 	b.ReportAllocs()
 	id := int64(0)
 	for i := range b.N {
-		p := req(id, int32(i), 0, 40, 10)
-		p.OutputLen = 1
-		if err := f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}); err != nil {
+		if err := f.Submit(f.Now(), remotePrefill(req(id, int32(i), 0, 40, 10))); err != nil {
 			b.Fatal(err)
 		}
 		outs = outs[:0]

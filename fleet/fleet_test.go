@@ -10,19 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/fleet"
-	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
 )
 
-func spec(t testing.TB) *topology.Spec {
-	t.Helper()
-	src, err := scenarios.Read("1p3d-mlx5")
-	require.NoError(t, err)
-	s, err := topology.Parse("<embedded>/1p3d-mlx5", src, topology.Options{})
-	require.NoError(t, err)
-	return s
-}
+// spec is 1p3d-mlx5, the fleet the tests drive.
+func spec(t testing.TB) *topology.Spec { return specNamed(t, "1p3d-mlx5") }
 
 // req is a prompt of n blocks: the first shared blocks come from the
 // system prompt (shared by all sessions), the rest are the session's.
@@ -37,6 +31,13 @@ func req(id int64, session int32, turn, blocks, shared int) *workload.Request {
 	}
 	return &workload.Request{ID: id, Session: session, SessionName: fmt.Sprint("s", session), Turn: turn,
 		InputLen: blocks*24 + 5, OutputLen: 8, Blocks: bs, BlockTokens: 24}
+}
+
+// remotePrefill is the call of r on p0 as the prefill of a remote
+// decode: one output token, as vLLM's do_remote_decode asks.
+func remotePrefill(r *workload.Request) fleet.Call {
+	r.OutputLen = 1
+	return fleet.Call{Worker: "p0", Req: r, RemoteDecode: true}
 }
 
 // replay applies every OutKV to per-worker sets, as a subscriber would.
@@ -97,11 +98,13 @@ func TestHandoff(t *testing.T) {
 	f, err := fleet.New(spec(t), fleet.Options{})
 	require.NoError(t, err)
 	var outs []fleet.Out
-	p := req(0, 1, 0, 40, 10)
-	p.OutputLen = 1
-	require.NoError(t, f.Submit(0, fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
-	run(f, &outs)
-	e := ends(outs)[0]
+	// prefill runs remotePrefill(r) at at and returns its end.
+	prefill := func(at time.Duration, r *workload.Request) fleet.Out {
+		require.NoError(t, f.Submit(at, remotePrefill(r)))
+		run(f, &outs)
+		return ends(outs)[r.ID]
+	}
+	e := prefill(0, req(0, 1, 0, 40, 10))
 	require.Equal(t, fleet.OutDone, e.Kind)
 	require.NotNil(t, e.Handoff)
 	assert.Equal(t, "p0", e.Handoff.Engine)
@@ -132,11 +135,7 @@ func TestHandoff(t *testing.T) {
 	assert.Equal(t, fleet.ReasonUnknownRequest, ends(outs)[2].Job.Failed)
 
 	// A wrong engine and another prompt's KV fail too.
-	p3 := req(3, 2, 0, 20, 10)
-	p3.OutputLen = 1
-	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p3, RemoteDecode: true}))
-	run(f, &outs)
-	h3 := *ends(outs)[3].Handoff
+	h3 := *prefill(f.Now(), req(3, 2, 0, 20, 10)).Handoff
 	bad := h3
 	bad.Engine = "p9"
 	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "d1", Req: req(4, 2, 0, 20, 10), Pull: &bad}))
@@ -146,11 +145,7 @@ func TestHandoff(t *testing.T) {
 	assert.Equal(t, fleet.ReasonMismatch, ends(outs)[5].Job.Failed)
 
 	// Expired: the hold outlives the abort timeout.
-	p6 := req(6, 4, 0, 20, 10)
-	p6.OutputLen = 1
-	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p6, RemoteDecode: true}))
-	run(f, &outs)
-	h6 := *ends(outs)[6].Handoff
+	h6 := *prefill(f.Now(), req(6, 4, 0, 20, 10)).Handoff
 	require.NoError(t, f.Submit(f.Now()+fleet.DefaultHoldTimeout+time.Second, fleet.Call{Worker: "d0", Req: req(7, 4, 0, 20, 10), Pull: &h6}))
 	run(f, &outs)
 	assert.Equal(t, fleet.ReasonExpired, ends(outs)[7].Job.Failed)
@@ -228,9 +223,7 @@ func TestDrainAndAdd(t *testing.T) {
 	assert.Equal(t, fleet.OutDone, ends(outs)[11].Kind)
 	checkResidency(t, f, outs)
 	// A new decode worker is reachable from p1 like d1.
-	p := req(12, 12, 0, 20, 0)
-	p.OutputLen = 1
-	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
+	require.NoError(t, f.Submit(f.Now(), remotePrefill(req(12, 12, 0, 20, 0))))
 	run(f, &outs)
 	h := *ends(outs)[12].Handoff
 	require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "d4", Req: req(13, 12, 0, 20, 0), Pull: &h}))
@@ -259,11 +252,7 @@ func TestDeterministic(t *testing.T) {
 
 func specNamed(t testing.TB, name string) *topology.Spec {
 	t.Helper()
-	src, err := scenarios.Read(name)
-	require.NoError(t, err)
-	s, err := topology.Parse("<embedded>/"+name, src, topology.Options{})
-	require.NoError(t, err)
-	return s
+	return testkit.Scenario(t, name, topology.Options{})
 }
 
 // A fused worker is a whole vLLM pod: its prefix cache is shared across
@@ -307,9 +296,7 @@ func pulls(t *testing.T, f *fleet.Fleet, to []string, blocks int) []time.Duratio
 	pullRound++
 	base := int64(pullRound) * 1000 // fresh sessions: nothing is resident yet
 	for i := range to {
-		p := req(base+int64(i), int32(base)+int32(i), 0, blocks, 0)
-		p.OutputLen = 1
-		require.NoError(t, f.Submit(f.Now(), fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
+		require.NoError(t, f.Submit(f.Now(), remotePrefill(req(base+int64(i), int32(base)+int32(i), 0, blocks, 0))))
 	}
 	run(f, &outs)
 	e := ends(outs)
@@ -356,9 +343,7 @@ func TestDrainPrefill(t *testing.T) {
 	require.NoError(t, err)
 	var outs []fleet.Out
 	for i := range int64(2) {
-		p := req(i, int32(i), 0, 200, 0)
-		p.OutputLen = 1
-		require.NoError(t, f.Submit(0, fleet.Call{Worker: "p0", Req: p, RemoteDecode: true}))
+		require.NoError(t, f.Submit(0, remotePrefill(req(i, int32(i), 0, 200, 0))))
 	}
 	run(f, &outs)
 	h0, h1 := ends(outs)[0].Handoff, ends(outs)[1].Handoff

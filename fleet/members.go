@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -121,7 +122,7 @@ func (f *Fleet) leaveIfIdle(now time.Duration, w *worker) {
 	// Its KV is gone with it: a subscriber that still listens hears
 	// every block removed.
 	if len(w.blocks) > 0 {
-		f.out = append(f.out, Out{Kind: OutKV, At: now, Worker: w.name, Removed: sortedKeys(w.blocks)})
+		f.out = append(f.out, Out{Kind: OutKV, At: now, Worker: w.name, Removed: slices.Sorted(maps.Keys(w.blocks))})
 		clear(w.blocks)
 	}
 	for id, h := range f.holds {
@@ -129,13 +130,4 @@ func (f *Fleet) leaveIfIdle(now time.Duration, w *worker) {
 			delete(f.holds, id)
 		}
 	}
-}
-
-func sortedKeys(m map[uint64]int) []uint64 {
-	out := make([]uint64, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

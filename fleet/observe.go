@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -134,7 +135,7 @@ func (f *Fleet) Residency(name string) []uint64 {
 			}
 		})
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // purge drops the holds expired at now (nobody pulled them: vLLM frees

@@ -136,14 +136,7 @@ func (f *Fleet) stepFused(now time.Duration, w *worker) {
 		case gpu.EvFirstToken:
 			f.emit(Out{Kind: OutFirst, At: ev.At, Worker: w.name, Job: ev.Job, CachedBlocks: f.hints[ev.Job].hit})
 		case gpu.EvDone, gpu.EvFailed:
-			kind := OutDone
-			if ev.Kind == gpu.EvFailed {
-				kind = OutFailed
-			}
-			if ev.Job.FirstToken == 0 && kind == OutDone {
-				ev.Job.FirstToken = ev.Job.Done
-			}
-			f.end(ev.At, w, ev.Job, kind)
+			f.endEvent(w, ev)
 		}
 	}
 	f.leaveIfIdle(now, w)
@@ -238,14 +231,7 @@ func (f *Fleet) stepDecode(now time.Duration, w *worker) {
 	}
 	f.decodeKV(now, w, touched)
 	for _, ev := range ends {
-		kind := OutDone
-		if ev.Kind == gpu.EvFailed {
-			kind = OutFailed
-		}
-		if ev.Job.FirstToken == 0 && kind == OutDone {
-			ev.Job.FirstToken = ev.Job.Done
-		}
-		f.end(ev.At, w, ev.Job, kind)
+		f.endEvent(w, ev)
 	}
 	f.leaveIfIdle(now, w)
 }
@@ -317,6 +303,19 @@ func storedRun(at time.Duration, name string, chain []uint64, start, end int) Ou
 }
 
 func (f *Fleet) emit(o Out) { f.out = append(f.out, o) }
+
+// endEvent ends the job of a worker's EvDone or EvFailed; a job that
+// completes with no first token recorded gets its end as its first token.
+func (f *Fleet) endEvent(w *worker, ev gpu.Event) {
+	kind := OutDone
+	if ev.Kind == gpu.EvFailed {
+		kind = OutFailed
+	}
+	if ev.Job.FirstToken == 0 && kind == OutDone {
+		ev.Job.FirstToken = ev.Job.Done
+	}
+	f.end(ev.At, w, ev.Job, kind)
+}
 
 func (f *Fleet) end(at time.Duration, w *worker, j *gpu.Job, kind OutKind) {
 	f.endWith(at, w, j, kind, nil)

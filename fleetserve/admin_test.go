@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/fleetserve"
-	"github.com/pdemu/pdemu/scenarios"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/topology"
 )
 
@@ -131,10 +131,7 @@ func TestStartupDelay(t *testing.T) {
 
 // A bucketed scenario's fused workers are plain vLLM-like pods.
 func TestFusedEndpoints(t *testing.T) {
-	src, err := scenarios.Read("buckets-3")
-	require.NoError(t, err)
-	spec, err := topology.Parse("<embedded>/buckets-3", src, topology.Options{})
-	require.NoError(t, err)
+	spec := testkit.Scenario(t, "buckets-3", topology.Options{})
 	fu := startFleetOf(t, spec, fleetserve.Options{TimeScale: 10})
 	require.Len(t, fu.listing.Workers, len(spec.Fused))
 	var s0 string

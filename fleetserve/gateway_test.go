@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,19 +22,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/fleetserve"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/kvevents"
-	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/serve"
 	"github.com/pdemu/pdemu/topology"
 )
 
 func loadSpec(t *testing.T) *topology.Spec {
 	t.Helper()
-	src, err := scenarios.Read("1p3d-mlx5")
-	require.NoError(t, err)
-	s, err := topology.Parse("<embedded>/1p3d-mlx5", src, topology.Options{})
-	require.NoError(t, err)
-	return s
+	return testkit.Scenario(t, "1p3d-mlx5", topology.Options{})
 }
 
 // fleetUnderTest runs a fleet until the test ends it.
@@ -480,7 +477,7 @@ func TestGateway(t *testing.T) {
 	res := fu.res
 	for w, blocks := range res.Residency {
 		// The last batches may still be on their way to the subscriber.
-		assert.Eventually(t, func() bool { return equal(blocks, g.idx.Blocks(w)) }, 5*time.Second, 5*time.Millisecond,
+		assert.Eventually(t, func() bool { return slices.Equal(blocks, g.idx.Blocks(w)) }, 5*time.Second, 5*time.Millisecond,
 			"worker %s: KV events vs residency", w)
 		assert.Equal(t, nonNil(blocks), nonNil(g.idx.Blocks(w)), "worker %s", w)
 	}
@@ -523,18 +520,6 @@ func TestGateway(t *testing.T) {
 	g.mu.Unlock()
 	assert.Equal(t, seeds, prefills, "one prefill row per hand-off")
 	assert.Positive(t, rr.Links.Rows(), "the KV transfers are in links.csv")
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func nonNil(b []uint64) []uint64 {
@@ -618,6 +603,6 @@ func TestGatewayLoad(t *testing.T) {
 	assert.Equal(t, s.Requests.Total, s.Requests.Completed)
 	assert.Equal(t, 4*n, s.Requests.Total, "a prefill and a decode call per turn")
 	for w, blocks := range fu.res.Residency {
-		assert.Eventually(t, func() bool { return equal(blocks, g.idx.Blocks(w)) }, 5*time.Second, 5*time.Millisecond, w)
+		assert.Eventually(t, func() bool { return slices.Equal(blocks, g.idx.Blocks(w)) }, 5*time.Second, 5*time.Millisecond, w)
 	}
 }

@@ -85,43 +85,69 @@ func (r *refLRU) remove(k uint64) {
 	delete(r.tokens, k)
 }
 
-// order lists c's keys, most recent first, checking the links both ways
-// and the map.
+// order lists c's keys, most recent first, checking the segment list both
+// ways, each position's segment id, the hash table (every live block found
+// at its position) and the counts.
 func (c *BlockLRU) order(t *rapid.T) []uint64 {
 	var keys []uint64
 	prev := int32(0)
-	for i := c.nodes[0].next; i != 0; i = c.nodes[i].next {
-		if c.nodes[i].prev != prev {
-			t.Fatalf("node %d: prev %d, want %d", i, c.nodes[i].prev, prev)
+	used := 0
+	for s := c.segs[0].next; s != 0; s = c.segs[s].next {
+		S := c.segs[s]
+		if S.prev != prev {
+			t.Fatalf("segment %d: prev %d, want %d", s, S.prev, prev)
 		}
-		if c.m.get(c.nodes[i].key) != i {
-			t.Fatalf("node %d (key %d) not in the map", i, c.nodes[i].key)
+		if S.lo >= S.hi || S.lo < c.bot || int(S.hi) > len(c.keys) || S.tokens <= 0 {
+			t.Fatalf("segment %d: [%d, %d) of %d-token blocks, arena [%d, %d)", s, S.lo, S.hi, S.tokens, c.bot, len(c.keys))
 		}
-		keys = append(keys, c.nodes[i].key)
-		prev = i
-		if len(keys) > len(c.nodes) {
+		for p := S.lo; p < S.hi; p++ {
+			if c.seg[p] != s {
+				t.Fatalf("position %d in segment %d labelled %d", p, s, c.seg[p])
+			}
+			if got := c.lookup(c.keys[p]); got != p {
+				t.Fatalf("position %d (key %d): lookup %d", p, c.keys[p], got)
+			}
+			keys = append(keys, c.keys[p])
+		}
+		used += int(S.hi-S.lo) * int(S.tokens)
+		prev = s
+		if len(keys) > len(c.keys) {
 			t.Fatal("LRU list has a cycle")
 		}
 	}
-	if c.nodes[0].prev != prev {
-		t.Fatalf("sentinel prev %d, want %d", c.nodes[0].prev, prev)
+	if c.segs[0].prev != prev {
+		t.Fatalf("sentinel prev %d, want %d", c.segs[0].prev, prev)
 	}
-	if c.m.n != len(keys) {
-		t.Fatalf("map holds %d keys, list %d", c.m.n, len(keys))
+	if c.live != len(keys) || c.used != used {
+		t.Fatalf("live %d, used %d; the list holds %d blocks, %d tokens", c.live, c.used, len(keys), used)
+	}
+	if c.idx.n*2 > len(c.idx.slots) {
+		t.Fatalf("hash table %d of %d slots", c.idx.n, len(c.idx.slots))
 	}
 	return keys
 }
 
-// TestBlockLRUMatchesReference drives BlockLRU and refLRU with the same
-// operations — chains of sessions that grow, share a system prompt, are
-// re-read in order, out of order and with gaps, plus arbitrary small-alphabet
-// lists — and requires the same LRU order, evictions and answers.
+// v1Order lists the per-block reference's keys, most recent first.
+func (c *blockLRUv1) v1Order() []uint64 {
+	var keys []uint64
+	for i := c.nodes[0].next; i != 0; i = c.nodes[i].next {
+		keys = append(keys, c.nodes[i].key)
+	}
+	return keys
+}
+
+// TestBlockLRUMatchesReference drives BlockLRU, the per-block cache it
+// replaced (blockLRUv1) and refLRU with the same operations — chains of
+// sessions that grow, share a system prompt, are re-read in order, out of
+// order and with gaps, plus arbitrary small-alphabet lists, removals of
+// single blocks and of a session's whole chain, capacity changes — and
+// requires the same LRU order, evictions and answers from all three.
 func TestBlockLRUMatchesReference(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		capTokens := rapid.IntRange(0, 400).Draw(t, "cap")
-		c, r := NewBlockLRU(capTokens), newRefLRU(capTokens)
+		c, v, r := NewBlockLRU(capTokens), newBlockLRUv1(capTokens), newRefLRU(capTokens)
 		track := rapid.Bool().Draw(t, "track")
-		c.trackEvictions, r.track = track, track
+		c.trackEvictions, v.trackEvictions, r.track = track, track, track
 		sys := rapid.IntRange(0, 5).Draw(t, "sys")
 		chain := func(s, n int) []uint64 {
 			b := make([]uint64, n)
@@ -149,30 +175,34 @@ func TestBlockLRUMatchesReference(t *testing.T) {
 			}
 			return chain(rapid.IntRange(0, 4).Draw(t, label+"-s"), rapid.IntRange(0, 30).Draw(t, label+"-n"))
 		}
-		ops := rapid.IntRange(1, 60).Draw(t, "ops")
+		ops := rapid.IntRange(1, 80).Draw(t, "ops")
 		for op := 0; op < ops; op++ {
-			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			switch rapid.IntRange(0, 6).Draw(t, "op") {
 			case 0, 1, 2:
 				b, bt := draw("ins"), rapid.IntRange(0, 30).Draw(t, "bt")
 				c.Insert(b, bt)
+				v.Insert(b, bt)
 				r.Insert(b, bt)
 			case 3:
 				b := draw("match")
-				if got, want := c.Match(b), r.Match(b); got != want {
-					t.Fatalf("Match(%v) = %d, want %d", b, got, want)
+				got, gotV, want := c.Match(b), v.Match(b), r.Match(b)
+				if got != want || gotV != want {
+					t.Fatalf("Match(%v) = %d (v1 %d), want %d", b, got, gotV, want)
 				}
 			case 4:
 				b := draw("peek")
-				if got, want := c.Peek(b), r.Peek(b); got != want {
-					t.Fatalf("Peek(%v) = %d, want %d", b, got, want)
+				got, gotV, want := c.Peek(b), v.Peek(b), r.Peek(b)
+				if got != want || gotV != want {
+					t.Fatalf("Peek(%v) = %d (v1 %d), want %d", b, got, gotV, want)
 				}
 			case 5:
 				if rapid.Bool().Draw(t, "shrink") {
 					// The fused worker's shared pool: the capacity moves.
 					capTokens = rapid.IntRange(0, 400).Draw(t, "newcap")
-					c.capTokens, r.capTokens = capTokens, capTokens
-					for c.used > c.capTokens {
-						c.evictOldest()
+					c.setCap(capTokens)
+					v.capTokens, r.capTokens = capTokens, capTokens
+					for v.used > v.capTokens {
+						v.evictOldest()
 					}
 					for r.used > r.capTokens {
 						r.evictOldest()
@@ -183,17 +213,32 @@ func TestBlockLRUMatchesReference(t *testing.T) {
 						k = chain(rapid.IntRange(0, 4).Draw(t, "rms"), 30)[rapid.IntRange(0, 29).Draw(t, "rmi")]
 					}
 					c.remove(k)
+					v.remove(k)
+					r.remove(k)
+				}
+			case 6: // drop a session: remove its chain's blocks, in some order
+				b := chain(rapid.IntRange(0, 4).Draw(t, "drop-s"), rapid.IntRange(0, 30).Draw(t, "drop-n"))
+				if rapid.Bool().Draw(t, "drop-rev") {
+					slices.Reverse(b)
+				}
+				for _, k := range b {
+					c.remove(k)
+					v.remove(k)
 					r.remove(k)
 				}
 			}
 			if got := c.order(t); !slices.Equal(got, r.keys) {
 				t.Fatalf("after op %d: LRU order %v, want %v", op, got, r.keys)
 			}
-			if c.Used() != r.used {
-				t.Fatalf("Used = %d, want %d", c.Used(), r.used)
+			if got := v.v1Order(); !slices.Equal(got, r.keys) {
+				t.Fatalf("after op %d: v1 LRU order %v, want %v", op, got, r.keys)
 			}
-			if got, want := c.takeEvicted(), r.evicted; !slices.Equal(got, want) {
-				t.Fatalf("evicted %v, want %v", got, want)
+			if c.Used() != r.used || v.Used() != r.used {
+				t.Fatalf("Used = %d (v1 %d), want %d", c.Used(), v.Used(), r.used)
+			}
+			got, gotV, want := c.takeEvicted(), v.takeEvicted(), r.evicted
+			if !slices.Equal(got, want) || !slices.Equal(gotV, want) {
+				t.Fatalf("evicted %v (v1 %v), want %v", got, gotV, want)
 			}
 			r.evicted = nil
 		}
@@ -208,50 +253,100 @@ func lruChain(s, n int) []uint64 {
 	return b
 }
 
-// BenchmarkBlockLRU measures the prefix cache per request, in blocks/s:
+// lruUnderTest is what BenchmarkBlockLRU drives: the segment cache and
+// the per-block one it replaced (the "before").
+type lruUnderTest interface {
+	Match([]uint64) int
+	Insert([]uint64, int)
+	evictedSince() []uint64
+}
+
+// BenchmarkBlockLRU measures the prefix cache per request, in blocks/s,
+// for the segment cache (seg) and the per-block one it replaced (v1):
 // "warm" re-reads a session's resident chain (4,096 to 8,128 blocks) and
 // inserts it with 64 new blocks (Match then Insert: a fused worker's next
-// turn of a session; after 64 turns the session starts over), "thrash" inserts 512-block
-// chains of fresh sessions into a full cache (a prefill worker's cache at
-// scale, every block a miss and an eviction).
+// turn of a session; after 64 turns the session starts over), "thrash"
+// inserts 512-block chains of fresh sessions into a full cache (a prefill
+// worker's cache at scale, every block a miss and an eviction), "agentic"
+// is a dp4 worker of the agentic peer workload: 13 sessions in turn, each
+// turn the session's chain grown by 272 blocks (up to 2,848), Match then
+// Insert into a 5,756-block cache that holds about two of them, evictions
+// tracked (the fused worker's).
 func BenchmarkBlockLRU(b *testing.B) {
+	impls := []struct {
+		name string
+		new  func(int) lruUnderTest
+	}{
+		{"seg", func(c int) lruUnderTest { l := NewBlockLRU(c); l.trackEvictions = true; return l }},
+		{"v1", func(c int) lruUnderTest { l := newBlockLRUv1(c); l.trackEvictions = true; return l }},
+	}
 	const bt = 16
-	b.Run("warm/4096+64", func(b *testing.B) {
-		c := NewBlockLRU(8 * 4096 * bt)
-		for s := 1; s < 8; s++ {
-			c.Insert(lruChain(s, 4096), bt)
-		}
-		full := lruChain(0, 4096+64*64)
-		c.Insert(full[:4096], bt)
-		b.ReportAllocs()
-		n, blocks := 4096, 0
-		for b.Loop() {
-			if n+64 > len(full) {
-				n = 4096
+	for _, im := range impls {
+		b.Run("warm/4096+64/"+im.name, func(b *testing.B) {
+			c := im.new(8 * 4096 * bt)
+			for s := 1; s < 8; s++ {
+				c.Insert(lruChain(s, 4096), bt)
+				c.evictedSince()
 			}
-			c.Match(full[:n])
-			c.Insert(full[:n+64], bt)
-			blocks += 2*n + 64
-			n += 64
-		}
-		b.ReportMetric(float64(blocks)/b.Elapsed().Seconds(), "blocks/s")
-	})
-	b.Run("thrash/512", func(b *testing.B) {
-		c := NewBlockLRU(64 * 512 * bt)
-		const sessions = 256
-		chains := make([][]uint64, sessions)
-		for s := range chains {
-			chains[s] = lruChain(s, 512)
-		}
-		for s := 0; s < 64; s++ {
-			c.Insert(chains[s], bt)
-		}
-		b.ReportAllocs()
-		s := 64
-		for b.Loop() {
-			c.Insert(chains[s%sessions], bt)
-			s++
-		}
-		b.ReportMetric(float64(b.N)*512/b.Elapsed().Seconds(), "blocks/s")
-	})
+			full := lruChain(0, 4096+64*64)
+			c.Insert(full[:4096], bt)
+			b.ReportAllocs()
+			n, blocks := 4096, 0
+			for b.Loop() {
+				if n+64 > len(full) {
+					n = 4096
+				}
+				c.Match(full[:n])
+				c.Insert(full[:n+64], bt)
+				c.evictedSince()
+				blocks += 2*n + 64
+				n += 64
+			}
+			b.ReportMetric(float64(blocks)/b.Elapsed().Seconds(), "blocks/s")
+		})
+	}
+	for _, im := range impls {
+		b.Run("thrash/512/"+im.name, func(b *testing.B) {
+			c := im.new(64 * 512 * bt)
+			const sessions = 256
+			chains := make([][]uint64, sessions)
+			for s := range chains {
+				chains[s] = lruChain(s, 512)
+			}
+			for s := 0; s < 64; s++ {
+				c.Insert(chains[s], bt)
+				c.evictedSince()
+			}
+			b.ReportAllocs()
+			s := 64
+			for b.Loop() {
+				c.Insert(chains[s%sessions], bt)
+				c.evictedSince()
+				s++
+			}
+			b.ReportMetric(float64(b.N)*512/b.Elapsed().Seconds(), "blocks/s")
+		})
+	}
+	for _, im := range impls {
+		b.Run("agentic/"+im.name, func(b *testing.B) {
+			const sessions, step, turns = 13, 272, 10
+			c := im.new(5756 * bt)
+			chains := make([][]uint64, sessions)
+			for s := range chains {
+				chains[s] = lruChain(s, step*(turns+1))
+			}
+			b.ReportAllocs()
+			i, blocks := 0, 0
+			for b.Loop() {
+				s, t := i%sessions, 1+(i/sessions)%turns
+				p := chains[s][:t*step]
+				c.Match(p)
+				c.Insert(p, bt)
+				c.evictedSince()
+				blocks += len(p)
+				i++
+			}
+			b.ReportMetric(float64(blocks)/b.Elapsed().Seconds(), "blocks/s")
+		})
+	}
 }

@@ -9,6 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+func mustGPU(t testing.TB, name string) GPU {
+	t.Helper()
+	g, err := LookupGPU(name)
+	require.NoError(t, err)
+	return g
+}
+
 func TestCatalogSortedAndCopied(t *testing.T) {
 	assert.True(t, slices.IsSorted(ModelNames()))
 	assert.True(t, slices.IsSorted(GPUNames()))
@@ -48,7 +55,7 @@ func TestGPUSpecs(t *testing.T) {
 		{"B200", 2250e12, 8e12, 180, 900e9},
 		{"H800", 989e12, 3.35e12, 80, 200e9},
 	} {
-		g := mustLookup(t, LookupGPU, c.name)
+		g := mustGPU(t, c.name)
 		assert.Equal(t, c.flops, g.FLOPS, c.name)
 		assert.Equal(t, c.hbm, g.HBMBandwidth, c.name)
 		assert.Equal(t, c.interconnect, g.Interconnect, c.name)
@@ -113,7 +120,7 @@ func TestLookupGPU(t *testing.T) {
 }
 
 func TestGPUValidate(t *testing.T) {
-	g := mustLookup(t, LookupGPU, "H100-SXM")
+	g := mustGPU(t, "H100-SXM")
 	g.FLOPS = 0
 	assert.ErrorContains(t, g.Validate(), "flops")
 	assert.ErrorContains(t, GPU{}.Validate(), "(unnamed)")

@@ -264,10 +264,7 @@ func realAppend(j *Job, s *residency) int {
 	if s == nil {
 		return r.InputLen
 	}
-	common := 0
-	for common < len(s.blocks) && common < len(r.Blocks) && s.blocks[common] == r.Blocks[common] {
-		common++
-	}
+	common := sharedPrefix(s.blocks, r.Blocks)
 	matched := common * r.BlockTokens
 	if common == len(s.blocks) {
 		// The whole previous prompt matches: the resident KV (previous prompt
@@ -279,6 +276,23 @@ func realAppend(j *Job, s *residency) int {
 	}
 	matched = min(matched, r.InputLen-1) // at least one token is computed
 	return r.InputLen - matched
+}
+
+// sharedPrefix is the length of the longest common prefix of a and b. A
+// session's turns usually share one append-only blocks array (the
+// generator's, and the loaders' for shared-prefix traces): a and b
+// starting at the same element then agree up to the shorter one without
+// comparing them (the same memory).
+func sharedPrefix(a, b []uint64) int {
+	n := min(len(a), len(b))
+	if n > 0 && &a[0] == &b[0] {
+		return n
+	}
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // Admit is Algorithm 2 followed, on success, by reserving the request's KV.

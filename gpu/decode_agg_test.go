@@ -157,3 +157,27 @@ func TestDecodeAggregatesIncremental(t *testing.T) {
 	}
 	t.Logf("%d uses of kept aggregates compared with a recomputation", checks)
 }
+
+// TestSharedPrefix: the same-array shortcut gives what comparing the
+// elements gives, for slices of one array and for copies.
+func TestSharedPrefix(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base := rapid.SliceOfN(rapid.Uint64Range(0, 3), 0, 40).Draw(t, "base")
+		i := rapid.IntRange(0, len(base)).Draw(t, "i")
+		j := rapid.IntRange(0, len(base)).Draw(t, "j")
+		a, b := base[:i], base[:j]
+		if rapid.Bool().Draw(t, "copy") {
+			b = append([]uint64(nil), b...)
+			if len(b) > 0 && rapid.Bool().Draw(t, "change") {
+				b[rapid.IntRange(0, len(b)-1).Draw(t, "at")]++
+			}
+		}
+		want := 0
+		for want < len(a) && want < len(b) && a[want] == b[want] {
+			want++
+		}
+		if got := sharedPrefix(a, b); got != want {
+			t.Fatalf("sharedPrefix = %d, element by element %d", got, want)
+		}
+	})
+}

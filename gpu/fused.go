@@ -156,15 +156,18 @@ func (f *FusedWorker) resize() {
 	clear(f.active[len(kept):])
 	f.active = kept
 	c := f.cache
-	c.capTokens = max(0, f.budget-out)
-	if c.used <= c.capTokens {
+	capTokens := max(0, f.budget-out)
+	if c.used <= capTokens {
+		c.capTokens = capTokens
 		return
 	}
-	for c.used > c.capTokens {
-		c.evictOldest()
-	}
 	n := len(f.evicted)
-	f.spill(c.evictedSince(), 0)
+	if f.l1 == nil {
+		f.direct(func() { c.setCap(capTokens) })
+	} else {
+		c.setCap(capTokens)
+		f.spill(c.evictedSince(), 0)
+	}
 	if f.track && len(f.evicted) > n {
 		f.changes = append(f.changes, CacheChange{At: f.d.last, Removed: append([]uint64(nil), f.evicted[n:]...)})
 	}
@@ -189,19 +192,30 @@ func (f *FusedWorker) spill(out []uint64, blockTokens int) {
 	f.evicted = append(f.evicted, f.l1.evictedSince()...)
 }
 
+// direct runs op on the HBM cache with its evictions appended straight to
+// f.evicted (without a DRAM tier they leave the worker): copying them
+// there, into a fresh slice per Ready, was 12% of agentic dp4's CPU.
+func (f *FusedWorker) direct(op func()) {
+	f.cache.evicted = f.evicted
+	op()
+	f.evicted, f.cache.evicted = f.cache.evicted, nil
+}
+
 // insert puts blocks in HBM; what HBM evicts moves to the DRAM tier (or
 // leaves the worker when there is none), and blocks now in HBM leave DRAM.
 func (f *FusedWorker) insert(blocks []uint64, blockTokens int) {
 	f.lastBT = blockTokens
 	n := len(f.evicted)
-	f.cache.Insert(blocks, blockTokens)
-	out := f.cache.evictedSince()
-	if f.l1 != nil {
+	if f.l1 == nil {
+		f.direct(func() { f.cache.Insert(blocks, blockTokens) })
+	} else {
+		f.cache.Insert(blocks, blockTokens)
+		out := f.cache.evictedSince()
 		for _, b := range blocks {
 			f.l1.remove(b)
 		}
+		f.spill(out, blockTokens)
 	}
-	f.spill(out, blockTokens)
 	if f.track {
 		f.changes = append(f.changes, CacheChange{At: f.d.last, Stored: blocks, Removed: append([]uint64(nil), f.evicted[n:]...)})
 	}
@@ -291,13 +305,14 @@ func (f *FusedWorker) Advance(now time.Duration) {
 
 // Ready returns and clears what happened since the last call, with
 // NextEvent as its wake-up; evicted cache blocks come as one
-// EvBlocksEvicted event. Out is reused: consume it before the next call.
+// EvBlocksEvicted event. Out and that event's Blocks are reused: consume
+// them before the next call.
 func (f *FusedWorker) Ready() effect.Ready[Event] {
 	at, ok := f.NextEvent()
 	if len(f.evicted) > 0 {
 		f.d.out = append(f.d.out, Event{Kind: EvBlocksEvicted, Blocks: f.evicted, At: f.d.last,
 			Tokens: len(f.evicted) * f.lastBT, Cause: EvictPrefixCache, For: -1})
-		f.evicted = nil
+		f.evicted = f.evicted[:0]
 	}
 	return effect.Take(&f.d.out, at, ok)
 }

@@ -7,6 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+func mustModel(t testing.TB, name string) Model {
+	t.Helper()
+	m, err := LookupModel(name)
+	require.NoError(t, err)
+	return m
+}
+
 // TestKVBytesPerToken checks the bf16 KV sizes of DESIGN.md §4:
 // 2·layers·kv_heads·head_dim·2 for GQA, (kv_lora_rank+rope)·layers·2 for MLA.
 func TestKVBytesPerToken(t *testing.T) {
@@ -22,7 +29,7 @@ func TestKVBytesPerToken(t *testing.T) {
 		{"qwen3-coder-30b-a3b", 98_304}, // 2·48·4·128·2
 		{"mixtral-8x7b", 131_072},       // 2·32·8·128·2
 	} {
-		m := mustLookup(t, LookupModel, c.model)
+		m := mustModel(t, c.model)
 		assert.Equal(t, c.want, m.KVBytesPerToken(1), c.model)
 		assert.Equal(t, c.want, m.KVBytesPerTokenPerGPU(1), c.model)
 	}
@@ -31,12 +38,12 @@ func TestKVBytesPerToken(t *testing.T) {
 // TestQwen3_8BKVAt32K: 32,768 tokens of Qwen3-8B KV are exactly 4.5 GiB
 // (Mooncake's vLLM benchmark moves "4.50 GB" for a 32K prompt).
 func TestQwen3_8BKVAt32K(t *testing.T) {
-	m := mustLookup(t, LookupModel, "qwen3-8b")
+	m := mustModel(t, "qwen3-8b")
 	assert.Equal(t, int64(4.5*(1<<30)), m.KVBytesPerToken(1)*32768)
 }
 
 func TestKVBytesPerTokenTP(t *testing.T) {
-	llama := mustLookup(t, LookupModel, "llama-3.1-8b") // 8 KV heads
+	llama := mustModel(t, "llama-3.1-8b") // 8 KV heads
 	for _, tp := range []int{1, 2, 4, 8} {
 		assert.Equal(t, int64(131_072), llama.KVBytesPerToken(tp), "heads are split for tp=%d", tp)
 		assert.Equal(t, int64(131_072/tp), llama.KVBytesPerTokenPerGPU(tp), "tp=%d", tp)
@@ -47,11 +54,11 @@ func TestKVBytesPerTokenTP(t *testing.T) {
 	assert.Equal(t, int64(16_384), llama.KVBytesPerTokenPerGPU(16))
 	assert.Equal(t, int64(262_144), llama.KVBytesPerToken(16))
 
-	coder := mustLookup(t, LookupModel, "qwen3-coder-30b-a3b") // 4 KV heads
+	coder := mustModel(t, "qwen3-coder-30b-a3b") // 4 KV heads
 	assert.Equal(t, int64(98_304), coder.KVBytesPerToken(4))
 	assert.Equal(t, int64(2*98_304), coder.KVBytesPerToken(8))
 
-	ds := mustLookup(t, LookupModel, "deepseek-v3") // MLA: replicated latent, never split
+	ds := mustModel(t, "deepseek-v3") // MLA: replicated latent, never split
 	for _, tp := range []int{1, 8, 16} {
 		assert.Equal(t, int64(70_272), ds.KVBytesPerToken(tp))
 		assert.Equal(t, int64(70_272), ds.KVBytesPerTokenPerGPU(tp))
@@ -115,7 +122,7 @@ func TestModelValidate(t *testing.T) {
 	for _, m := range Models() {
 		require.NoError(t, m.Validate(), m.Name)
 	}
-	good := mustLookup(t, LookupModel, "qwen3-coder-30b-a3b")
+	good := mustModel(t, "qwen3-coder-30b-a3b")
 	for name, mut := range map[string]func(*Model){
 		"zero layers":       func(m *Model) { m.Layers = 0 },
 		"heads not mult":    func(m *Model) { m.KVHeads = 5 },
@@ -133,30 +140,30 @@ func TestModelValidate(t *testing.T) {
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), "qwen3-coder-30b-a3b", name)
 	}
-	dense := mustLookup(t, LookupModel, "llama-3.1-8b")
+	dense := mustModel(t, "llama-3.1-8b")
 	dense.TopK = 2
 	assert.Error(t, dense.Validate(), "MoE field on a dense model")
 	assert.Contains(t, Model{}.Validate().Error(), "(unnamed)")
 }
 
 func TestValidTP(t *testing.T) {
-	llama := mustLookup(t, LookupModel, "llama-3.1-8b")
+	llama := mustModel(t, "llama-3.1-8b")
 	for _, tp := range []int{1, 2, 4, 8, 16, 32} {
 		assert.NoError(t, llama.ValidTP(tp), "tp=%d", tp)
 	}
 	for _, tp := range []int{0, -1, 3, 6, 64} {
 		assert.Error(t, llama.ValidTP(tp), "tp=%d", tp)
 	}
-	coder := mustLookup(t, LookupModel, "qwen3-coder-30b-a3b") // 4 KV heads, 32 heads
+	coder := mustModel(t, "qwen3-coder-30b-a3b") // 4 KV heads, 32 heads
 	assert.NoError(t, coder.ValidTP(8))
 	assert.Error(t, coder.ValidTP(6))
-	ds := mustLookup(t, LookupModel, "deepseek-v3")
+	ds := mustModel(t, "deepseek-v3")
 	assert.NoError(t, ds.ValidTP(16))
 	assert.Error(t, ds.ValidTP(3))
 }
 
 func TestExpectedExpertsTouched(t *testing.T) {
-	m := mustLookup(t, LookupModel, "qwen3-coder-30b-a3b")
+	m := mustModel(t, "qwen3-coder-30b-a3b")
 	assert.Equal(t, 0.0, m.ExpectedExpertsTouched(0))
 	assert.Equal(t, 0.0, m.ExpectedExpertsTouched(-5))
 	assert.InDelta(t, 8, m.ExpectedExpertsTouched(1), 1e-9)
@@ -170,5 +177,5 @@ func TestExpectedExpertsTouched(t *testing.T) {
 		require.LessOrEqual(t, e, 128.0)
 		prev = e
 	}
-	assert.Equal(t, 0.0, mustLookup(t, LookupModel, "llama-3.1-8b").ExpectedExpertsTouched(100))
+	assert.Equal(t, 0.0, mustModel(t, "llama-3.1-8b").ExpectedExpertsTouched(100))
 }

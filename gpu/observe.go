@@ -27,7 +27,7 @@ func (w *PrefillWorker) TakeCacheChanges() []CacheChange {
 func (w *PrefillWorker) CachedBlocks(blocks []uint64) []bool {
 	out := make([]bool, len(blocks))
 	for i, b := range blocks {
-		out[i] = w.cache.m.get(b) != 0
+		out[i] = w.cache.has(b)
 	}
 	return out
 }
@@ -74,10 +74,4 @@ func (f *FusedWorker) CacheKeys() []uint64 {
 	return out
 }
 
-func keys(c *BlockLRU) []uint64 {
-	var out []uint64
-	for i := c.nodes[0].next; i != 0; i = c.nodes[i].next {
-		out = append(out, c.nodes[i].key)
-	}
-	return out
-}
+func keys(c *BlockLRU) []uint64 { return c.list() }

@@ -17,7 +17,7 @@ var _ Cost = Perf{}
 
 func mustPerf(t testing.TB, model, gpu string, tp int) Perf {
 	t.Helper()
-	p, err := NewPerf(mustLookup(t, LookupModel, model), mustLookup(t, LookupGPU, gpu), tp)
+	p, err := NewPerf(mustModel(t, model), mustGPU(t, gpu), tp)
 	require.NoError(t, err)
 	return p
 }
@@ -33,8 +33,8 @@ func within(t *testing.T, what string, got, want, tol float64) bool {
 }
 
 func TestNewPerfErrors(t *testing.T) {
-	m := mustLookup(t, LookupModel, "llama-3.1-8b")
-	g := mustLookup(t, LookupGPU, "H100-SXM")
+	m := mustModel(t, "llama-3.1-8b")
+	g := mustGPU(t, "H100-SXM")
 	for _, tp := range []int{0, -1, 3} {
 		_, err := NewPerf(m, g, tp)
 		assert.Error(t, err, "tp=%d", tp)

@@ -71,16 +71,16 @@ func TestWriteTableErrors(t *testing.T) {
 }
 
 func TestMinTP(t *testing.T) {
-	h100 := mustLookup(t, LookupGPU, "H100-SXM")
-	p, err := MinTP(mustLookup(t, LookupModel, "llama-3.1-70b"), h100, 0.9, 1)
+	h100 := mustGPU(t, "H100-SXM")
+	p, err := MinTP(mustModel(t, "llama-3.1-70b"), h100, 0.9, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.TP)
-	p, err = MinTP(mustLookup(t, LookupModel, "llama-3.1-70b"), h100, 0.9, 200_000)
+	p, err = MinTP(mustModel(t, "llama-3.1-70b"), h100, 0.9, 200_000)
 	require.NoError(t, err)
 	assert.Equal(t, 4, p.TP)
-	_, err = MinTP(mustLookup(t, LookupModel, "deepseek-v3"), mustLookup(t, LookupGPU, "A100-80GB"), 0.05, 1)
+	_, err = MinTP(mustModel(t, "deepseek-v3"), mustGPU(t, "A100-80GB"), 0.05, 1)
 	assert.ErrorContains(t, err, "no TP up to 64")
-	_, err = MinTP(mustLookup(t, LookupModel, "llama-3.1-8b"), h100, 0, 1)
+	_, err = MinTP(mustModel(t, "llama-3.1-8b"), h100, 0, 1)
 	assert.Error(t, err)
 	_, err = MinTP(Model{}, h100, 0.9, 1)
 	assert.Error(t, err)

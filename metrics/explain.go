@@ -9,11 +9,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/buildinfo"
 	"github.com/pdemu/pdemu/internal/regular"
 )
 
@@ -349,27 +349,13 @@ func MarkPartial(s *Summary, stoppedBy string, unfinished int) {
 // version, plus the VCS revision (and "+dirty") when the binary was built
 // from a checkout; "(devel)" or "unknown" otherwise.
 func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+	bi := buildinfo.Read()
+	if !bi.OK {
 		return "unknown"
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, dirty string
-	for _, kv := range bi.Settings {
-		switch kv.Key {
-		case "vcs.revision":
-			rev = kv.Value
-		case "vcs.modified":
-			if kv.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	if rev != "" {
-		v += " " + rev + dirty
+	v := bi.Version
+	if bi.Revision != "" {
+		v += " " + bi.Revision + bi.DirtyMark()
 	}
 	return v
 }

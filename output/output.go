@@ -277,13 +277,7 @@ func writeAtomic(dir, name string, f func(io.Writer) error) error {
 	if err := f(tmp); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
-		return err
-	}
-	if err := tmp.Close(); err != nil {
+	if err := seal(tmp); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
@@ -291,6 +285,18 @@ func writeAtomic(dir, name string, f func(io.Writer) error) error {
 	}
 	ok = true
 	return syncDir(dir)
+}
+
+// seal readies a finished temporary file for the rename that makes it
+// visible: readable by all, on disk, closed.
+func seal(tmp *os.File) error {
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
+		return err
+	}
+	return tmp.Close()
 }
 
 // syncDir makes the renames in dir durable (a crash after it cannot

@@ -252,13 +252,7 @@ func (s *Stream) Write(res *actors.Result) error {
 func (s *Stream) commit(f **os.File) func(name string) error {
 	return func(name string) error {
 		tmp := *f
-		if err := tmp.Chmod(0o644); err != nil {
-			return err
-		}
-		if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
-			return err
-		}
-		if err := tmp.Close(); err != nil {
+		if err := seal(tmp); err != nil {
 			return err
 		}
 		*f = nil

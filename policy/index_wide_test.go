@@ -124,15 +124,7 @@ func TestIndexWideMatchesReference(t *testing.T) {
 		sys := rapid.IntRange(0, 20).Draw(t, "sys")
 		chains := make([][]uint64, sessions)
 		for s := range chains {
-			c := make([]uint64, 30)
-			for i := range c {
-				if i < sys {
-					c[i] = 1000 + uint64(i)
-				} else {
-					c[i] = uint64(s+1)<<32 | uint64(i)
-				}
-			}
-			chains[s] = c
+			chains[s] = sharedChain(s, sys, 30)
 		}
 		list := func(s int) []uint64 {
 			if rapid.IntRange(0, 5).Draw(t, "dup") == 0 { // duplicates and foreign hashes

@@ -18,6 +18,16 @@ func chainBlocks(s int32, n int) []uint64 {
 	return b
 }
 
+// sharedChain is chainBlocks(s, n) behind a system prompt every session
+// shares: its first sys blocks are 1000+i.
+func sharedChain(s, sys, n int) []uint64 {
+	b := chainBlocks(int32(s), n)
+	for i := range min(sys, n) {
+		b[i] = 1000 + uint64(i)
+	}
+	return b
+}
+
 func req(s int32, turn int, blocks []uint64) *workload.Request {
 	return &workload.Request{Session: s, Turn: turn, Blocks: blocks}
 }

@@ -169,15 +169,7 @@ func drawWorld(t *rapid.T) *world {
 	w := &world{n: n, sessions: rapid.IntRange(1, 6).Draw(t, "sessions"), adversarial: rapid.Bool().Draw(t, "adversarial")}
 	sys := rapid.IntRange(0, 12).Draw(t, "sys")
 	for s := 0; s < w.sessions; s++ {
-		c := make([]uint64, 60)
-		for i := range c {
-			if i < sys {
-				c[i] = 1000 + uint64(i)
-			} else {
-				c[i] = uint64(s+1)<<32 | uint64(i)
-			}
-		}
-		w.chains = append(w.chains, c)
+		w.chains = append(w.chains, sharedChain(s, sys, 60))
 	}
 	return w
 }

@@ -58,17 +58,6 @@ func TestFaultsReadByName(t *testing.T) {
 	}
 }
 
-func TestFaultBadCellIsAnError(t *testing.T) {
-	dir := writeRun(t, false)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "faults.csv"),
-		[]byte("id,at_ms,end_ms,retried,failed\n0,1000,x,1,0\n"), 0o644))
-	r, err := Load(dir)
-	require.NoError(t, err)
-	_, err = Build("t", "", []*Run{r})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "row 2 column end_ms")
-}
-
 // Runs without faults (no faults.csv, or only its header) keep the old
 // compare.csv header and an HTML page without fault table or bands.
 func TestNoFaultsNoFaultColumns(t *testing.T) {

@@ -122,15 +122,23 @@ func TestOptionalFilesArePlottedWhenPresent(t *testing.T) {
 	assert.Contains(t, h, "Link utilisation")
 }
 
+// A bad cell in a run's CSV is an error naming its row and column (in
+// per_request.csv, and in faults.csv).
 func TestBadCellIsAnErrorWithItsRow(t *testing.T) {
-	dir := writeRun(t, false)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "per_request.csv"),
-		[]byte("mode,arrival_ms,ttft_ms,e2e_ms,append_tokens\nDirect,0,1,2,3\nDirect,1,x,2,3\n"), 0o644))
-	r, err := Load(dir)
-	require.NoError(t, err)
-	_, err = Build("t", "", []*Run{r})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "row 3 column ttft_ms")
+	for _, tc := range []struct{ file, content, want string }{
+		{"per_request.csv", "mode,arrival_ms,ttft_ms,e2e_ms,append_tokens\nDirect,0,1,2,3\nDirect,1,x,2,3\n", "row 3 column ttft_ms"},
+		{"faults.csv", "id,at_ms,end_ms,retried,failed\n0,1000,x,1,0\n", "row 2 column end_ms"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			dir := writeRun(t, false)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.content), 0o644))
+			r, err := Load(dir)
+			require.NoError(t, err)
+			_, err = Build("t", "", []*Run{r})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
 }
 
 func TestLoadNeedsARunDirectory(t *testing.T) {

@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/pdemu/pdemu/internal/promtest"
 )
 
 // Issue 21 row 11: every family of vLLM's reference Grafana dashboard is

@@ -20,15 +20,7 @@ import (
 // Retry-After over the network (they used to get connection refused),
 // until the last stream in flight ended.
 func TestDrainAnswers503OverTheNetwork(t *testing.T) {
-	fake := newFake(1)
-	fake.gate = make(chan struct{})
-	s, err := New(Options{}, fake)
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(l) }()
-	base := "http://" + l.Addr().String()
+	fake, s, base, served := startGated(t)
 	streamDone := make(chan struct{})
 	go func() {
 		defer close(streamDone)

@@ -17,9 +17,10 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/internal/promtest"
 )
 
 // start serves cl on a loopback port with the real http.Server (timeouts
@@ -29,17 +30,38 @@ func start(t testing.TB, opts Options, cl Cluster) (*Server, string) {
 	opts.Listen = "127.0.0.1:0"
 	s, err := New(opts, cl)
 	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(l) }()
+	base, done := serveOn(t, s)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		assert.NoError(t, s.Shutdown(ctx))
 		assert.ErrorIs(t, <-done, http.ErrServerClosed)
 	})
-	return s, "http://" + l.Addr().String()
+	return s, base
+}
+
+// startGated serves a one-worker fake whose streams wait for fake.gate to
+// close, for the tests that shut the server down themselves: the fake,
+// the server, its base URL and Serve's result.
+func startGated(t testing.TB) (*fakeCluster, *Server, string, <-chan error) {
+	t.Helper()
+	fake := newFake(1)
+	fake.gate = make(chan struct{})
+	s, err := New(Options{}, fake)
+	require.NoError(t, err)
+	base, served := serveOn(t, s)
+	return fake, s, base, served
+}
+
+// serveOn serves s on a free loopback port: its base URL, and Serve's
+// result once it returns (the caller shuts s down).
+func serveOn(t testing.TB, s *Server) (string, <-chan error) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l) }()
+	return "http://" + l.Addr().String(), done
 }
 
 func sdk(base string, opts ...option.RequestOption) *openai.Client {
@@ -480,15 +502,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 // Shutdown drains: an in-flight stream is served to its [DONE], new
 // requests get 503, and Shutdown returns once the stream ended.
 func TestShutdownDrainsStreams(t *testing.T) {
-	fake := newFake(1)
-	fake.gate = make(chan struct{})
-	s, err := New(Options{}, fake)
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(l) }()
-	base := "http://" + l.Addr().String()
+	fake, s, base, served := startGated(t)
 	got := make(chan string, 1)
 	go func() {
 		res, err := http.Post(base+"/v1/chat/completions", "application/json",

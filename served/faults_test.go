@@ -33,18 +33,8 @@ func streamChat(hc *http.Client, base, session, content string, maxTokens int) (
 	}
 	defer res.Body.Close()
 	r := reply{status: res.StatusCode, retryAfter: res.Header.Get("Retry-After")}
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		switch line := sc.Text(); {
-		case line == "data: [DONE]":
-			r.done = true
-		case strings.HasPrefix(line, `data: {"error"`):
-			r.errEvent = true
-		case strings.Contains(line, `"content":"`):
-			r.tokens++
-		}
-	}
-	return r, sc.Err()
+	err = readSSE(bufio.NewScanner(res.Body), &r)
+	return r, err
 }
 
 // Issue 21 row 1: a scenario's faults fire under serve as under run.

@@ -1,9 +1,7 @@
 package served
 
 import (
-	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,23 +19,6 @@ import (
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 )
-
-// postMessages posts a chat completion of msgs (2 tokens at most).
-func postMessages(t *testing.T, base, session string, msgs []map[string]string) (int, string) {
-	t.Helper()
-	b, err := json.Marshal(map[string]any{"model": "qwen3-coder-30b-a3b", "max_tokens": 2, "messages": msgs})
-	require.NoError(t, err)
-	req, err := http.NewRequest("POST", base+"/v1/chat/completions", bytes.NewReader(b))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Session-Id", session)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res.StatusCode, string(body)
-}
 
 func readCSV(t *testing.T, path string) [][]string {
 	t.Helper()
@@ -63,14 +44,14 @@ func TestServeForgetsSessionsCounted(t *testing.T) {
 	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 50, Records: st, RouterSessions: 2})
 	const sessions, turns = 6, 2
 	for s := range sessions {
-		var msgs []map[string]string
+		var msgs [][2]string
 		for turn := range turns {
-			msgs = append(msgs, map[string]string{"role": "user", "content": fmt.Sprintf("session %d turn %d: %s", s, turn, strings.Repeat("some context ", 30))})
-			code, body := postMessages(t, base, fmt.Sprintf("forget-%d", s), msgs)
+			msgs = append(msgs, [2]string{"user", fmt.Sprintf("session %d turn %d: %s", s, turn, strings.Repeat("some context ", 30))})
+			code, body := postMessages(t, base, fmt.Sprintf("forget-%d", s), 2, msgs...)
 			require.Equal(t, http.StatusOK, code, body)
 			c := decode(t, body)
 			assert.Equal(t, turn, c.Pdemu.Turn, "a multi-turn conversation: one session")
-			msgs = append(msgs, map[string]string{"role": "assistant", "content": c.Choices[0].Message.Content})
+			msgs = append(msgs, [2]string{"assistant", c.Choices[0].Message.Content})
 		}
 	}
 	res, err := http.Get(base + "/metrics")

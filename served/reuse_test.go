@@ -2,8 +2,6 @@ package served
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,21 +16,8 @@ import (
 // the response's usage.
 func chat(t *testing.T, base, session string, maxTokens int, msgs ...[2]string) (prompt, cached int, content string) {
 	t.Helper()
-	var ms []string
-	for _, m := range msgs {
-		ms = append(ms, fmt.Sprintf(`{"role":%q,"content":%q}`, m[0], m[1]))
-	}
-	body := fmt.Sprintf(`{"model":"qwen3-coder-30b-a3b","max_tokens":%d,"messages":[%s]}`, maxTokens, strings.Join(ms, ","))
-	req, err := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Session-Id", session)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, res.StatusCode, string(b))
+	code, b := postMessages(t, base, session, maxTokens, msgs...)
+	require.Equal(t, http.StatusOK, code, b)
 	var out struct {
 		Choices []struct {
 			Message struct{ Content string } `json:"message"`
@@ -44,7 +29,7 @@ func chat(t *testing.T, base, session string, maxTokens int, msgs ...[2]string) 
 			} `json:"prompt_tokens_details"`
 		} `json:"usage"`
 	}
-	require.NoError(t, json.Unmarshal(b, &out))
+	require.NoError(t, json.Unmarshal([]byte(b), &out))
 	return out.Usage.Prompt, out.Usage.Details.Cached, out.Choices[0].Message.Content
 }
 

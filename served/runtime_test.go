@@ -2,7 +2,6 @@ package served
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,25 +12,6 @@ import (
 
 	"github.com/pdemu/pdemu/scenarios"
 )
-
-// post sends one non-streaming chat completion and returns its status
-// and body.
-func post(t *testing.T, base, session, content string, maxTokens int) (int, string) {
-	t.Helper()
-	body := fmt.Sprintf(`{"model":"qwen3-coder-30b-a3b","max_tokens":%d,"messages":[{"role":"user","content":%q}]}`, maxTokens, content)
-	req, err := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	if session != "" {
-		req.Header.Set("X-Session-Id", session)
-	}
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res.StatusCode, string(b)
-}
 
 // One runner (issue 25, step 1): a served run is actors.Run, so its
 // worker series are bounded to the sample grid as a `pdemu run`'s are

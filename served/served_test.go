@@ -108,23 +108,10 @@ func TestServeSecondTurnIsDirect(t *testing.T) {
 	msgs = append(msgs, openai.AssistantMessage(r1.Choices[0].Message.Content), openai.UserMessage("Now fix it."))
 	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: name, Messages: msgs,
 		MaxTokens: openai.Int(5), StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
-	tokens := 0
-	var p2 servedInfo
-	var cached, prompt2 int64
-	for stream.Next() {
-		ch := stream.Current()
-		if len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
-			tokens++
-		}
-		if len(ch.Choices) > 0 && ch.Choices[0].FinishReason != "" {
-			require.NoError(t, json.Unmarshal([]byte(ch.JSON.ExtraFields["pdemu"].Raw()), &p2))
-		}
-		if len(ch.Choices) == 0 {
-			cached, prompt2 = ch.Usage.PromptTokensDetails.CachedTokens, ch.Usage.PromptTokens
-		}
-	}
-	require.NoError(t, stream.Err())
-	assert.Equal(t, 5, tokens)
+	got := readStream(t, stream)
+	p2 := got.info
+	cached, prompt2 := got.usage.PromptTokensDetails.CachedTokens, got.usage.PromptTokens
+	assert.Equal(t, 5, got.tokens)
 	assert.Equal(t, p1.Session, p2.Session)
 	assert.Equal(t, 1, p2.Turn)
 	assert.Equal(t, "Direct", p2.Mode)
@@ -209,16 +196,9 @@ func TestServeLoad(t *testing.T) {
 				return
 			}
 			defer res.Body.Close()
-			sc := bufio.NewScanner(res.Body)
-			got, done := 0, false
-			for sc.Scan() {
-				switch line := sc.Text(); {
-				case line == "data: [DONE]":
-					done = true
-				case strings.Contains(line, `"content":"`):
-					got++
-				}
-			}
+			var r reply
+			_ = readSSE(bufio.NewScanner(res.Body), &r) // a cut stream shows as missing tokens or [DONE]
+			got, done := r.tokens, r.done
 			if res.StatusCode != 200 || got != tokens || !done {
 				firstErr.CompareAndSwap(nil, fmt.Sprintf("client %d: status %d, %d tokens, done %v", i, res.StatusCode, got, done))
 				return
@@ -275,17 +255,10 @@ func TestServeDrainsInFlightStreams(t *testing.T) {
 		r, err := stop()
 		stopped <- out{r, err}
 	}()
-	done := false
-	for sc.Scan() {
-		switch line := sc.Text(); {
-		case line == "data: [DONE]":
-			done = true
-		case strings.Contains(line, `"content":"`):
-			got++
-		}
-	}
-	assert.True(t, done)
-	assert.Equal(t, 300, got)
+	rest := reply{}
+	_ = readSSE(sc, &rest) // a cut stream shows as missing tokens or [DONE]
+	assert.True(t, rest.done)
+	assert.Equal(t, 300, got+rest.tokens)
 	r := <-stopped
 	require.NoError(t, r.err)
 	assert.False(t, r.res.Partial)
@@ -299,19 +272,9 @@ func TestServeFusedBuckets(t *testing.T) {
 	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "qwen3-coder-30b-a3b",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("bucket me ", 300))}, MaxTokens: openai.Int(7)})
-	tokens := 0
-	var info servedInfo
-	for stream.Next() {
-		ch := stream.Current()
-		if len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
-			tokens++
-		}
-		if len(ch.Choices) > 0 && ch.Choices[0].FinishReason != "" {
-			require.NoError(t, json.Unmarshal([]byte(ch.JSON.ExtraFields["pdemu"].Raw()), &info))
-		}
-	}
-	require.NoError(t, stream.Err())
-	assert.Equal(t, 7, tokens)
+	got := readStream(t, stream)
+	info := got.info
+	assert.Equal(t, 7, got.tokens)
 	assert.Equal(t, "Fused", info.Mode)
 	assert.NotEmpty(t, info.Worker)
 	out, err := stop()

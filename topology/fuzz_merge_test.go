@@ -19,7 +19,7 @@ func checkParse(t *testing.T, spec *Spec, err error, src string) {
 		if len(de.Diags) == 0 || !de.Diags.HasErrors() {
 			t.Fatalf("DiagError without errors")
 		}
-		_ = de.Error()
+		_ = de.Error() // rendering must not panic either
 		return
 	}
 	if err := checkInvariants(spec); err != nil {

@@ -73,20 +73,7 @@ func FuzzParse(f *testing.F) {
 		}
 		// Embedded, so that extends resolves in the shipped scenarios.
 		spec, err := parse(hclparse.NewParser(), EmbeddedPrefix+"fuzz.hcl", []byte(src), o)
-		if err != nil {
-			de, ok := err.(*DiagError)
-			if !ok {
-				t.Fatalf("error is %T, not *DiagError: %v", err, err)
-			}
-			if len(de.Diags) == 0 || !de.Diags.HasErrors() {
-				t.Fatalf("DiagError without errors")
-			}
-			_ = de.Error() // rendering must not panic either
-			return
-		}
-		if err := checkInvariants(spec); err != nil {
-			t.Fatalf("spec violates its contract: %v\n%s", err, src)
-		}
+		checkParse(t, spec, err, src)
 	})
 }
 

@@ -23,22 +23,13 @@ import (
 // that suggests the likely unit (200 is "200Gbps"; 25e9 is "25GB/s"). The
 // result is in [MinBandwidth, MaxBandwidth].
 func ParseBandwidth(s string) (float64, error) {
-	str := strings.TrimSpace(s)
-	n := scanNumber(str)
-	if n == 0 {
-		return 0, fmt.Errorf("bandwidth %q does not start with a number", s)
-	}
-	v, err := strconv.ParseFloat(str[:n], 64)
-	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("bandwidth %q has an invalid number %q", s, str[:n])
-	}
-	unit := strings.TrimSpace(str[n:])
-	if unit == "" && v != 0 {
-		return 0, fmt.Errorf("bandwidth %q has no unit: did you mean %q? A bandwidth needs a unit such as \"Gbps\", \"Gb/s\", \"GB/s\", \"GiB/s\" or \"Mbps\" (lower-case b = bits, upper-case B = bytes)", s, suggestBandwidth(v))
+	v, unit, err := splitQuantity("bandwidth", s, strings.TrimSpace(s), suggestBandwidth, bandwidthUnits)
+	if err != nil {
+		return 0, err
 	}
 	mult, ok := bandwidthUnit(unit)
 	if !ok {
-		return 0, fmt.Errorf("bandwidth %q has an unknown unit %q; use a unit like \"Gbps\", \"Gb/s\", \"GB/s\", \"GiB/s\" or \"Mbps\" (lower-case b = bits, upper-case B = bytes)", s, unit)
+		return 0, fmt.Errorf("bandwidth %q has an unknown unit %q; use a unit like %s", s, unit, bandwidthUnits)
 	}
 	bps := v * mult
 	if !(bps > 0) || math.IsInf(bps, 0) {
@@ -48,6 +39,33 @@ func ParseBandwidth(s string) (float64, error) {
 		return 0, fmt.Errorf("bandwidth %q (%g bytes/s) is implausible: it must be between 1Mbps and 100Tbps", s, bps)
 	}
 	return bps, nil
+}
+
+// The units the errors of ParseBandwidth and ParseSize name.
+const (
+	bandwidthUnits = `"Gbps", "Gb/s", "GB/s", "GiB/s" or "Mbps" (lower-case b = bits, upper-case B = bytes)`
+	sizeUnits      = `"GiB", "MiB", "GB" or "B"`
+)
+
+// splitQuantity splits str (s trimmed, s as written for the errors) into
+// its leading number and the unit after it, with the errors ParseBandwidth
+// and ParseSize share (kind names the quantity): no leading number, an
+// invalid or infinite number, or a non-zero number without a unit (the
+// error suggests one, and names units).
+func splitQuantity(kind, s, str string, suggest func(float64) string, units string) (v float64, unit string, err error) {
+	n := scanNumber(str)
+	if n == 0 {
+		return 0, "", fmt.Errorf("%s %q does not start with a number", kind, s)
+	}
+	v, err = strconv.ParseFloat(str[:n], 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, "", fmt.Errorf("%s %q has an invalid number %q", kind, s, str[:n])
+	}
+	unit = strings.TrimSpace(str[n:])
+	if unit == "" && v != 0 {
+		return 0, "", fmt.Errorf("%s %q has no unit: did you mean %q? A %s needs a unit such as %s", kind, s, suggest(v), kind, units)
+	}
+	return v, unit, nil
 }
 
 // Bandwidth bounds (bytes/s): 1 Mb/s to 100 Tb/s. Below, a transfer of a
@@ -155,17 +173,9 @@ func ParseSize(s string) (float64, error) {
 	if strings.HasPrefix(str, "-") {
 		return 0, fmt.Errorf("size %q must not be negative", s)
 	}
-	n := scanNumber(str)
-	if n == 0 {
-		return 0, fmt.Errorf("size %q does not start with a number", s)
-	}
-	v, err := strconv.ParseFloat(str[:n], 64)
-	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("size %q has an invalid number %q", s, str[:n])
-	}
-	unit := strings.TrimSpace(str[n:])
-	if unit == "" && v != 0 {
-		return 0, fmt.Errorf("size %q has no unit: did you mean %q? A size needs a unit such as \"GiB\", \"MiB\", \"GB\" or \"B\"", s, suggestSize(v))
+	v, unit, err := splitQuantity("size", s, str, suggestSize, sizeUnits)
+	if err != nil {
+		return 0, err
 	}
 	mult, ok := sizeUnit(unit)
 	if !ok {
@@ -173,7 +183,7 @@ func ParseSize(s string) (float64, error) {
 		if strings.HasSuffix(unit, "b") || strings.HasSuffix(unit, "bit") || strings.HasSuffix(unit, "bits") {
 			hint = " (sizes are in bytes: upper-case B)"
 		}
-		return 0, fmt.Errorf("size %q has an unknown unit %q%s; use a unit like \"GiB\", \"MiB\", \"GB\" or \"B\", or a plain number of bytes", s, unit, hint)
+		return 0, fmt.Errorf("size %q has an unknown unit %q%s; use a unit like %s, or a plain number of bytes", s, unit, hint, sizeUnits)
 	}
 	b := v * mult
 	if math.IsInf(b, 0) {

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -10,8 +11,6 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/internal/splitmix"
-
-	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // Azure streams an Azure LLM inference CSV trace (2023/2024 releases):
@@ -47,17 +46,7 @@ type azRecord struct {
 
 // OpenAzure opens an Azure LLM inference CSV trace.
 func OpenAzure(path string, opts LoadOptions) (*Azure, error) {
-	f, err := regular.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("workload: %w", err)
-	}
-	a, err := NewAzure(f, path, opts)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	a.f = f
-	return a, nil
+	return openStreaming(path, opts, NewAzure)
 }
 
 // NewAzure reads an Azure CSV trace from r (name is used in errors); it
@@ -66,10 +55,7 @@ func NewAzure(r io.Reader, name string, opts LoadOptions) (*Azure, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	bt := opts.BlockTokens
-	if bt == 0 {
-		bt = 16
-	}
+	bt := cmp.Or(opts.BlockTokens, 16)
 	ll := newLineLimit(r, maxLine)
 	cr := csv.NewReader(ll)
 	cr.ReuseRecord = true

@@ -1,12 +1,11 @@
 package workload
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // Bailian streams a Qwen Bailian JSONL trace: `chat_id`, `parent_chat_id`
@@ -81,17 +80,7 @@ type blJSON struct {
 
 // OpenBailian opens a Qwen Bailian JSONL trace file.
 func OpenBailian(path string, opts LoadOptions) (*Bailian, error) {
-	f, err := regular.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("workload: %w", err)
-	}
-	b, err := NewBailian(f, path, opts)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	b.f = f
-	return b, nil
+	return openStreaming(path, opts, NewBailian)
 }
 
 // NewBailian reads a Qwen Bailian JSONL trace from r (name is used in errors).
@@ -99,10 +88,7 @@ func NewBailian(r io.Reader, name string, opts LoadOptions) (*Bailian, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	bt := opts.BlockTokens
-	if bt == 0 {
-		bt = 16
-	}
+	bt := cmp.Or(opts.BlockTokens, 16)
 	return &Bailian{
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, lr: newLineReader(r), opts: opts, bt: bt,

@@ -31,26 +31,17 @@ type BurstConfig struct {
 }
 
 func (c *BurstConfig) defaults() {
-	set := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	set(&c.Sessions, 24)
-	set(&c.LongSessions, 6)
-	set(&c.ShortTurns, 6)
-	set(&c.LongTurns, 30)
-	set(&c.SystemTokens, 4000)
-	set(&c.FirstTokens, 4000)
-	set(&c.StepTokens, 900)
-	set(&c.OutputTokens, 100)
-	set(&c.BlockTokens, 24)
-	if c.Gap == 0 {
-		c.Gap = 3 * time.Second
-	}
-	if c.Think == 0 {
-		c.Think = time.Second
-	}
+	orDefault(&c.Sessions, 24)
+	orDefault(&c.LongSessions, 6)
+	orDefault(&c.ShortTurns, 6)
+	orDefault(&c.LongTurns, 30)
+	orDefault(&c.SystemTokens, 4000)
+	orDefault(&c.FirstTokens, 4000)
+	orDefault(&c.StepTokens, 900)
+	orDefault(&c.OutputTokens, 100)
+	orDefault(&c.BlockTokens, 24)
+	orDefault(&c.Gap, 3*time.Second)
+	orDefault(&c.Think, time.Second)
 }
 
 type burstSrc struct {

@@ -74,17 +74,32 @@ func scanObject(b []byte, i int, known []string, value func(k, i int) int) int {
 		if i < 0 {
 			return -1
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
+		var done bool
+		if i, done = nextElem(b, i, '}'); i < 0 || done {
+			return i
+		}
+	}
+}
+
+// scanArray walks the JSON array at b[i], calling elem at the start of
+// each element; elem returns the index after the element or -1 to decline.
+// scanArray returns the index after the ']', or -1.
+func scanArray(b []byte, i int, elem func(i int) int) int {
+	if i >= len(b) || b[i] != '[' {
+		return -1
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1
+	}
+	for {
+		if i = elem(i); i < 0 {
 			return -1
 		}
-		if b[i] == '}' {
-			return i + 1
+		var done bool
+		if i, done = nextElem(b, i, ']'); i < 0 || done {
+			return i
 		}
-		if b[i] != ',' {
-			return -1
-		}
-		i = skipSpace(b, i+1)
 	}
 }
 
@@ -142,31 +157,11 @@ func (s *ccScanner) doc(d *ccFileJSON[ccReqJSON]) bool {
 			return s.num(i, &d.SystemTokens)
 		}
 		// requests: an array of request objects
-		if i >= len(b) || b[i] != '[' {
-			return -1
-		}
 		d.Requests = []ccReqJSON{}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1
-		}
-		for {
+		return scanArray(b, i, func(i int) int {
 			d.Requests = append(d.Requests, ccReqJSON{})
-			if i = s.req(i, &d.Requests[len(d.Requests)-1]); i < 0 {
-				return -1
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return -1
-			}
-			if b[i] == ']' {
-				return i + 1
-			}
-			if b[i] != ',' {
-				return -1
-			}
-			i = skipSpace(b, i+1)
-		}
+			return s.req(i, &d.Requests[len(d.Requests)-1])
+		})
 	})
 	return i >= 0 && skipSpace(b, i) == len(b)
 }
@@ -206,32 +201,14 @@ func (s *ccScanner) req(i int, r *ccReqJSON) int {
 			return j
 		}
 		// requests (a subagent's): kept raw, decoded later
-		if i >= len(b) || b[i] != '[' {
-			return -1
-		}
 		r.Requests = []json.RawMessage{}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1
-		}
-		for {
+		return scanArray(b, i, func(i int) int {
 			j := skipValue(b, i, 0)
-			if j < 0 {
-				return -1
+			if j >= 0 {
+				r.Requests = append(r.Requests, json.RawMessage(b[i:j:j]))
 			}
-			r.Requests = append(r.Requests, json.RawMessage(b[i:j:j]))
-			i = skipSpace(b, j)
-			if i >= len(b) {
-				return -1
-			}
-			if b[i] == ']' {
-				return i + 1
-			}
-			if b[i] != ',' {
-				return -1
-			}
-			i = skipSpace(b, i+1)
-		}
+			return j
+		})
 	})
 }
 

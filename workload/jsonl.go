@@ -149,6 +149,24 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// nextElem steps over what follows an element of the JSON object or array
+// at b that ends in end ('}' or ']'): space, then a ',' (next is the
+// following element's start, after space) or end (done; next is the index
+// after it). next is -1 on anything else, or at the end of b.
+func nextElem(b []byte, i int, end byte) (next int, done bool) {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return -1, false
+	}
+	if b[i] == end {
+		return i + 1, true
+	}
+	if b[i] != ',' {
+		return -1, false
+	}
+	return skipSpace(b, i+1), false
+}
+
 // errLineTooLong is the error of a lineLimit.
 var errLineTooLong = errors.New("line too long")
 

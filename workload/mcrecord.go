@@ -18,7 +18,8 @@ func opt(f *mcFields, bit uint16, v *float64) *float64 {
 // record validates the decoded fields of one line, resolves its blocks
 // (compact form) and interns them into the session's shared array.
 func (m *Mooncake) record(f *mcFields) (*mcRecord, error) {
-	rec := &mcRecord{line: m.lr.line, bt: m.bt}
+	rec := m.newRecord()
+	rec.line, rec.bt = m.lr.line, m.bt
 	var err error
 	if f.has&hasTimestamp == 0 {
 		return nil, badField("timestamp", "missing")
@@ -140,6 +141,27 @@ func (m *Mooncake) record(f *mcFields) (*mcRecord, error) {
 	return rec, nil
 }
 
+// blockChunk is how many block ids newBlocks carves its arrays from at
+// once (64 KiB).
+const blockChunk = 8192
+
+// newBlocks returns a zeroed array of n block ids with cap == n, carved
+// from a shared chunk when it is small: one allocation per line was the
+// loader's largest share of a Mooncake run's. A chunk is freed with the
+// last request that holds part of it; requests end roughly in file order,
+// so that pins little.
+func (m *Mooncake) newBlocks(n int) []uint64 {
+	if n == 0 || n > blockChunk/8 {
+		return make([]uint64, n) // n == 0: empty, not nil, as before
+	}
+	if len(m.blockArena) < n {
+		m.blockArena = make([]uint64, blockChunk)
+	}
+	b := m.blockArena[:n:n]
+	m.blockArena = m.blockArena[n:]
+	return b
+}
+
 // intern returns the blocks of a validated line: the first prefix blocks of
 // the session's previous line (ch; nil for none) followed by tail. Runs of
 // a session whose lines extend each other share one backing array, which
@@ -157,7 +179,7 @@ func (m *Mooncake) intern(rec *mcRecord, ch *mcChain, prefix int, tail []uint64,
 	case ch != nil && len(tail) == 0:
 		blocks = ch.arr[:n:n]
 	default:
-		blocks = make([]uint64, n)
+		blocks = m.newBlocks(n)
 		if ch != nil {
 			copy(blocks, ch.arr[:prefix])
 		}

@@ -1,12 +1,11 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
-
-	"github.com/pdemu/pdemu/internal/regular"
 )
 
 // nominalTokenTime is the nominal per-output-token service time used to
@@ -74,6 +73,52 @@ type Mooncake struct {
 	// the session_id of the line being parsed, once known (for SkipBad)
 	badSess          string
 	badHas, badKnown bool
+
+	// Allocation (issue 24): a record goes back to freeRecs once built
+	// (nothing keeps it: a session copies what it needs into prev), and
+	// Requests and sessions come from slabs (see reqSlab), one allocation
+	// per 64 instead of one each.
+	freeRecs   []*mcRecord
+	reqs       []Request
+	sess       []mcSession
+	blockArena []uint64 // newBlocks' chunk
+}
+
+// newRecord returns a zeroed record, reused if one was built.
+func (m *Mooncake) newRecord() *mcRecord {
+	if n := len(m.freeRecs); n > 0 {
+		rec := m.freeRecs[n-1]
+		m.freeRecs = m.freeRecs[:n-1]
+		*rec = mcRecord{}
+		return rec
+	}
+	return &mcRecord{}
+}
+
+// newRequest returns a zeroed Request from the slab.
+func (m *Mooncake) newRequest() *Request {
+	if len(m.reqs) == 0 {
+		m.reqs = make([]Request, reqSlab)
+	}
+	r := &m.reqs[0]
+	m.reqs = m.reqs[1:]
+	return r
+}
+
+// newSess returns a zeroed session from the slab.
+func (m *Mooncake) newSess() *mcSession {
+	if len(m.sess) == 0 {
+		m.sess = make([]mcSession, reqSlab)
+	}
+	s := &m.sess[0]
+	m.sess = m.sess[1:]
+	return s
+}
+
+// lineName is the name of a session inferred from (or made of) line n.
+func lineName(n int) string {
+	var b [24]byte
+	return string(strconv.AppendInt(append(b[:0], 'L'), int64(n), 10))
 }
 
 // mcChain is the block array shared by the lines of one session_id.
@@ -119,17 +164,7 @@ type mcSession struct {
 
 // OpenMooncake opens a Mooncake JSONL trace file.
 func OpenMooncake(path string, opts LoadOptions) (*Mooncake, error) {
-	f, err := regular.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("workload: %w", err)
-	}
-	m, err := NewMooncake(f, path, opts)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	m.f = f
-	return m, nil
+	return openStreaming(path, opts, NewMooncake)
 }
 
 // NewMooncake reads a Mooncake JSONL trace from r (name is used in errors).
@@ -137,10 +172,7 @@ func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) 
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	bt := opts.BlockTokens
-	if bt == 0 {
-		bt = 512
-	}
+	bt := cmp.Or(opts.BlockTokens, 512)
 	return &Mooncake{
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
@@ -162,6 +194,7 @@ func (m *Mooncake) Next() (*Request, error) {
 	for {
 		if rec, ok := m.q.pop(m.eof); ok {
 			r, err := m.build(rec)
+			m.freeRecs = append(m.freeRecs, rec)
 			if err != nil {
 				if m.opts.SkipBad {
 					m.skipped++
@@ -241,7 +274,8 @@ func (m *Mooncake) build(rec *mcRecord) (*Request, error) {
 		m.base, m.based = rec.at, true
 	}
 	arrival := rec.at - m.base
-	r := &Request{
+	r := m.newRequest()
+	*r = Request{
 		Arrival: arrival, InputLen: rec.in, OutputLen: rec.out,
 		Blocks: rec.blocks, BlockTokens: rec.bt, AppendLen: rec.in, Last: rec.last,
 	}
@@ -258,7 +292,8 @@ func (m *Mooncake) build(rec *mcRecord) (*Request, error) {
 			return nil, locate(m.name, rec.line, "", badField("turn", "%d does not follow turn %d of session %q", rec.turn, s.lastTurn, rec.session))
 		}
 		if s == nil {
-			s = &mcSession{idx: m.newSession(), name: rec.sessName, lastTurn: -1}
+			s = m.newSess()
+			s.idx, s.name, s.lastTurn = m.newSession(), rec.sessName, -1
 			m.sessions[rec.session] = s
 		}
 		if rec.hasTurn {
@@ -281,7 +316,8 @@ func (m *Mooncake) build(rec *mcRecord) (*Request, error) {
 			}
 		}
 		if s == nil {
-			s = &mcSession{idx: m.newSession(), name: "L" + strconv.Itoa(rec.line)}
+			s = m.newSess()
+			s.idx, s.name = m.newSession(), lineName(rec.line)
 		} else if s.keyed && m.inferred[s.key] == s {
 			delete(m.inferred, s.key)
 			s.keyed = false
@@ -295,7 +331,7 @@ func (m *Mooncake) build(rec *mcRecord) (*Request, error) {
 		}
 	default:
 		r.Session = m.newSession()
-		r.SessionName = "L" + strconv.Itoa(rec.line)
+		r.SessionName = lineName(rec.line)
 		return r, nil
 	}
 	r.Session, r.SessionName, r.Turn = s.idx, s.name, s.turns

@@ -77,6 +77,27 @@ func asSource[T Source](s T, err error) (Source, error) {
 // fileCloser closes the file under a streaming loader.
 type fileCloser struct{ f *os.File }
 
+// own hands f to the loader: its Close closes f.
+func (c *fileCloser) own(f *os.File) { c.f = f }
+
+// openStreaming opens the regular file path and makes the streaming loader
+// newLoader of it (path names it in errors), which then owns the file; on
+// an error the file is closed.
+func openStreaming[L interface{ own(*os.File) }](path string, opts LoadOptions, newLoader func(io.Reader, string, LoadOptions) (L, error)) (L, error) {
+	f, err := regular.Open(path)
+	if err != nil {
+		var none L
+		return none, fmt.Errorf("workload: %w", err)
+	}
+	l, err := newLoader(f, path, opts)
+	if err != nil {
+		f.Close()
+		return l, err
+	}
+	l.own(f)
+	return l, nil
+}
+
 // Close closes the underlying file (idempotent).
 func (c *fileCloser) Close() error {
 	if c.f == nil {

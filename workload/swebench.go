@@ -123,34 +123,20 @@ func SWEBenchContents() []string { return []string{SWEBenchPaper, SWEBenchV0, SW
 // model (c.Content, default SWEBenchPaper). An unknown content name is left
 // for validation to report.
 func SWEBenchDefaults(c SWEBenchConfig) SWEBenchConfig {
-	if c.Content == "" {
-		c.Content = SWEBenchPaper
-	}
-	if c.ActiveSessions == 0 {
-		c.ActiveSessions = c.Concurrency
-	}
+	orDefault(&c.Content, SWEBenchPaper)
+	orDefault(&c.ActiveSessions, c.Concurrency)
 	c.Concurrency = c.ActiveSessions
 	if c.Exact {
 		return c
 	}
 	switch c.Content {
 	case SWEBenchV0:
-		if c.AppendP50 == 0 {
-			c.AppendP50 = 160
-		}
-		if c.OutputP50 == 0 {
-			c.OutputP50 = 90
-		}
-		if c.MidAppendMin == 0 {
-			c.MidAppendMin = 2049 // MidAppendProb stays 0
-		}
+		orDefault(&c.AppendP50, 160)
+		orDefault(&c.OutputP50, 90)
+		orDefault(&c.MidAppendMin, 2049) // MidAppendProb stays 0
 	case SWEBenchPaper, SWEBenchV1Stress:
-		if c.AppendP50 == 0 {
-			c.AppendP50 = 187
-		}
-		if c.OutputP50 == 0 {
-			c.OutputP50 = 176
-		}
+		orDefault(&c.AppendP50, 187)
+		orDefault(&c.OutputP50, 176)
 		if c.MidAppendProb == 0 {
 			c.MidAppendProb = 0.02
 			if c.Content == SWEBenchV1Stress {
@@ -158,44 +144,29 @@ func SWEBenchDefaults(c SWEBenchConfig) SWEBenchConfig {
 			}
 		}
 	}
-	di := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	df := func(v *float64, d float64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	dd := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	di(&c.Sessions, 52)
-	di(&c.Requests, 4449)
-	dd(&c.Duration, time.Duration(5.44*float64(time.Hour)))
-	dd(&c.GapP50, 2530*time.Millisecond)
-	df(&c.GapSigma, 1.05)
-	df(&c.TurnsSigma, 0.5)
-	di(&c.MinTurns, 5)
-	di(&c.SystemTokens, 3000)
-	di(&c.IssueTokens, 800)
-	df(&c.IssueSigma, 0.6)
-	df(&c.AppendSigma, 1.0)
-	di(&c.MidAppendMin, 2049)
-	di(&c.MidAppendMax, 8192)
-	df(&c.LargeAppendProb, 0.02)
-	di(&c.LargeAppendMin, 8193)
-	di(&c.LargeAppendMax, 24576)
-	df(&c.OutputSigma, 0.7)
-	di(&c.MaxOutput, 4096)
-	di(&c.MaxContext, 65536)
-	di(&c.CondensedTokens, 2000)
-	di(&c.BlockTokens, 24)
-	dd(&c.ServiceBase, 150*time.Millisecond)
-	dd(&c.TokenTime, 10*time.Millisecond)
+	orDefault(&c.Sessions, 52)
+	orDefault(&c.Requests, 4449)
+	orDefault(&c.Duration, time.Duration(5.44*float64(time.Hour)))
+	orDefault(&c.GapP50, 2530*time.Millisecond)
+	orDefault(&c.GapSigma, 1.05)
+	orDefault(&c.TurnsSigma, 0.5)
+	orDefault(&c.MinTurns, 5)
+	orDefault(&c.SystemTokens, 3000)
+	orDefault(&c.IssueTokens, 800)
+	orDefault(&c.IssueSigma, 0.6)
+	orDefault(&c.AppendSigma, 1.0)
+	orDefault(&c.MidAppendMin, 2049)
+	orDefault(&c.MidAppendMax, 8192)
+	orDefault(&c.LargeAppendProb, 0.02)
+	orDefault(&c.LargeAppendMin, 8193)
+	orDefault(&c.LargeAppendMax, 24576)
+	orDefault(&c.OutputSigma, 0.7)
+	orDefault(&c.MaxOutput, 4096)
+	orDefault(&c.MaxContext, 65536)
+	orDefault(&c.CondensedTokens, 2000)
+	orDefault(&c.BlockTokens, 24)
+	orDefault(&c.ServiceBase, 150*time.Millisecond)
+	orDefault(&c.TokenTime, 10*time.Millisecond)
 	return c
 }
 
@@ -246,10 +217,9 @@ type SWEBench struct {
 }
 
 type swSession struct {
+	turnState
 	idx     int32
 	name    string
-	turn    int
-	turns   int
 	arrival time.Duration
 	rng     *rand.Rand
 	gaps    *rand.Rand
@@ -260,7 +230,6 @@ type swSession struct {
 	baseIn  int      // turn-0 prompt length
 	prevIn  int
 	prevOut int
-	pending *Request
 }
 
 // lessSWSession orders sessions by their pending request's arrival, then
@@ -361,17 +330,8 @@ func (g *SWEBench) Next() (*Request, error) {
 	if g.h.Len() == 0 {
 		return nil, io.EOF
 	}
-	s := *g.h.Min()
-	r := s.pending
-	r.ID = g.nextID
+	r := nextTurn(&g.h, g.nextID, g.make)
 	g.nextID++
-	s.turn++
-	if s.turn >= s.turns {
-		g.h.Pop()
-	} else {
-		s.pending = g.make(s)
-		g.h.Fix(0)
-	}
 	return r, nil
 }
 
@@ -379,7 +339,8 @@ func (g *SWEBench) startSession() {
 	k := g.nextSess
 	g.nextSess++
 	s := &swSession{
-		idx: int32(k), name: fmt.Sprintf("swe%03d", k), turns: int(g.turns[k]),
+		turnState: turnState{turns: int(g.turns[k])},
+		idx:       int32(k), name: fmt.Sprintf("swe%03d", k),
 		arrival: g.nextAt,
 		rng:     rand.New(rand.NewPCG(g.seed^uint64(k+1)*0x9e3779b97f4a7c15, 0x5e55)),
 		salt:    splitmix.Mix64(g.seed ^ uint64(k+1)*0xbf58476d1ce4e5b9),

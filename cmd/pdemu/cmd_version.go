@@ -2,40 +2,24 @@ package main
 
 import (
 	"fmt"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pdemu/pdemu/internal/buildinfo"
 )
 
 // buildVersion returns the module version and VCS revision from the
 // build info.
 func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+	bi := buildinfo.Read()
+	if !bi.OK {
 		return "pdemu (no build info)"
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	s := "pdemu " + v
-	var rev, when, dirty string
-	for _, kv := range bi.Settings {
-		switch kv.Key {
-		case "vcs.revision":
-			rev = kv.Value
-		case "vcs.time":
-			when = kv.Value
-		case "vcs.modified":
-			if kv.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	if rev != "" {
-		s += fmt.Sprintf(", revision %s%s", rev, dirty)
-		if when != "" {
-			s += " (" + when + ")"
+	s := "pdemu " + bi.Version
+	if bi.Revision != "" {
+		s += fmt.Sprintf(", revision %s%s", bi.Revision, bi.DirtyMark())
+		if bi.Time != "" {
+			s += " (" + bi.Time + ")"
 		}
 	} else {
 		s += ", revision unknown (built without VCS info, e.g. go run or go test)"

@@ -16,9 +16,13 @@ import (
 
 // Setup that the CLI tests repeat.
 
-// buildPdemu builds the binary once per test.
+// buildPdemu builds the binary once per test; under -short it skips the
+// test (a build takes most of a minute on a loaded machine).
 func buildPdemu(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
 	bin := filepath.Join(t.TempDir(), "pdemu")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)

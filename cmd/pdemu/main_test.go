@@ -80,20 +80,6 @@ router "kvc" {
 	}
 }
 
-func TestBadFlagsExit2(t *testing.T) {
-	for _, args := range [][]string{
-		{"run", "--clock", "sundial"},
-		{"run", "--time-scale", "-1"},
-		{"run", "--max-requests", "-3"},
-		{"run", "no-such-file.hcl"},
-		{"frobnicate"},
-		{"validate"},
-	} {
-		_, _, err := runCLI(t, args...)
-		assert.Equal(t, 2, exitCode(err), "%v: %v", args, err)
-	}
-}
-
 func TestValidateEmbeddedScenario(t *testing.T) {
 	stdout, _, err := runCLI(t, "validate", "1p3d-tcp.hcl")
 	require.NoError(t, err)

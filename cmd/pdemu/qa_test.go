@@ -11,27 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestQABadFlagsExit2 collects bad flag values found in review that must be
-// refused as bad input (exit 2), not as a runtime failure (exit 1).
-func TestQABadFlagsExit2(t *testing.T) {
-	for _, args := range [][]string{
-		{"models", "--mem-fraction", "2"},
-		{"models", "--mem-fraction", "0"},
-		{"models", "--mem-fraction", "NaN"},
-		// 1p3d-mlx5 has 4 workers: a range of 2 ports cannot hold them
-		// (was exit 1, "the port range is used up", after binding some).
-		{"serve", "--endpoints", "workers", "--listen", "127.0.0.1:0", "--worker-ports", "9000-9001"},
-		{"serve", "--endpoints", "workers", "--listen", "127.0.0.1:0", "--kv-events-ports", "9000-9002"},
-		// A load axis the scenario's workload does not have, refused
-		// before round 1 (was: every run of round 1 refused its --set).
-		{"capacity", "1p3d-mlx5", "--load", "max_concurrent", "--out", "/nonexistent/cap"},
-		{"capacity", "1p3d-mlx5", "--load", "session_rate", "--out", "/nonexistent/cap"},
-	} {
-		_, _, err := runCLI(t, args...)
-		assert.Equal(t, 2, exitCode(err), "%v: %v", args, err)
-	}
-}
-
 // TestQAReportBaselineExampleRuns runs report -h's --baseline example on the
 // directory compare -h's first example writes (fewer requests): the baseline
 // it names must be one of that compare's runs.

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/internal/promtest"
 )
 
 // metricSum sums a family over all its series; 0 for one not exposed

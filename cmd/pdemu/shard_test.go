@@ -9,11 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/pdemu/pdemu/internal/testkit"
 )
 
 var shardPlan = []string{"compare", "1p3d-mlx5", "vanilla-pd-1p3d", "--seeds", "4", "--var", "sessions=3", "--max-requests", "20", "-q"}

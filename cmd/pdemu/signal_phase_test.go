@@ -20,10 +20,7 @@ import (
 // that never ends (a writer that stays open). It exits 130 after
 // signalGrace, saying no outputs were written, and writes none.
 func TestSignalBeforeTheRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildPdemu(t)
+	bin := buildPdemu(t) // skipped under -short
 	out := t.TempDir()
 	cmd := exec.Command(bin, "run", "--trace", "-", "--out", out, "-q")
 	stdin, err := cmd.StdinPipe()

@@ -16,10 +16,7 @@ import (
 // outputs collected so far. A wall-clock run at real speed is still
 // running when its first line appears, whatever the machine's speed.
 func TestSignalsExitCodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildPdemu(t)
+	bin := buildPdemu(t) // skipped under -short
 	for _, c := range []struct {
 		sig  syscall.Signal
 		code int

@@ -1,8 +1,7 @@
-// Package testkit holds setup that tests of several packages repeat.
-//
-// Contract: test code only (nothing outside a _test.go file imports it);
-// every helper fails the test it is given instead of returning an error.
 package testkit
+
+// This file: reading an output tree back, for the tests that compare two
+// runs' files byte for byte (a failure fails the test it is given).
 
 import (
 	"io/fs"

@@ -1,7 +1,7 @@
 package gpu
 
-// blockMap is an open-addressing hash map from block hash to a node index
-// (> 0), specialised for BlockLRU: linear probing with Fibonacci hashing
+// blockMap (the per-block reference blockLRUv1's) is an open-addressing
+// hash map from block hash to a node index (> 0): linear probing with Fibonacci hashing
 // (trace hash ids can be small consecutive integers) and backward-shift
 // deletion, so there are no tombstones and lookups stay short. Profiles of
 // replays showed Go's map as the prefix cache's main cost.

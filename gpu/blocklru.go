@@ -1,0 +1,461 @@
+package gpu
+
+// BlockLRU is a prefix cache of block hashes with an LRU replacement policy
+// and a capacity in tokens. Its answers and its eviction order are those of
+// a list of blocks, most recent first, changed one block at a time (the
+// reference in blocklru_test.go, and the per-block implementation it
+// replaced, in blocklru_v1_test.go), but its state is kept per segment:
+//
+//   - a segment is a run of blocks that sit together in the LRU list, in
+//     list order; their hashes are stored consecutively in one arena (keys),
+//     so a prompt that repeats a cached chain is matched by comparing its
+//     hashes with the arena's, one hash-table probe per segment instead of
+//     one per block;
+//   - the LRU list links segments, not blocks: touching a cached run of a
+//     prompt splits its segment at most twice (the side with fewer blocks
+//     takes a new segment id, so a block changes id O(log n) times between
+//     compactions, plus once per touch), and evicting takes blocks off the
+//     tail segment's end without visiting them (except to report them);
+//   - a block keeps its arena position when it is evicted (or removed),
+//     until the next compaction: the hash table maps a hash to that
+//     position, and a position holds a block only if it lies in its
+//     segment's range. So the table is written when a block is first
+//     inserted, never when one is evicted, and a block that comes back (a
+//     session's chain re-read after its tail was evicted) is revived in
+//     place with the evicted blocks around it that come back with it, by
+//     comparing hashes: one probe per run. Positions are allocated
+//     downwards, a block has at most one, and they are never reused.
+//     When the arena is used up, the live segments are copied to a fresh
+//     one in LRU order (adjacent segments of equal block size merge) and
+//     the table is rebuilt from them: O(live blocks) once per ≥ live + 2n
+//     new blocks.
+//
+// So a block costs one probe when it is first inserted, none when it is
+// touched within a known segment, matched, evicted or revived with its
+// neighbours. Nothing here allocates per block.
+type BlockLRU struct {
+	capTokens int
+	used      int
+	live      int // blocks held
+
+	keys []uint64 // arena: the block hash at each position
+	seg  []int32  // the segment of each position (meaningful when live)
+	bot  int32    // new blocks take positions below bot
+	idx  posMap   // hash → position, lazy (see valid)
+
+	segs     []lruSeg // segs[0] is the list sentinel: segs[0].next is most recent
+	freeSegs []int32
+
+	// The previous arena, table and segments, reused by the next compaction.
+	spareKeys []uint64
+	spareSeg  []int32
+	spareIdx  posMap
+	spareSegs []lruSeg
+
+	trackEvictions bool
+	evicted        []uint64
+}
+
+// lruSeg is a segment: arena positions [lo, hi), most recent first, each
+// block of tokens tokens. A free segment has lo == hi.
+type lruSeg struct {
+	lo, hi     int32
+	tokens     int32
+	prev, next int32
+}
+
+// NewBlockLRU returns a cache holding at most capTokens tokens.
+func NewBlockLRU(capTokens int) *BlockLRU {
+	return &BlockLRU{capTokens: capTokens, segs: make([]lruSeg, 1)}
+}
+
+// Used is the cached tokens.
+func (c *BlockLRU) Used() int { return c.used }
+
+// valid reports whether arena position p holds a live block.
+func (c *BlockLRU) valid(p int32) bool {
+	s := &c.segs[c.seg[p]]
+	return p >= s.lo && p < s.hi
+}
+
+// lookup returns b's position, or -1 if b is not cached.
+func (c *BlockLRU) lookup(b uint64) int32 {
+	if p := c.idx.get(b, c.keys); p >= 0 && c.valid(p) {
+		return p
+	}
+	return -1
+}
+
+// find is lookup trying hint (a position, or -1) first.
+func (c *BlockLRU) find(b uint64, hint int32) int32 {
+	if hint >= 0 && c.keys[hint] == b && c.valid(hint) {
+		return hint
+	}
+	return c.lookup(b)
+}
+
+// has reports whether b is cached.
+func (c *BlockLRU) has(b uint64) bool { return c.lookup(b) >= 0 }
+
+// Peek returns how many leading blocks are cached, without touching the
+// LRU order.
+func (c *BlockLRU) Peek(blocks []uint64) int {
+	hint := int32(-1)
+	for k := 0; k < len(blocks); {
+		p := c.find(blocks[k], hint)
+		if p < 0 {
+			return k
+		}
+		s := &c.segs[c.seg[p]]
+		// The rest of the segment is the cached chain's continuation.
+		end := int(s.hi - p)
+		rest := blocks[k:]
+		n := 1
+		for lim := min(end, len(rest)); n < lim && c.keys[int(p)+n] == rest[n]; n++ {
+		}
+		k += n
+		hint = -1
+		if n == end && s.next != 0 {
+			// The chain probably goes on in the next segment.
+			hint = c.segs[s.next].lo
+		}
+	}
+	return len(blocks)
+}
+
+// Match returns how many leading blocks are cached, touching them. Blocks
+// of a prefix are touched from the last to the first, so the first block of
+// a chain is the most recent: eviction trims prefixes from their tail, like
+// a radix cache evicting leaves, and never orphans a chain's tail.
+func (c *BlockLRU) Match(blocks []uint64) int {
+	n := c.Peek(blocks)
+	hint := int32(-1)
+	for k := n - 1; k >= 0; {
+		p := c.find(blocks[k], hint)
+		k, hint = c.touchRun(blocks, k, p)
+	}
+	return n
+}
+
+// touchRun touches blocks[k] (cached at position p) and the blocks before
+// it that precede it in its segment, in one move, as touching them one by
+// one from the last to the first would. It returns the index of the next
+// block to look at and a guess at its position.
+func (c *BlockLRU) touchRun(blocks []uint64, k int, p int32) (int, int32) {
+	s := c.seg[p]
+	lo := p
+	for first := c.segs[s].lo; k > 0 && lo > first && c.keys[lo-1] == blocks[k-1]; {
+		lo--
+		k--
+	}
+	// Where blocks[k-1] probably is: the end of the segment before the run.
+	hint := int32(-1)
+	if lo == c.segs[s].lo {
+		if pv := c.segs[s].prev; pv != 0 {
+			hint = c.segs[pv].hi - 1
+		}
+	}
+	c.toFront(s, lo, p+1)
+	return k - 1, hint
+}
+
+// toFront moves positions [lo, hi) of segment s to the front of the list.
+func (c *BlockLRU) toFront(s, lo, hi int32) {
+	if lo == c.segs[s].lo && c.segs[0].next == s {
+		return // already the most recent, in this order
+	}
+	if lo > c.segs[s].lo {
+		_, s = c.split(s, lo)
+	}
+	if hi < c.segs[s].hi {
+		s, _ = c.split(s, hi)
+	}
+	c.unlink(s)
+	c.pushFront(s)
+}
+
+// split cuts segment s before position at (strictly inside it) into two
+// segments adjacent in the list, the side with fewer blocks taking a new
+// id, and returns the left and right ones.
+func (c *BlockLRU) split(s, at int32) (int32, int32) {
+	t := c.newSeg()
+	S := &c.segs[s]
+	T := &c.segs[t]
+	T.tokens = S.tokens
+	if at-S.lo <= S.hi-at {
+		T.lo, T.hi = S.lo, at
+		S.lo = at
+		c.relabel(t)
+		// t goes just before s.
+		T.prev, T.next = S.prev, s
+		c.segs[S.prev].next = t
+		S.prev = t
+		return t, s
+	}
+	T.lo, T.hi = at, S.hi
+	S.hi = at
+	c.relabel(t)
+	T.prev, T.next = s, S.next
+	c.segs[S.next].prev = t
+	S.next = t
+	return s, t
+}
+
+func (c *BlockLRU) relabel(t int32) {
+	s := c.segs[t]
+	ids := c.seg[s.lo:s.hi]
+	for i := range ids {
+		ids[i] = t
+	}
+}
+
+func (c *BlockLRU) newSeg() int32 {
+	if n := len(c.freeSegs); n > 0 {
+		t := c.freeSegs[n-1]
+		c.freeSegs = c.freeSegs[:n-1]
+		return t
+	}
+	c.segs = append(c.segs, lruSeg{})
+	return int32(len(c.segs) - 1)
+}
+
+func (c *BlockLRU) freeSeg(s int32) {
+	c.segs[s] = lruSeg{}
+	c.freeSegs = append(c.freeSegs, s)
+}
+
+func (c *BlockLRU) unlink(s int32) {
+	S := &c.segs[s]
+	c.segs[S.prev].next = S.next
+	c.segs[S.next].prev = S.prev
+}
+
+func (c *BlockLRU) pushFront(s int32) {
+	head := c.segs[0].next
+	c.segs[s].prev, c.segs[s].next = 0, head
+	c.segs[head].prev = s
+	c.segs[0].next = s
+}
+
+// remove drops key if cached (not counted as an eviction).
+func (c *BlockLRU) remove(key uint64) {
+	p := c.lookup(key)
+	if p < 0 {
+		return
+	}
+	s := c.seg[p]
+	switch S := &c.segs[s]; {
+	case p == S.lo:
+		S.lo++
+	case p == S.hi-1:
+		S.hi--
+	default:
+		_, r := c.split(s, p)
+		c.segs[r].lo++
+		s = r
+	}
+	c.used -= int(c.segs[s].tokens)
+	c.live--
+	if c.segs[s].lo == c.segs[s].hi {
+		c.unlink(s)
+		c.freeSeg(s)
+	}
+}
+
+// takeEvicted returns and clears the keys evicted since the last call.
+func (c *BlockLRU) takeEvicted() []uint64 {
+	if len(c.evicted) == 0 {
+		return nil
+	}
+	out := c.evicted
+	c.evicted = nil
+	return out
+}
+
+// evictedSince is takeEvicted for a caller done with the keys before the
+// cache evicts again: it keeps the buffer, which the next eviction
+// overwrites (takeEvicted's fresh slice per call was 16 % of a fused
+// worker's eviction cost, in growslice).
+func (c *BlockLRU) evictedSince() []uint64 {
+	out := c.evicted
+	c.evicted = c.evicted[:0]
+	return out
+}
+
+// evictTo evicts least recently used blocks, the tail segment's last
+// first, until at most limit tokens are cached (or nothing is).
+func (c *BlockLRU) evictTo(limit int) {
+	for c.used > limit {
+		t := c.segs[0].prev
+		if t == 0 {
+			return
+		}
+		T := &c.segs[t]
+		n := min(int(T.hi-T.lo), (c.used-limit+int(T.tokens)-1)/int(T.tokens))
+		if c.trackEvictions {
+			for p := T.hi - 1; p >= T.hi-int32(n); p-- {
+				c.evicted = append(c.evicted, c.keys[p])
+			}
+		}
+		T.hi -= int32(n)
+		c.used -= n * int(T.tokens)
+		c.live -= n
+		if T.lo == T.hi {
+			c.unlink(t)
+			c.freeSeg(t)
+		}
+	}
+}
+
+// setCap sets the capacity, evicting LRU blocks beyond it.
+func (c *BlockLRU) setCap(capTokens int) {
+	c.capTokens = capTokens
+	c.evictTo(capTokens)
+}
+
+// Insert caches blocks (each of blockTokens tokens), evicting LRU blocks;
+// like Match it leaves the first block most recent.
+//
+// It walks blocks from the last to the first as the per-block cache did:
+// a cached run is touched as in Match; a run of misses takes consecutive
+// arena positions (downwards, so the run reads in chain order) as one new
+// segment at the front, and then LRU blocks are evicted until it fits —
+// the blocks, and the order, that evicting before each block would pick,
+// since the run's blocks are the most recent. A run stops at a block
+// already cached, including one of its own (a repeated hash), which is
+// then touched.
+func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
+	if c.capTokens <= 0 || blockTokens <= 0 || blockTokens > c.capTokens {
+		return
+	}
+	hint := int32(-1)
+	for k := len(blocks) - 1; k >= 0; {
+		b := blocks[k]
+		q := hint // b's position (a block has at most one), live or not
+		if q < 0 || c.keys[q] != b {
+			q = c.idx.get(b, c.keys)
+		}
+		hint = -1
+		switch {
+		case q >= 0 && c.valid(q):
+			k, hint = c.touchRun(blocks, k, q)
+			continue
+		case q >= 0:
+			// b was evicted (or removed) but its position is still in the
+			// arena: revive it, with the evicted blocks before it that
+			// match the blocks before b, as one new segment. No table
+			// entry changes: they point at these positions already.
+			lo := q
+			for k > 0 && lo > c.bot && c.keys[lo-1] == blocks[k-1] && !c.valid(lo-1) {
+				lo--
+				k--
+			}
+			k--
+			s := c.newSeg()
+			c.segs[s] = lruSeg{lo: lo, hi: q + 1, tokens: int32(blockTokens)}
+			c.relabel(s)
+			c.add(s, int(q+1-lo), blockTokens)
+			continue
+		}
+		// A run of blocks never seen since the last compaction: blocks[k],
+		// blocks[k-1], ... take positions bot-1, bot-2, ... (until the
+		// arena is full: the rest is another run).
+		if c.bot == 0 {
+			c.compact(k+1, blockTokens)
+		}
+		s := c.newSeg()
+		hi := c.bot
+		c.segs[s] = lruSeg{lo: hi, hi: hi, tokens: int32(blockTokens)}
+		for ; k >= 0 && c.bot > 0; k-- {
+			b := blocks[k]
+			sl := c.idx.claim(b, c.keys)
+			if sl.pos != 0 {
+				break // it has a position (maybe in this run): touched or revived next
+			}
+			c.bot--
+			c.keys[c.bot], c.seg[c.bot] = b, s
+			c.segs[s].lo = c.bot
+			sl.pos = c.bot + 1
+		}
+		c.add(s, int(hi-c.bot), blockTokens)
+	}
+}
+
+// add puts new segment s of n blocks at the front, then evicts LRU blocks
+// until they fit.
+func (c *BlockLRU) add(s int32, n, blockTokens int) {
+	c.live += n
+	c.used += n * blockTokens
+	c.pushFront(s)
+	c.evictTo(c.capTokens)
+}
+
+// compact moves the live blocks to a new arena with room for n more
+// (blocks of blockTokens tokens), and rebuilds the hash table. The arena
+// doubles while it holds fewer than 4× the blocks the cache can hold, so
+// that evicted blocks keep their positions (are revived, not inserted
+// anew) for about three cache-fulls of other insertions: the agentic
+// workload's sessions come back after ~12 others; with an arena sized
+// only for the live blocks every re-read chain was new again. Otherwise it
+// keeps its size, at least 2×(live+n). The table gets twice as many slots
+// as the arena has positions (a power of two), so it is at most half full
+// until the next compaction: it holds at most one entry per position used.
+// At least live + 2n positions are free after a compaction, so they cost
+// O(1) per new block, amortised. Neither shrinks, so alternating sizes do
+// not reallocate.
+func (c *BlockLRU) compact(n, blockTokens int) {
+	size := len(c.keys)
+	if size < 4*(c.capTokens/blockTokens) {
+		size *= 2
+	}
+	size = max(size, 2*(c.live+n))
+	slots := 128
+	for slots < 2*size {
+		slots <<= 1
+	}
+	size = slots / 2
+	keys, seg := c.spareKeys, c.spareSeg
+	if cap(keys) < size {
+		keys, seg = make([]uint64, size), make([]int32, size)
+	}
+	keys, seg = keys[:size], seg[:size]
+	c.spareIdx.init(slots)
+	c.spareIdx, c.idx = c.idx, c.spareIdx
+	// Copy the live segments in list order to the top of the new arena,
+	// merging neighbours of equal block size.
+	old := c.segs
+	c.segs = append(c.spareSegs[:0], lruSeg{})
+	c.freeSegs = c.freeSegs[:0]
+	p := int32(size - c.live)
+	c.bot = p
+	last := int32(0)
+	for s := old[0].next; s != 0; s = old[s].next {
+		S := old[s]
+		if last == 0 || c.segs[last].tokens != S.tokens {
+			c.segs = append(c.segs, lruSeg{lo: p, hi: p, tokens: S.tokens, prev: last})
+			t := int32(len(c.segs) - 1)
+			c.segs[last].next = t
+			last = t
+		}
+		copy(keys[p:], c.keys[S.lo:S.hi])
+		for _, b := range c.keys[S.lo:S.hi] {
+			seg[p] = last
+			c.idx.add(pmHash(b), p)
+			p++
+		}
+		c.segs[last].hi = p
+	}
+	c.segs[0].prev = last
+	c.spareSegs = old
+	c.spareKeys, c.spareSeg = c.keys, c.seg
+	c.keys, c.seg = keys, seg
+}
+
+// keys lists c's blocks, most recent first.
+func (c *BlockLRU) list() []uint64 {
+	var out []uint64
+	for s := c.segs[0].next; s != 0; s = c.segs[s].next {
+		out = append(out, c.keys[c.segs[s].lo:c.segs[s].hi]...)
+	}
+	return out
+}
