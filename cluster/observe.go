@@ -95,7 +95,6 @@ type routerObs struct {
 	before  policy.SessionStats
 	scratch []policy.Candidate // Explain's, reused within one Handle call
 	top     []int              // try's, the indexes into cands it keeps
-	keys    [][4]float64       // try's, every candidate's key
 	enc     lineEncoder        // encodes the lines (routelog.go)
 	// free are pdLogs whose line was encoded, reused with their Tries
 	// and the tries' Candidates arrays (nothing refers to them once
@@ -309,7 +308,7 @@ func (o *routerObs) try(i int, now time.Duration, cands []policy.Candidate, d in
 		Omitted: len(cands) - len(keep), Chosen: name(o.decode, d)}
 	for _, j := range keep {
 		c := &cands[j]
-		t.Candidates = append(t.Candidates, pdCand{DWorker: name(o.decode, c.D), Key: o.keys[j], Overlap: c.Overlap,
+		t.Candidates = append(t.Candidates, pdCand{DWorker: name(o.decode, c.D), Key: c.Key(), Overlap: c.Overlap,
 			Rejects: c.Rejects, Eligible: c.Eligible()})
 	}
 	return t
@@ -319,13 +318,8 @@ func (o *routerObs) try(i int, now time.Duration, cands []policy.Candidate, d in
 // when there are at most k, else the k with the largest keys (a lower
 // index first on a full tie, as Route breaks it) with the chosen worker d
 // in place of the k-th when it is not among them. The slice is o.top,
-// valid until the next call; o.keys holds every candidate's key.
+// valid until the next call.
 func (o *routerObs) keep(cands []policy.Candidate, d int) []int {
-	keys := o.keys[:0]
-	for j := range cands {
-		keys = append(keys, cands[j].Key())
-	}
-	o.keys = keys
 	top := o.top[:0]
 	if o.k <= 0 || len(cands) <= o.k {
 		for j := range cands {
@@ -335,22 +329,23 @@ func (o *routerObs) keep(cands []policy.Candidate, d int) []int {
 		return top
 	}
 	// top holds the best so far, best first: insert each candidate that
-	// beats the last one kept (worst, its key, once top is full). Most
-	// candidates lose to worst on the key's first element.
-	var worst [4]float64
-	for j := range keys {
+	// beats the last one kept (worst, once top is full). Most candidates
+	// lose to worst on the key's first element.
+	var worst *policy.Candidate
+	for j := range cands {
+		c := &cands[j]
 		if len(top) == o.k {
-			if keys[j][0] < worst[0] || !keyLess(worst, keys[j]) {
+			if c.Score < worst.Score || !candLess(worst, c) {
 				continue
 			}
 			top[o.k-1] = j
 		} else {
 			top = append(top, j)
 		}
-		for x := len(top) - 1; x > 0 && keyLess(keys[top[x-1]], keys[top[x]]); x-- {
+		for x := len(top) - 1; x > 0 && candLess(&cands[top[x-1]], &cands[top[x]]); x-- {
 			top[x-1], top[x] = top[x], top[x-1]
 		}
-		worst = keys[top[len(top)-1]]
+		worst = &cands[top[len(top)-1]]
 	}
 	chosen := -1
 	for j := range cands {
@@ -365,6 +360,22 @@ func (o *routerObs) keep(cands []policy.Candidate, d int) []int {
 	slices.Sort(top)
 	o.top = top
 	return top
+}
+
+// candLess is keyLess(a.Key(), b.Key()) without building the keys (the
+// same float comparisons, element by element).
+func candLess(a, b *policy.Candidate) bool {
+	if a.Score != b.Score {
+		return a.Score < b.Score
+	}
+	if a.Sticky != b.Sticky {
+		return b.Sticky
+	}
+	if x, y := float64(-a.Inflight), float64(-b.Inflight); x != y {
+		return x < y
+	}
+	x, y := float64(-a.Assigned), float64(-b.Assigned)
+	return x != y && x < y
 }
 
 // keyLess reports whether key a ranks strictly below key b
