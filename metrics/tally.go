@@ -412,6 +412,20 @@ func (a *Arrivals) add(r *Record) {
 	}
 }
 
+// Bound bounds the counts' memory (a server's): past maxChunks chunks of
+// seconds, a bin counts twice as many seconds (Resolution).
+func (a *Arrivals) Bound(maxChunks int) {
+	a.bins.bound(maxChunks, func(dst, src *arrivalBin) { dst.req += src.req; dst.direct += src.direct })
+}
+
+// Resolution is how many seconds a bin counts (1 s unless bounded).
+func (a *Arrivals) Resolution() time.Duration {
+	if a == nil {
+		return time.Second
+	}
+	return time.Duration(a.bins.resolution()) * time.Second
+}
+
 // Add counts r (of any state).
 func (a *Arrivals) Add(r *Record) { a.add(r) }
 
