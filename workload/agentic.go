@@ -137,24 +137,15 @@ func NewAgentic(cfg AgenticConfig, seed uint64, maxRequests int) (*Agentic, erro
 
 // GeneratorDefaults fills zero fields with pdemu's defaults.
 func GeneratorDefaults(c AgenticConfig) AgenticConfig {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Sessions, 16)
-	def(&c.Turns, 24)
-	def(&c.SystemTokens, 4000)
-	def(&c.FirstTokens, 2000)
-	def(&c.AppendTokens, 600)
-	def(&c.OutputTokens, 150)
-	def(&c.BlockTokens, 24)
-	if c.ThinkTime == 0 {
-		c.ThinkTime = 2500 * time.Millisecond
-	}
-	if c.SessionStagger == 0 {
-		c.SessionStagger = time.Second
-	}
+	orDefault(&c.Sessions, 16)
+	orDefault(&c.Turns, 24)
+	orDefault(&c.SystemTokens, 4000)
+	orDefault(&c.FirstTokens, 2000)
+	orDefault(&c.AppendTokens, 600)
+	orDefault(&c.OutputTokens, 150)
+	orDefault(&c.BlockTokens, 24)
+	orDefault(&c.ThinkTime, 2500*time.Millisecond)
+	orDefault(&c.SessionStagger, time.Second)
 	return c
 }
 
