@@ -363,7 +363,11 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 			// match the blocks before b, as one new segment. No table
 			// entry changes: they point at these positions already.
 			lo := q
-			for k > 0 && lo > c.bot && c.keys[lo-1] == blocks[k-1] && !c.valid(lo-1) {
+			keys, seg, segs := c.keys[c.bot:q], c.seg[c.bot:q], c.segs
+			for j := len(keys) - 1; k > 0 && j >= 0 && keys[j] == blocks[k-1]; j-- {
+				if S := &segs[seg[j]]; lo-1 >= S.lo && lo-1 < S.hi {
+					break // live
+				}
 				lo--
 				k--
 			}
