@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -201,8 +202,11 @@ type WallClock struct {
 	start time.Time
 
 	stopped atomic.Bool
-	mu      sync.Mutex // guards late and the timers
-	late    []time.Duration
+	mu      sync.Mutex      // guards late and the timers
+	late    []time.Duration // a uniform sample of at most lateCap (lateSample)
+	lateN   int             // timer deliveries measured
+	lateMax time.Duration
+	lateRnd uint64
 
 	// Timed messages wait in one heap served by one goroutine (timers),
 	// started on the first timed Send: it wakes at the earliest due time
@@ -266,7 +270,7 @@ func (c *WallClock) serveTimers() {
 			due = append(due, c.timers.Pop())
 		}
 		for _, w := range due {
-			c.late = append(c.late, now.Sub(w.due))
+			c.lateSample(now.Sub(w.due))
 		}
 		wait, has := time.Duration(0), c.timers.Len() > 0
 		if has {
@@ -381,7 +385,32 @@ func (c *WallClock) Stop() {
 	c.busyMu.Unlock()
 }
 
-// Lateness returns the timer lateness samples (real time), sorted.
+// lateCap bounds the lateness samples a wall clock keeps (512 KiB): a
+// server's clock runs for ever.
+const lateCap = 1 << 16
+
+// lateSample adds a lateness to the uniform sample (Vitter's algorithm R,
+// fixed-seed xorshift), counting it and its maximum exactly. Call with mu.
+func (c *WallClock) lateSample(d time.Duration) {
+	c.lateN++
+	c.lateMax = max(c.lateMax, d)
+	if len(c.late) < lateCap {
+		c.late = append(c.late, d)
+		return
+	}
+	if c.lateRnd == 0 {
+		c.lateRnd = 0x9e3779b97f4a7c15
+	}
+	c.lateRnd ^= c.lateRnd << 13
+	c.lateRnd ^= c.lateRnd >> 7
+	c.lateRnd ^= c.lateRnd << 17
+	if j := c.lateRnd % uint64(c.lateN); j < lateCap {
+		c.late[j] = d
+	}
+}
+
+// Lateness returns the timer lateness samples (real time), sorted: every
+// one up to 65,536 deliveries, a uniform sample of that many beyond.
 func (c *WallClock) Lateness() []time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -415,6 +444,17 @@ func (c *WallClock) SaturatedShare() float64 {
 // run's TTFT p50 (emulated ms); see metrics.JudgeWall for the bound.
 func (c *WallClock) Judge(clk *metrics.Clock, ttftP50 float64) {
 	metrics.JudgeWall(clk, c.Lateness(), c.scale, c.SaturatedShare(), ttftP50)
+	c.mu.Lock()
+	n, mx := c.lateN, c.lateMax
+	c.mu.Unlock()
+	if n > lateCap { // sampled: the count and the maximum are still exact
+		scale := c.scale
+		if scale <= 0 {
+			scale = 1
+		}
+		clk.Lateness.Samples, clk.Lateness.Max = n, math.Round(float64(mx)/1e3)/1e3
+		clk.EmulatedLateness.Samples, clk.EmulatedLateness.Max = n, math.Round(float64(mx)*scale/1e3)/1e3
+	}
 }
 
 // lessVevent is vheap's order as a minheap.Heap's Less (benchmarked

@@ -48,5 +48,7 @@ func TestKVCausesForget(t *testing.T) {
 	assert.Equal(t, int32(1), c.track(7).lossD)
 	c.forget(7)
 	assert.Len(t, c.sparse, 0)
+	c.lost(7, 1, 2*time.Second, 1, -1) // its KV evicted later: not revived
+	assert.Len(t, c.sparse, 0)
 	assert.Equal(t, int32(-1), c.track(7).d)
 }

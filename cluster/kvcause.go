@@ -68,6 +68,9 @@ func (c *kvCauses) placed(s int32, d int) {
 
 // lost records that d dropped session s's KV at at.
 func (c *kvCauses) lost(s int32, d int, at time.Duration, why gpu.EvictCause, forReq int64) {
+	if c.sparse != nil && c.sparse[s] == nil {
+		return // a forgotten session's KV, evicted since: no track to revive
+	}
 	t := c.track(s)
 	if t.d != int32(d) {
 		return // a stale copy: not the one the session would use

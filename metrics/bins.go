@@ -2,48 +2,93 @@ package metrics
 
 import "slices"
 
-// binChunk is how many consecutive seconds one chunk of a bins holds.
+// binChunk is how many consecutive bins one chunk of a bins holds.
 const binChunk = 64
 
 // bins is a sparse array of per-second counters: chunks of binChunk
-// seconds, allocated only where something was counted, so its memory is
+// bins, allocated only where something was counted, so its memory is
 // bounded by the number of distinct seconds counted (the work), never by
 // the emulated span (a trace whose two records are 95 years apart needs
 // two chunks, not 3e9 counters). The zero value is empty.
+//
+// A bounded bins (bound: a server's, which runs for ever) keeps at most
+// maxChunks chunks: past them its resolution doubles (a bin then counts
+// res seconds, merged by merge), so its memory is bounded however long
+// it runs and a reader summing windows of a multiple of Resolution
+// seconds reads what it would read without the bound.
 type bins[T any] struct {
-	chunks map[int64]*[binChunk]T
-	n      int64 // 1 + the last second counted (0: none)
+	chunks    map[int64]*[binChunk]T
+	n         int64 // 1 + the last second counted (0: none)
+	res       int64 // seconds per bin (0: 1)
+	maxChunks int
+	merge     func(dst, src *T)
 }
+
+// bound sets the chunk bound and the merge of two bins (maxChunks ≥ 2).
+func (b *bins[T]) bound(maxChunks int, merge func(dst, src *T)) {
+	b.maxChunks, b.merge = max(maxChunks, 2), merge
+}
+
+// resolution is the seconds per bin (1 unless bounded and coarsened).
+func (b *bins[T]) resolution() int64 { return max(b.res, 1) }
 
 // last is the last second counted (-1: none).
 func (b *bins[T]) last() int64 { return b.n - 1 }
 
-// at returns second i's counter (i ≥ 0), creating its chunk.
+// at returns the counter of second i (i ≥ 0: of its bin), creating its
+// chunk.
 func (b *bins[T]) at(i int64) *T {
 	if b.chunks == nil {
 		b.chunks = map[int64]*[binChunk]T{}
 	}
-	c := b.chunks[i/binChunk]
+	b.n = max(b.n, i+1)
+	k := i / b.resolution()
+	c := b.chunks[k/binChunk]
 	if c == nil {
 		c = new([binChunk]T)
-		b.chunks[i/binChunk] = c
+		b.chunks[k/binChunk] = c
+		if b.maxChunks > 0 && len(b.chunks) > b.maxChunks {
+			for len(b.chunks) > b.maxChunks {
+				b.coarsen()
+			}
+			return b.at(i)
+		}
 	}
-	b.n = max(b.n, i+1)
-	return &c[i%binChunk]
+	return &c[k%binChunk]
 }
 
-// each calls f for every second of every allocated chunk, in ascending
-// order, up to last (seconds of a chunk never counted are zero).
+// coarsen doubles the resolution, merging pairs of bins.
+func (b *bins[T]) coarsen() {
+	old := b.chunks
+	b.res = b.resolution() * 2
+	b.chunks = make(map[int64]*[binChunk]T, len(old)/2+1)
+	for ck, c := range old {
+		for j := range c {
+			k := (ck*binChunk + int64(j)) / 2
+			nc := b.chunks[k/binChunk]
+			if nc == nil {
+				nc = new([binChunk]T)
+				b.chunks[k/binChunk] = nc
+			}
+			b.merge(&nc[k%binChunk], &c[j])
+		}
+	}
+}
+
+// each calls f for every bin of every allocated chunk, in ascending
+// order, with the bin's first second, up to last (bins of a chunk never
+// counted are zero).
 func (b *bins[T]) each(f func(i int64, v *T)) {
 	keys := make([]int64, 0, len(b.chunks))
 	for k := range b.chunks {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	res := b.resolution()
 	for _, k := range keys {
 		c := b.chunks[k]
 		for j := range c {
-			i := k*binChunk + int64(j)
+			i := (k*binChunk + int64(j)) * res
 			if i >= b.n {
 				return
 			}
@@ -54,7 +99,7 @@ func (b *bins[T]) each(f func(i int64, v *T)) {
 
 // clone returns a deep copy.
 func (b *bins[T]) clone() bins[T] {
-	out := bins[T]{n: b.n}
+	out := bins[T]{n: b.n, res: b.res, maxChunks: b.maxChunks, merge: b.merge}
 	if b.chunks != nil {
 		out.chunks = make(map[int64]*[binChunk]T, len(b.chunks))
 		for k, c := range b.chunks {

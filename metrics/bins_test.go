@@ -57,3 +57,30 @@ func TestRouterWindowsFarApart(t *testing.T) {
 	require.Equal(t, int(far/w)+2, lines, "header + one row per window up to the last arrival")
 	require.LessOrEqual(t, lines, MaxRouterWindows+1)
 }
+
+// A bounded bins keeps at most its chunks, and summed over windows of a
+// multiple of its resolution it reads what the unbounded one reads.
+func TestBinsBounded(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var full, b bins[int]
+		maxChunks := rapid.IntRange(2, 8).Draw(rt, "max")
+		b.bound(maxChunks, func(dst, src *int) { *dst += *src })
+		for _, i := range rapid.SliceOf(rapid.Int64Range(0, 200_000)).Draw(rt, "seconds") {
+			*full.at(i)++
+			*b.at(i)++
+			require.LessOrEqual(rt, len(b.chunks), maxChunks)
+		}
+		require.Equal(rt, full.last(), b.last())
+		w := b.resolution() * int64(rapid.IntRange(1, 3).Draw(rt, "k"))
+		sum := func(x *bins[int]) map[int64]int {
+			m := map[int64]int{}
+			x.each(func(i int64, v *int) {
+				if *v != 0 {
+					m[i/w] += *v
+				}
+			})
+			return m
+		}
+		require.Equal(rt, sum(&full), sum(&b))
+	})
+}

@@ -140,8 +140,20 @@ func (t *Tally) Bound(slo SLO) {
 	for k := range b.parts {
 		b.parts[k] = newSketch()
 	}
+	b.minutes.bound(BoundChunks, func(dst, src *minuteBin) {
+		dst.ended += src.ended
+		dst.completed += src.completed
+		dst.ttft += src.ttft
+	})
+	t.windows.Bound(BoundChunks)
 	t.b = b
 }
+
+// BoundChunks bounds the per-second counts of a bounded Tally (the
+// arrival windows of router_windows.csv, the SLO's minutes): 256 chunks of
+// 64 bins; past them a bin counts twice as many seconds, and
+// router_windows.csv's window is widened to a multiple of it.
+const BoundChunks = 256
 
 // Estimated reports whether the summary's quantiles are estimates.
 func (t *Tally) Estimated() bool { return t.b != nil && t.b.sketched }

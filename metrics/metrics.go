@@ -268,6 +268,7 @@ type Series struct {
 	pts    []Sample
 	grid   time.Duration // 0: keep every change point
 	maxOut int           // the largest KV of the points a grid dropped
+	maxPts int           // > 0: coarsen the grid past this many points (SetMaxPoints)
 }
 
 // NewSeries returns an empty series.
@@ -296,6 +297,37 @@ func (s *Series) Observe(t time.Duration, kv, queue, running int) {
 		}
 	}
 	s.pts = append(s.pts, Sample{T: t, KV: kv, Queue: queue, Running: running})
+	for s.maxPts > 0 && len(s.pts) > s.maxPts && s.grid > 0 && s.grid < math.MaxInt64/2 {
+		s.coarsen()
+	}
+}
+
+// SetMaxPoints bounds the points a gridded series keeps (a server's,
+// which runs for ever): past n, its grid doubles and the points no longer
+// in force at a multiple of it are dropped (Max still counts them), so
+// its memory is bounded by n and the interval instances.csv may use is a
+// multiple of Grid. n is at least 2 (the first and the last point).
+// Call it after SetGrid, before the first Observe.
+func (s *Series) SetMaxPoints(n int) { s.maxPts = max(n, 2) }
+
+// Grid is the series' grid interval (0: none): SetGrid's, doubled by
+// each coarsening (SetMaxPoints).
+func (s *Series) Grid() time.Duration { return s.grid }
+
+// coarsen doubles the grid and keeps the points in force at some
+// multiple of it (the last one always).
+func (s *Series) coarsen() {
+	s.grid *= 2
+	kept := s.pts[:0]
+	for i, p := range s.pts {
+		if i == len(s.pts)-1 || sampleIn(p.T, s.pts[i+1].T, s.grid) {
+			kept = append(kept, p)
+		} else {
+			s.maxOut = max(s.maxOut, p.KV)
+		}
+	}
+	clear(s.pts[len(kept):])
+	s.pts = kept
 }
 
 // sampleIn reports whether a multiple of iv lies in [a, b) (0 ≤ a < b).

@@ -253,6 +253,47 @@ type RouterRecorder struct {
 	bins bins[[4]int32] // by second: migrations, blacklists, fallbacks, rejections
 }
 
+// Bound bounds the recorder's memory (a server's): past maxChunks chunks
+// of seconds, a bin counts twice as many seconds (Resolution).
+func (r *RouterRecorder) Bound(maxChunks int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bins.bound(maxChunks, func(dst, src *[4]int32) {
+		for k := range dst {
+			dst[k] += src[k]
+		}
+	})
+}
+
+// Resolution is how many seconds a bin counts (1 s unless bounded).
+func (r *RouterRecorder) Resolution() time.Duration {
+	if r == nil {
+		return time.Second
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Duration(r.bins.resolution()) * time.Second
+}
+
+// RouterWindowFor is RouterWindow(end) widened to a multiple of each
+// resolution (whole seconds: Arrivals.Resolution, RouterRecorder.Resolution).
+func RouterWindowFor(end time.Duration, res ...time.Duration) time.Duration {
+	w := RouterWindow(end)
+	for _, r := range res {
+		if r > 0 && w%r != 0 {
+			a, b := w, r
+			for b != 0 {
+				a, b = b, a%b
+			}
+			w = w / a * r
+		}
+	}
+	return w
+}
+
 // NewRouterRecorder returns an empty recorder.
 func NewRouterRecorder() *RouterRecorder { return &RouterRecorder{} }
 

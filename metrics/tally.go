@@ -278,17 +278,7 @@ func (t *Tally) tailParts(ttft []time.Duration, p99 float64) TailParts {
 			sums[k] += p[k]
 		}
 	}
-	best := -1.0
-	for k, n := range TTFTPartNames {
-		m := 0.0
-		if tp.Requests > 0 {
-			m = round3(float64(sums[k]) / float64(tp.Requests) / 1e6)
-		}
-		tp.MeanMS[n] = m
-		if tp.Requests > 0 && m > best {
-			best, tp.Dominant = m, n
-		}
-	}
+	tp.setMeans(sums)
 	return tp
 }
 
@@ -420,6 +410,20 @@ func (a *Arrivals) add(r *Record) {
 	if !r.Failed && r.State != StateUnfinished && r.Mode == policy.ModeDirect.String() {
 		b.direct++
 	}
+}
+
+// Bound bounds the counts' memory (a server's): past maxChunks chunks of
+// seconds, a bin counts twice as many seconds (Resolution).
+func (a *Arrivals) Bound(maxChunks int) {
+	a.bins.bound(maxChunks, func(dst, src *arrivalBin) { dst.req += src.req; dst.direct += src.direct })
+}
+
+// Resolution is how many seconds a bin counts (1 s unless bounded).
+func (a *Arrivals) Resolution() time.Duration {
+	if a == nil {
+		return time.Second
+	}
+	return time.Duration(a.bins.resolution()) * time.Second
 }
 
 // Add counts r (of any state).

@@ -125,7 +125,7 @@ func writeRun(dir string, res *actors.Result, opts WriteOptions, rf runFiles) er
 		sum.SchemaVersion = metrics.SchemaVersion
 	}
 	interval, rows, widened := metrics.InstancesPlan(len(res.Series), res.SampleInterval, res.End)
-	window := metrics.RouterWindow(res.End)
+	window := metrics.RouterWindowFor(res.End, res.Arrivals.Resolution(), res.RouterEvents.Resolution()) // bounded (served) counts
 	sum.Outputs = metrics.OutputInfo{
 		InstancesIntervalMS: float64(interval.Microseconds()) / 1000, InstancesRows: rows, InstancesWidened: widened,
 		LinksRows: res.Links.Rows(), LinksDropped: res.Links.Dropped(), RouterWindowMS: float64(window.Microseconds()) / 1000,

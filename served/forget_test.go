@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
@@ -73,4 +75,30 @@ func TestServeForgetsSessionsCounted(t *testing.T) {
 	// Scraped before the stop: the router publishes every 200 ms at most,
 	// so the family is there, its value may lag.
 	assert.Contains(t, string(scrape), "pdemu_router_sessions_forgotten_total")
+}
+
+// A served run's instances.csv interval is a multiple of every series'
+// (coarsened) grid, and unchanged when no series was coarsened.
+func TestSeriesInterval(t *testing.T) {
+	grid := func(g time.Duration) *metrics.Series {
+		s := metrics.NewSeries("w", "decode")
+		s.SetGrid(g)
+		return s
+	}
+	for _, c := range []struct {
+		iv    time.Duration
+		grids []time.Duration
+		want  time.Duration
+	}{
+		{0, []time.Duration{time.Second}, 0},
+		{0, []time.Duration{time.Second, 4 * time.Second}, 4 * time.Second},
+		{3 * time.Second, []time.Duration{time.Second, 8 * time.Second}, 24 * time.Second},
+		{4 * time.Second, []time.Duration{2 * time.Second}, 4 * time.Second},
+	} {
+		res := &actors.Result{SampleInterval: c.iv}
+		for _, g := range c.grids {
+			res.Series = append(res.Series, grid(g))
+		}
+		assert.Equal(t, c.want, seriesInterval(res), "%v %v", c.iv, c.grids)
+	}
 }

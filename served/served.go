@@ -73,10 +73,42 @@ type Options struct {
 // a new session whose prefix the resident index still finds.
 const DefaultSessionTTL = time.Hour
 
-// MaxLinkRows bounds the links.csv rows of a served run (2 MiB of
+// MaxLinkRows bounds the links.csv rows of a served run (512 KiB of
 // samples): later NIC changes are counted in outputs.links_dropped, not
 // kept (a run keeps metrics.MaxLinkRows).
-const MaxLinkRows = 1 << 16
+const MaxLinkRows = 1 << 14
+
+// MaxSeriesPoints bounds each worker series of a served run (128 KiB):
+// past it the series' grid doubles (metrics.Series.SetMaxPoints) and
+// instances.csv's interval is widened to a multiple of every series'
+// grid (summary.json outputs.instances_interval_ms says which).
+const MaxSeriesPoints = 4096
+
+// seriesInterval returns the sample interval of res widened to a
+// multiple of every series' grid (served runs coarsen their series).
+func seriesInterval(res *actors.Result) time.Duration {
+	iv := res.SampleInterval
+	if iv <= 0 {
+		iv = time.Second // the writer's default, the series' first grid
+	}
+	widened := false
+	for _, s := range res.Series {
+		if g := s.Grid(); g > 0 && iv%g != 0 {
+			iv, widened = iv/gcd(iv, g)*g, true
+		}
+	}
+	if !widened {
+		return res.SampleInterval
+	}
+	return iv
+}
+
+func gcd(a, b time.Duration) time.Duration {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
 
 // DefaultRouterSessions bounds the sessions the router of a served run
 // remembers: as many as the server's session table (serve.Options.MaxSessions).
@@ -186,6 +218,10 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 			}
 			cl.ForgetSessions(ttl, maxSess)
 			cl.Links().SetMaxRows(MaxLinkRows)
+			for _, sr := range cl.Series {
+				sr.SetMaxPoints(MaxSeriesPoints)
+			}
+			cl.RouterEvents().Bound(metrics.BoundChunks)
 			br.Attach(now)
 			serve.Watch(&s, cl, br, nil)
 			feeder = serve.Feed(cl, br)
@@ -264,6 +300,7 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 	br.Wait()
 	if res != nil {
 		judgeServed(&res.Summary, br, s.Workload.TimeScale)
+		res.SampleInterval = seriesInterval(res)
 	}
 	out := wrap(res, br, runErr != nil)
 	if runErr == nil && res != nil {
