@@ -15,21 +15,6 @@ import (
 	"github.com/pdemu/pdemu/workload"
 )
 
-// badAfter passes n requests of src, then fails as a trace does on a
-// malformed record.
-type badAfter struct {
-	src workload.Source
-	n   int
-}
-
-func (b *badAfter) Next() (*workload.Request, error) {
-	if b.n == 0 {
-		return nil, &workload.RecordError{File: "t.jsonl", Line: 501, Field: "input_length", Err: errors.New("not a number")}
-	}
-	b.n--
-	return b.src.Next()
-}
-
 // TestBadRecordMidRunIsNotClean: a run that stops on a bad record after
 // some requests (a valid record was never replayed) is partial, stopped
 // by bad-record, with the error and the missing ids in its summary; it
@@ -38,7 +23,11 @@ func TestBadRecordMidRunIsNotClean(t *testing.T) {
 	spec := small(loadScenario(t, scenarios.Default), 4, 50)
 	src, err := Source(spec, false)
 	require.NoError(t, err)
-	res, err := Run(context.Background(), spec, Options{Source: &badAfter{src: src, n: 60}, Logger: testlog.New(t)})
+	// 60 requests of src, then a failure as a trace's on a malformed record.
+	bad := &failingSource{inner: src, at: 61, fail: func() (*workload.Request, error) {
+		return nil, &workload.RecordError{File: "t.jsonl", Line: 501, Field: "input_length", Err: errors.New("not a number")}
+	}}
+	res, err := Run(context.Background(), spec, Options{Source: bad, Logger: testlog.New(t)})
 	require.Error(t, err)
 	var re *workload.RecordError
 	require.True(t, errors.As(err, &re), "the record error stays in the chain (exit 2): %v", err)

@@ -73,7 +73,7 @@ func (m *mailbox) PostUserMessage(message any) {
 	if m.inline && m.userN.Load() == 0 && m.sysN.Load() == 0 && !m.suspended.Load() &&
 		m.status.CompareAndSwap(mbIdle, mbRunning) {
 		m.invokeNow(message)
-		m.processMessages()
+		m.release()
 		return
 	}
 	m.post(&m.user, &m.userN, message)
@@ -99,14 +99,26 @@ func (m *mailbox) schedule() {
 func (m *mailbox) processMessages() {
 	for {
 		m.run()
-		m.status.Store(mbIdle)
-		sys, user := m.sysN.Load(), m.userN.Load()
-		// Messages posted after the loop ended but before the status went
-		// idle found it running and did not schedule: take them now.
-		if (sys > 0 || (!m.suspended.Load() && user > 0)) && m.status.CompareAndSwap(mbIdle, mbRunning) {
-			continue
+		if !m.idle() {
+			return
 		}
-		return
+	}
+}
+
+// idle sets a running mailbox idle and reports whether it took it back to
+// run again: messages posted after its loop ended but before the status
+// went idle found it running and did not schedule.
+func (m *mailbox) idle() bool {
+	m.status.Store(mbIdle)
+	sys, user := m.sysN.Load(), m.userN.Load()
+	return (sys > 0 || (!m.suspended.Load() && user > 0)) && m.status.CompareAndSwap(mbIdle, mbRunning)
+}
+
+// release ends an inline handling (PostUserMessage): the mailbox goes
+// idle, or drains what was posted meanwhile.
+func (m *mailbox) release() {
+	if m.idle() {
+		m.processMessages()
 	}
 }
 

@@ -127,8 +127,8 @@ func TestWallClockRunReportsLateness(t *testing.T) {
 	assert.Zero(t, s.Runtime.DeadLetters)
 }
 
-// failingSource is inner until its at-th Next, which returns fail()
-// instead.
+// failingSource is inner until its at-th Next; from then on each Next
+// returns fail() (a trace stays broken past a bad record).
 type failingSource struct {
 	inner workload.Source
 	at, n int
@@ -137,7 +137,7 @@ type failingSource struct {
 
 func (f *failingSource) Next() (*workload.Request, error) {
 	f.n++
-	if f.n == f.at {
+	if f.n >= f.at {
 		return f.fail()
 	}
 	return f.inner.Next()

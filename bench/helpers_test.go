@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/scenarios"
@@ -45,6 +46,13 @@ func defaultSpec(b *testing.B) *topology.Spec {
 // reported, passes each result to each (when not nil), reports req/s and
 // returns the requests run in all.
 func replay(b *testing.B, spec *topology.Spec, each func(*actors.Result)) int {
+	reqs, _ := replayCPU(b, spec, each)
+	return reqs
+}
+
+// replayCPU is replay that also returns the process's CPU time over the
+// b.N measured runs (the warm-up run not included).
+func replayCPU(b *testing.B, spec *topology.Spec, each func(*actors.Result)) (int, time.Duration) {
 	// One run before the loop (b.Loop resets the timer and the allocation
 	// counts on its first call): the first run in a process creates the
 	// actor system that later runs borrow (actors/syspool.go, ~66k
@@ -55,6 +63,7 @@ func replay(b *testing.B, spec *topology.Spec, each func(*actors.Result)) int {
 	}
 	b.ReportAllocs()
 	reqs := 0
+	cpu0 := cpuTime()
 	for b.Loop() {
 		res, err := actors.Run(context.Background(), spec, actors.Options{})
 		if err != nil {
@@ -65,6 +74,7 @@ func replay(b *testing.B, spec *topology.Spec, each func(*actors.Result)) int {
 			each(res)
 		}
 	}
+	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
-	return reqs
+	return reqs, cpu
 }

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"reflect"
 	"sort"
@@ -42,6 +43,10 @@ func (n *countingNode) Handle(now time.Duration, msg any) cluster.Ready {
 	return rd
 }
 
+// -mix.w64 adds the 64-worker cluster of BenchmarkScaleWorkers to
+// TestMessageMix (about 15 s).
+var mixW64 = flag.Bool("mix.w64", false, "TestMessageMix: also count the 64-worker cluster (16P48D)")
+
 // TestMessageMix tells where a run's messages go: every message the clock
 // delivers, counted at its receiving node by type, per request. The
 // counts add up to the run's own count (summary.json runtime.messages), so
@@ -51,15 +56,27 @@ func TestMessageMix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs whole scenarios")
 	}
+	// workers > 0: BenchmarkScaleWorkers' cluster of that many workers
+	// (the default scenario scaled, constant load per worker).
 	for _, c := range []struct {
 		name, scenario string
-		set            []string
+		workers        int
 	}{
-		{"default", scenarios.Default, nil},
-		{"mooncake", "mooncake.hcl", nil},
+		{"default", scenarios.Default, 0},
+		{"mooncake", "mooncake.hcl", 0},
+		{"workers=16", "", 16},
+		{"workers=64", "", 64},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			spec, ok := embeddedSpec(t, c.scenario, c.set...)
+			if c.workers == 64 && !*mixW64 {
+				t.Skip("-mix.w64 not given")
+			}
+			spec, ok := embeddedSpec(t, scenarios.Default)
+			if c.workers > 0 {
+				spec = scaleSpec(t, c.workers/4, 4*c.workers)
+			} else {
+				spec, ok = embeddedSpec(t, c.scenario)
+			}
 			if !ok {
 				t.Skip("trace not on this machine (../shared/traces)")
 			}

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -11,19 +10,14 @@ import (
 
 	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/cluster/clustertest"
-	"github.com/pdemu/pdemu/workload"
 )
-
-type eof struct{}
-
-func (eof) Next() (*workload.Request, error) { return nil, io.EOF }
 
 // openEnded builds spec's cluster with no workload of its own, open-ended,
 // and injects one request every gap from gap on (ids 0..n-1, each its own
 // session) and EndOfInput at end, as a server's feeder would.
 func openEnded(t *testing.T, name string, n int, gap, end time.Duration) *clustertest.Net {
 	t.Helper()
-	net, err := clustertest.New(embedded(t, name), eof{})
+	net, err := clustertest.New(embedded(t, name), &source{}) // no requests of its own: io.EOF
 	require.NoError(t, err)
 	net.Cluster.OpenEnded()
 	for i := range n {
@@ -88,7 +82,7 @@ func TestOpenEndedAbort(t *testing.T) {
 		{"buckets-3.hcl", time.Millisecond + 1}, {"buckets-3.hcl", 3 * time.Second}} {
 		at := tc.at
 		t.Run(fmt.Sprint(tc.scenario, " abort at ", at), func(t *testing.T) {
-			net, err := clustertest.New(embedded(t, tc.scenario), eof{})
+			net, err := clustertest.New(embedded(t, tc.scenario), &source{}) // no requests of its own: io.EOF
 			require.NoError(t, err)
 			net.Cluster.OpenEnded()
 			for i := range 3 {

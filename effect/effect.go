@@ -9,6 +9,10 @@
 // them. The returned Out slice is owned by the machine and reused: it is
 // valid until the next call on the same machine, so hot paths allocate
 // nothing.
+//
+// Stamp is the other half of the contract, on the runners' side: the
+// order (due time, sender, sender's send counter) in which every
+// virtual-time runner delivers the messages the machines send.
 package effect
 
 import "time"

@@ -1,5 +1,7 @@
 package gpu
 
+import "slices"
+
 // BlockLRU is a prefix cache of block hashes with an LRU replacement policy
 // and a capacity in tokens. Its answers and its eviction order are those of
 // a list of blocks, most recent first, changed one block at a time (the
@@ -262,6 +264,17 @@ func (c *BlockLRU) remove(key uint64) {
 	}
 }
 
+// removeAll drops every cached block of blocks (as remove), stopping as
+// soon as the cache is empty (a DRAM tier often is).
+func (c *BlockLRU) removeAll(blocks []uint64) {
+	for _, b := range blocks {
+		if c.live == 0 {
+			return
+		}
+		c.remove(b)
+	}
+}
+
 // takeEvicted returns and clears the keys evicted since the last call.
 func (c *BlockLRU) takeEvicted() []uint64 {
 	if len(c.evicted) == 0 {
@@ -293,8 +306,12 @@ func (c *BlockLRU) evictTo(limit int) {
 		T := &c.segs[t]
 		n := min(int(T.hi-T.lo), (c.used-limit+int(T.tokens)-1)/int(T.tokens))
 		if c.trackEvictions {
-			for p := T.hi - 1; p >= T.hi-int32(n); p-- {
-				c.evicted = append(c.evicted, c.keys[p])
+			// The segment's last n blocks, last first.
+			l := len(c.evicted)
+			c.evicted = slices.Grow(c.evicted, n)[:l+n]
+			src, dst := c.keys[int(T.hi)-n:T.hi], c.evicted[l:]
+			for i, b := range src {
+				dst[n-1-i] = b
 			}
 		}
 		T.hi -= int32(n)

@@ -245,6 +245,74 @@ func TestBlockLRUMatchesReference(t *testing.T) {
 	})
 }
 
+// TestBlockLRUMatchesV1AtScale is TestBlockLRUMatchesReference at a size
+// where the arena compacts and grows many times and evicted chains come
+// back (agentic sessions: chains that grow turn by turn, share a system
+// prompt, are re-read after their tails were evicted), against the
+// per-block cache only (the list reference is quadratic).
+func TestBlockLRUMatchesV1AtScale(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		capTokens := rapid.IntRange(1, 4000).Draw(t, "cap")
+		c, v := NewBlockLRU(capTokens), newBlockLRUv1(capTokens)
+		c.trackEvictions, v.trackEvictions = true, true
+		sessions := rapid.IntRange(1, 12).Draw(t, "sessions")
+		length := make([]int, sessions)
+		chain := func(s, n int) []uint64 {
+			b := make([]uint64, n)
+			for i := range b {
+				if i < 8 {
+					b[i] = 1 << 40 // the shared system prompt
+					b[i] += uint64(i)
+				} else {
+					b[i] = uint64(s+1)<<20 | uint64(i)
+				}
+			}
+			return b
+		}
+		ops := rapid.IntRange(1, 300).Draw(t, "ops")
+		for op := 0; op < ops; op++ {
+			s := rapid.IntRange(0, sessions-1).Draw(t, "s")
+			switch rapid.IntRange(0, 9).Draw(t, "op") {
+			case 0: // the session restarts
+				length[s] = 0
+			case 1: // a lookup of a stretch of the chain
+				b := chain(s, length[s]+50)
+				i := rapid.IntRange(0, len(b)-1).Draw(t, "i")
+				if got, want := c.Peek(b[i:]), v.Peek(b[i:]); got != want {
+					t.Fatalf("Peek = %d, want %d", got, want)
+				}
+			case 2: // drop some of the session's blocks
+				drop := chain(s, length[s])[rapid.IntRange(0, length[s]).Draw(t, "from"):]
+				c.removeAll(drop)
+				for _, k := range drop {
+					v.remove(k)
+				}
+			default: // the next turn: match, then insert the grown chain
+				length[s] += rapid.IntRange(0, 80).Draw(t, "grow")
+				b := chain(s, length[s])
+				bt := 16
+				if rapid.IntRange(0, 9).Draw(t, "odd-bt") == 0 {
+					bt = rapid.IntRange(1, 40).Draw(t, "bt")
+				}
+				if got, want := c.Match(b), v.Match(b); got != want {
+					t.Fatalf("Match = %d, want %d", got, want)
+				}
+				c.Insert(b, bt)
+				v.Insert(b, bt)
+			}
+			if got, want := c.order(t), v.v1Order(); !slices.Equal(got, want) {
+				t.Fatalf("after op %d: LRU order differs (%d vs %d blocks)", op, len(got), len(want))
+			}
+			if c.Used() != v.Used() {
+				t.Fatalf("Used = %d, want %d", c.Used(), v.Used())
+			}
+			if got, want := c.takeEvicted(), v.takeEvicted(); !slices.Equal(got, want) {
+				t.Fatalf("evicted %v, want %v", got, want)
+			}
+		}
+	})
+}
+
 func lruChain(s, n int) []uint64 {
 	b := make([]uint64, n)
 	for i := range b {
@@ -282,7 +350,7 @@ func BenchmarkBlockLRU(b *testing.B) {
 	}
 	const bt = 16
 	for _, im := range impls {
-		b.Run("warm/4096+64/"+im.name, func(b *testing.B) {
+		b.Run("warm/4096+64/impl="+im.name, func(b *testing.B) {
 			c := im.new(8 * 4096 * bt)
 			for s := 1; s < 8; s++ {
 				c.Insert(lruChain(s, 4096), bt)
@@ -306,7 +374,7 @@ func BenchmarkBlockLRU(b *testing.B) {
 		})
 	}
 	for _, im := range impls {
-		b.Run("thrash/512/"+im.name, func(b *testing.B) {
+		b.Run("thrash/512/impl="+im.name, func(b *testing.B) {
 			c := im.new(64 * 512 * bt)
 			const sessions = 256
 			chains := make([][]uint64, sessions)
@@ -328,7 +396,7 @@ func BenchmarkBlockLRU(b *testing.B) {
 		})
 	}
 	for _, im := range impls {
-		b.Run("agentic/"+im.name, func(b *testing.B) {
+		b.Run("agentic/impl="+im.name, func(b *testing.B) {
 			const sessions, step, turns = 13, 272, 10
 			c := im.new(5756 * bt)
 			chains := make([][]uint64, sessions)

@@ -391,11 +391,17 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 				if s.active <= 0 {
 					w.evicted(now, s, EvictTransferFailed, j.Req.ID)
 					w.dropResidency(j.Req.Session, s)
+					// The reservation's memory is free: requests waiting
+					// for memory go in now (they used to wait for a
+					// finish that, on an idle worker, never came; the
+					// request was never ended).
+					w.freed, w.freedAt = true, now
 				}
 			}
 		}
 		j.Done = now
 		w.out = append(w.out, Event{Kind: EvFailed, Job: j, At: now})
+		w.drainReady(now)
 		return
 	}
 	if j.Unadmitted && (j.Mode == policy.ModeSeed || j.Mode == policy.ModeReseed) {

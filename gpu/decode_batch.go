@@ -35,7 +35,11 @@ func (w *DecodeWorker) kick(now time.Duration) {
 	pass.AddPrefill(w.curChunk, j.CachedTokens+j.chunkDone)
 	pass.AddDecode(len(w.running), w.context())
 	w.curDec = len(w.running)
-	w.curEnd = now + w.cost.StepTime(pass)
+	if w.perf != nil {
+		w.curEnd = now + w.perf.estimate(&pass).Total // Perf.StepTime without copying the Perf
+	} else {
+		w.curEnd = now + w.cost.StepTime(pass)
+	}
 }
 
 // drainReady moves ready jobs into the batch while slots allow. Jobs whose

@@ -211,9 +211,7 @@ func (f *FusedWorker) insert(blocks []uint64, blockTokens int) {
 	} else {
 		f.cache.Insert(blocks, blockTokens)
 		out := f.cache.evictedSince()
-		for _, b := range blocks {
-			f.l1.remove(b)
-		}
+		f.l1.removeAll(blocks)
 		f.spill(out, blockTokens)
 	}
 	if f.track {

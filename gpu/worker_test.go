@@ -281,6 +281,29 @@ func TestDecodeFailedTransferReleasesReservation(t *testing.T) {
 	assert.Zero(t, w.Used())
 }
 
+// TestDecodeFailedTransferLetsWaitingFallbackIn: a Fallback waiting for
+// memory held by a Seed's reservation goes in when that Seed's transfer
+// fails and frees the reservation. It used to wait for a finish that, on
+// a worker with nothing running, never came: the request was never ended
+// (chaos run: 150 requests released, 147 ended).
+func TestDecodeFailedTransferLetsWaitingFallbackIn(t *testing.T) {
+	w := newDecode(t, 1000)
+	seed := &Job{Req: req(0, 1, 0, 600, 5)}
+	mode, _ := w.Admit(0, seed)
+	require.Equal(t, policy.ModeSeed, mode)
+	fb := &Job{Req: req(1, 2, 0, 590, 10), Mode: policy.ModeFallback}
+	w.Arrive(time.Millisecond, fb)
+	require.Equal(t, 1, w.Queued(), "the fallback waits for the reservation's memory")
+	w.Ready()
+	seed.Failed = "link: cut"
+	w.Arrive(2*time.Millisecond, seed)
+	assert.Equal(t, []EventKind{EvEvicted, EvFailed, EvFirstToken}, kinds(w.Ready().Out))
+	assert.Equal(t, 2*time.Millisecond, fb.FirstToken)
+	w.Advance(time.Minute)
+	assert.Equal(t, []EventKind{EvDone}, kinds(w.Ready().Out))
+	assert.Zero(t, w.Used())
+}
+
 // passCost charges 10 µs per forward pass on top of linearCost, so the
 // number of passes shows in the timings.
 type passCost struct{ linearCost }

@@ -174,6 +174,13 @@ func tailParts(recs []Record, p99 float64) TailParts {
 			sums[k] += d
 		}
 	}
+	t.setMeans(sums)
+	return t
+}
+
+// setMeans sets MeanMS from sums, the parts' totals over t.Requests
+// requests, and Dominant, the largest mean (none without requests).
+func (t *TailParts) setMeans(sums []time.Duration) {
 	best := -1.0
 	for k, n := range TTFTPartNames {
 		m := 0.0
@@ -185,7 +192,6 @@ func tailParts(recs []Record, p99 float64) TailParts {
 			best, t.Dominant = m, n
 		}
 	}
-	return t
 }
 
 // AttachWorkers sets each worker's request count and share from the

@@ -278,17 +278,7 @@ func (t *Tally) tailParts(ttft []time.Duration, p99 float64) TailParts {
 			sums[k] += p[k]
 		}
 	}
-	best := -1.0
-	for k, n := range TTFTPartNames {
-		m := 0.0
-		if tp.Requests > 0 {
-			m = round3(float64(sums[k]) / float64(tp.Requests) / 1e6)
-		}
-		tp.MeanMS[n] = m
-		if tp.Requests > 0 && m > best {
-			best, tp.Dominant = m, n
-		}
-	}
+	tp.setMeans(sums)
 	return tp
 }
 

@@ -230,33 +230,26 @@ func splitName(name string) []string {
 }
 
 // fmtCount formats a count with an SI suffix: "950", "12.3 K", "4.56 M".
-func fmtCount(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a < 1000:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a < 1e6:
-		return trim3(v/1e3) + " K"
-	case a < 1e9:
-		return trim3(v/1e6) + " M"
-	}
-	return trim3(v/1e9) + " G"
-}
+func fmtCount(v float64) string { return fmtDecimal(v, "", " K", " M", " G") }
 
 // fmtBytes formats bytes in decimal units: "0 B", "512 B", "3.4 GB".
-func fmtBytes(v float64) string {
+func fmtBytes(v float64) string { return fmtDecimal(v, " B", " kB", " MB", " GB", " TB") }
+
+// fmtDecimal formats v in steps of 1000: a whole number with units[0]
+// below 1000, else three significant digits (trim3) and the unit of its
+// power of 1000 (the last unit for all above).
+func fmtDecimal(v float64, units ...string) string {
 	a := math.Abs(v)
-	switch {
-	case a < 1000:
-		return strconv.FormatFloat(v, 'f', 0, 64) + " B"
-	case a < 1e6:
-		return trim3(v/1e3) + " kB"
-	case a < 1e9:
-		return trim3(v/1e6) + " MB"
-	case a < 1e12:
-		return trim3(v/1e9) + " GB"
+	if a < 1000 {
+		return strconv.FormatFloat(v, 'f', 0, 64) + units[0]
 	}
-	return trim3(v/1e12) + " TB"
+	div := 1e3
+	for k := 1; ; k++ {
+		if k == len(units)-1 || a < div*1000 {
+			return trim3(v/div) + units[k]
+		}
+		div *= 1000
+	}
 }
 
 // trim3 formats v with three significant digits.

@@ -386,10 +386,10 @@ func TestFormats(t *testing.T) {
 	for v, want := range map[float64]string{0: "0 ms", 0.42: "0.42 ms", 41.2: "41 ms", 1234: "1.23 s", 336000: "5.6 min", 7.56e6: "2.1 h"} {
 		assert.Equal(t, want, fmtMS(v), "%g", v)
 	}
-	for v, want := range map[float64]string{950: "950", 12345: "12.3 K", 4.56e6: "4.56 M", 7e9: "7.00 G"} {
+	for v, want := range map[float64]string{950: "950", 12345: "12.3 K", 4.56e6: "4.56 M", 7e9: "7.00 G", 1e6: "1.00 M", 999999: "1000 K", -2.5e6: "-2.50 M", 3e12: "3000 G"} {
 		assert.Equal(t, want, fmtCount(v), "%g", v)
 	}
-	for v, want := range map[float64]string{0: "0 B", 512: "512 B", 3.4e9: "3.40 GB", 1.72e12: "1.72 TB"} {
+	for v, want := range map[float64]string{0: "0 B", 512: "512 B", 3.4e9: "3.40 GB", 1.72e12: "1.72 TB", 1000: "1.00 kB", 1.5e15: "1500 TB", -4e6: "-4.00 MB"} {
 		assert.Equal(t, want, fmtBytes(v), "%g", v)
 	}
 	for _, c := range []struct {

@@ -34,15 +34,7 @@ func TestServeSecondSignalCutsTheDrain(t *testing.T) {
 	sc := bufio.NewScanner(res.Body)
 	require.True(t, sc.Scan(), "first chunk")
 
-	type out struct {
-		res *Result
-		err error
-	}
-	stopped := make(chan out, 1)
-	go func() {
-		r, err := stop() // the first signal: drain
-		stopped <- out{r, err}
-	}()
+	stopped := stopAsync(stop) // the first signal: drain
 	require.Eventually(t, func() bool {
 		r, err := http.Get(base + "/health")
 		if err != nil {
@@ -58,7 +50,7 @@ func TestServeSecondSignalCutsTheDrain(t *testing.T) {
 
 	start := time.Now()
 	cutNow(actors.StopCause("SIGINT")) // the second signal
-	var o out
+	var o ended
 	select {
 	case o = <-stopped:
 	case <-time.After(10 * time.Second):

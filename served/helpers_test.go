@@ -2,7 +2,6 @@ package served
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/stretchr/testify/require"
@@ -18,18 +16,6 @@ import (
 	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/topology"
 )
-
-// testLogger routes logs to t.Log so they show only when a test fails.
-func testLogger(t testing.TB) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: tWriter{t}})
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
 
 // loadScenario parses an embedded scenario with the default options.
 func loadScenario(t testing.TB, name string) *topology.Spec {
@@ -111,4 +97,21 @@ func readSSE(sc *bufio.Scanner, r *reply) error {
 		}
 	}
 	return sc.Err()
+}
+
+// ended is how a served run ended: its result and Serve's error.
+type ended struct {
+	res *Result
+	err error
+}
+
+// stopAsync calls stop on its own goroutine (the test goes on reading
+// its streams meanwhile) and delivers the run's end on the channel.
+func stopAsync(stop func() (*Result, error)) <-chan ended {
+	c := make(chan ended, 1)
+	go func() {
+		r, err := stop()
+		c <- ended{r, err}
+	}()
+	return c
 }

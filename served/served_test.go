@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/internal/promtest"
+	"github.com/pdemu/pdemu/internal/testlog"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/scenarios"
 	"github.com/pdemu/pdemu/serve"
@@ -49,16 +50,12 @@ func startServeSpec(t *testing.T, spec *topology.Spec, o Options) (string, func(
 	o.HTTP.Listen = "127.0.0.1:0"
 	o.HTTP.Ready = func(a net.Addr) { addr <- a }
 	if o.Logger == nil {
-		o.Logger = testLogger(t)
+		o.Logger = testlog.New(t)
 	}
-	type out struct {
-		res *Result
-		err error
-	}
-	done := make(chan out, 1)
+	done := make(chan ended, 1)
 	go func() {
 		res, err := Serve(ctx, spec, o)
-		done <- out{res, err}
+		done <- ended{res, err}
 	}()
 	var base string
 	select {
@@ -246,15 +243,7 @@ func TestServeDrainsInFlightStreams(t *testing.T) {
 	if strings.Contains(sc.Text(), `"content":"`) {
 		got++
 	}
-	type out struct {
-		res *Result
-		err error
-	}
-	stopped := make(chan out, 1)
-	go func() {
-		r, err := stop()
-		stopped <- out{r, err}
-	}()
+	stopped := stopAsync(stop)
 	rest := reply{}
 	_ = readSSE(sc, &rest) // a cut stream shows as missing tokens or [DONE]
 	assert.True(t, rest.done)

@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"sort"
 	"time"
 )
 
@@ -61,23 +60,9 @@ var localPolicies = []localPolicy{
 }
 
 // LocalPolicies returns the local_router policy names, sorted.
-func LocalPolicies() []string {
-	names := make([]string, len(localPolicies))
-	for i, p := range localPolicies {
-		names[i] = p.name
-	}
-	sort.Strings(names)
-	return names
-}
+func LocalPolicies() []string { return rowNames(localPolicies) }
 
-func lookupLocal(name string) *localPolicy {
-	for i := range localPolicies {
-		if localPolicies[i].name == name {
-			return &localPolicies[i]
-		}
-	}
-	return nil
-}
+func lookupLocal(name string) *localPolicy { return findRow(localPolicies, name) }
 
 // localParams are the parameters of every local policy (local_router
 // block, and router block with a local policy).
@@ -161,20 +146,6 @@ var globalPolicies = []globalPolicy{
 }
 
 // GlobalPolicies returns the global_router policy names, sorted.
-func GlobalPolicies() []string {
-	names := make([]string, len(globalPolicies))
-	for i, p := range globalPolicies {
-		names[i] = p.name
-	}
-	sort.Strings(names)
-	return names
-}
+func GlobalPolicies() []string { return rowNames(globalPolicies) }
 
-func lookupGlobal(name string) *globalPolicy {
-	for i := range globalPolicies {
-		if globalPolicies[i].name == name {
-			return &globalPolicies[i]
-		}
-	}
-	return nil
-}
+func lookupGlobal(name string) *globalPolicy { return findRow(globalPolicies, name) }

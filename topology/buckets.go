@@ -84,9 +84,7 @@ func (c *checker) bucketRouting(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, b
 			if lookupLocal(gh.Policy) != nil {
 				hint = fmt.Sprintf(" %q is a local_router policy (it picks an instance inside a bucket).", gh.Policy)
 			}
-			c.errorf(gh.PolicyRange, "Unknown global router policy",
-				"There is no global router policy named %q.%s%s The global router picks a bucket; its policies are %s.",
-				gh.Policy, didYouMean(gh.Policy, GlobalPolicies()), hint, quotedList(GlobalPolicies()))
+			c.unknownPolicy(gh, "global router", GlobalPolicies(), hint, "The global router picks a bucket; its policies are")
 		} else {
 			out := routerOut{Global: DefaultGlobalRouter(gp.name)}
 			decodeParams(c, gh.Body, gp.params, ctx, &out)
@@ -110,9 +108,7 @@ func (c *checker) bucketRouting(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, b
 			if lookupGlobal(lh.Policy) != nil {
 				hint = fmt.Sprintf(" %q is a global_router policy (it picks a bucket).", lh.Policy)
 			}
-			c.errorf(lh.PolicyRange, "Unknown local router policy",
-				"There is no local router policy named %q.%s%s The local router picks an instance inside a bucket; its policies are %s.",
-				lh.Policy, didYouMean(lh.Policy, LocalPolicies()), hint, quotedList(LocalPolicies()))
+			c.unknownPolicy(lh, "local router", LocalPolicies(), hint, "The local router picks an instance inside a bucket; its policies are")
 		} else {
 			out := routerOut{Local: DefaultLocalRouter(lp.name)}
 			decodeParams(c, lh.Body, localParams, ctx, &out)
@@ -171,15 +167,8 @@ func (c *checker) buckets(bhs []bucketHCL, ctx *hcl.EvalContext, byName map[stri
 		ranges[i] = c.bucketRange(bh, ctx)
 		b := Bucket{Name: bh.Name, Min: ranges[i].lo, Max: ranges[i].hi}
 		b.Faults = c.nodeFaults(bh.Crashes, nil)
-		if bh.RemoteFetchBandwidth != nil {
-			bw, err := ParseBandwidth(*bh.RemoteFetchBandwidth)
-			if err != nil {
-				c.errorf(bh.RemoteFetchBandwidthRange, "Invalid bandwidth for \"remote_fetch_bandwidth\"",
-					"\"remote_fetch_bandwidth\" (the RDMA fabric between the bucket's instances): %s.", err)
-			} else {
-				b.RemoteFetchBandwidth = bw
-			}
-		}
+		b.RemoteFetchBandwidth, _ = c.checkBandwidth(bh.RemoteFetchBandwidth, bh.RemoteFetchBandwidthRange, b.RemoteFetchBandwidth,
+			"remote_fetch_bandwidth", "the RDMA fabric between the bucket's instances")
 
 		if bh.InstancesRange == (hcl.Range{}) {
 			c.missingAttr(bh.Body, "instances", "the fused workers of the bucket, e.g. instances = [\"w0\", \"w1\"]")

@@ -40,6 +40,20 @@ func overlaps(a, b hcl.Range) bool {
 }
 
 // errorf adds an error diagnostic at subject.
+// firstOf returns the first of a file's blocks of one kind, one a
+// scenario has at most one of (nil when there is none), and reports every
+// later one as a duplicate of it. def returns a block's DefRange.
+func firstOf[B any](c *checker, kind string, blocks []B, def func(*B) hcl.Range) *B {
+	if len(blocks) == 0 {
+		return nil
+	}
+	for i := 1; i < len(blocks); i++ {
+		c.errorf(def(&blocks[i]), "Duplicate "+kind+" block",
+			"Only one %s block is allowed; another was declared at %s.", kind, def(&blocks[0]))
+	}
+	return &blocks[0]
+}
+
 func (c *checker) errorf(subject hcl.Range, summary, format string, args ...any) {
 	if subject != (hcl.Range{}) {
 		for _, f := range c.failed {
@@ -116,6 +130,20 @@ func describe(name, help string) string {
 		return fmt.Sprintf("%q", name)
 	}
 	return fmt.Sprintf("%q (%s)", name, help)
+}
+
+// checkBandwidth parses an optional bandwidth attribute (ParseBandwidth);
+// ok reports a valid value. Absent, or invalid (reported), it returns def.
+func (c *checker) checkBandwidth(p *string, rng hcl.Range, def float64, name, help string) (bw float64, ok bool) {
+	if p == nil {
+		return def, false
+	}
+	bw, err := ParseBandwidth(*p)
+	if err != nil {
+		c.errorf(rng, fmt.Sprintf("Invalid bandwidth for %q", name), "%s: %s.", describe(name, help), err)
+		return def, false
+	}
+	return bw, true
 }
 
 // checkDuration parses an optional duration attribute; min is the smallest

@@ -194,14 +194,8 @@ func (c *checker) link(lh *linkHCL) (Link, map[string]bool) {
 		valid["efficiency"] = !c.bad(lh.EfficiencyRange)
 	}
 	if lh.MaxRate != nil {
-		r, err := ParseBandwidth(*lh.MaxRate)
-		if err != nil {
-			c.errorf(lh.MaxRateRange, "Invalid bandwidth for \"max_rate\"",
-				"\"max_rate\" (the NIC's rate ceiling whatever the line rate; absent = the transport default): %s.", err)
-		} else {
-			l.MaxRate = r
-			valid["max_rate"] = true
-		}
+		l.MaxRate, valid["max_rate"] = c.checkBandwidth(lh.MaxRate, lh.MaxRateRange, l.MaxRate,
+			"max_rate", "the NIC's rate ceiling whatever the line rate; absent = the transport default")
 	} else {
 		valid["max_rate"] = !c.bad(lh.MaxRateRange)
 	}

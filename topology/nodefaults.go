@@ -228,13 +228,10 @@ func sortNodeFaults(fs []NodeFault) {
 // recovery checks the recovery block (at most one).
 func (c *checker) recovery(rhs []recoveryHCL) Recovery {
 	r := DefaultRecovery()
-	if len(rhs) == 0 {
+	rh := firstOf(c, "recovery", rhs, func(b *recoveryHCL) hcl.Range { return b.DefRange })
+	if rh == nil {
 		return r
 	}
-	for _, extra := range rhs[1:] {
-		c.errorf(extra.DefRange, "Duplicate recovery block", "Only one recovery block is allowed; another was declared at %s.", rhs[0].DefRange)
-	}
-	rh := &rhs[0]
 	r.DetectionDelay = c.checkDuration(rh.DetectionDelay, rh.DetectionDelayRange, r.DetectionDelay, time.Nanosecond, "detection_delay",
 		"how long after a fault or a restore the routers learn of it")
 	r.RetryBudget = checkNum(c, rh.RetryBudget, rh.RetryBudgetRange, r.RetryBudget, "retry_budget",
@@ -245,13 +242,10 @@ func (c *checker) recovery(rhs []recoveryHCL) Recovery {
 // chaos checks the chaos block (at most one) and draws its faults into
 // spec's workers and links.
 func (c *checker) chaos(spec *Spec, chs []chaosHCL) {
-	if len(chs) == 0 {
+	ch := firstOf(c, "chaos", chs, func(b *chaosHCL) hcl.Range { return b.DefRange })
+	if ch == nil {
 		return
 	}
-	for _, extra := range chs[1:] {
-		c.errorf(extra.DefRange, "Duplicate chaos block", "Only one chaos block is allowed; another was declared at %s.", chs[0].DefRange)
-	}
-	ch := &chs[0]
 	var k Chaos
 	k.Seed = c.checkSeed(ch.Seed, ch.SeedRange, 1, "seed of the random fault schedule")
 	var ok bool

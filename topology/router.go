@@ -2,7 +2,6 @@ package topology
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -255,22 +254,18 @@ func EpsilonDefaultsToD(policy string) bool {
 }
 
 // Policies returns the router policy names the HCL format accepts, sorted.
-func Policies() []string {
-	names := make([]string, len(policies))
-	for i, p := range policies {
-		names[i] = p.name
-	}
-	sort.Strings(names)
-	return names
-}
+func Policies() []string { return rowNames(policies) }
 
-func lookupPolicy(name string) *policy {
-	for i := range policies {
-		if policies[i].name == name {
-			return &policies[i]
-		}
-	}
-	return nil
+func lookupPolicy(name string) *policy { return findRow(policies, name) }
+
+// unknownPolicy reports the policy label of rh as unknown to its tier
+// (kind: "router", "global router", "local router"), whose policies are
+// known: a did-you-mean among them, hint (which other tier has the name,
+// or ""), and then intro and the list of known.
+func (c *checker) unknownPolicy(rh *routerHCL, kind string, known []string, hint, intro string) {
+	c.errorf(rh.PolicyRange, "Unknown "+kind+" policy",
+		"There is no %s policy named %q.%s%s %s %s.",
+		kind, rh.Policy, didYouMean(rh.Policy, known), hint, intro, quotedList(known))
 }
 
 // decodeRouter decodes a router block with the schema of its policy. It
@@ -282,9 +277,7 @@ func decodeRouter(c *checker, rh *routerHCL, ctx *hcl.EvalContext) (*policy, rou
 		if lookupGlobal(rh.Policy) != nil {
 			hint = fmt.Sprintf(" %q is a global_router policy: bucket routing takes bucket, global_router and local_router blocks instead of a router block.", rh.Policy)
 		}
-		c.errorf(rh.PolicyRange, "Unknown router policy",
-			"There is no router policy named %q.%s%s The known policies are %s.",
-			rh.Policy, didYouMean(rh.Policy, Policies()), hint, quotedList(Policies()))
+		c.unknownPolicy(rh, "router", Policies(), hint, "The known policies are")
 		return nil, routerOut{Router: DefaultRouter(rh.Policy)}
 	}
 	out := routerOut{Router: DefaultRouter(pol.name)}

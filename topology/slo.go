@@ -69,13 +69,10 @@ type sloHCL struct {
 // defaults.
 func (c *checker) slo(shs []sloHCL) SLO {
 	s := DefaultSLO()
-	if len(shs) == 0 {
+	sh := firstOf(c, "slo", shs, func(b *sloHCL) hcl.Range { return b.DefRange })
+	if sh == nil {
 		return s
 	}
-	for _, extra := range shs[1:] {
-		c.errorf(extra.DefRange, "Duplicate slo block", "Only one slo block is allowed; another was declared at %s.", shs[0].DefRange)
-	}
-	sh := &shs[0]
 	s.TTFT = c.checkDuration(sh.TTFT, sh.TTFTRange, s.TTFT, 0, "ttft", "largest time to first token that meets the SLO; \"0s\" = not checked")
 	s.TPOT = c.checkDuration(sh.TPOT, sh.TPOTRange, s.TPOT, 0, "tpot", "largest time per output token after the first; \"0s\" = not checked")
 	s.E2E = c.checkDuration(sh.E2E, sh.E2ERange, s.E2E, 0, "e2e", "largest end-to-end latency; \"0s\" = not checked")

@@ -125,19 +125,25 @@ var (
 	binaryPrefix  = map[byte]float64{'k': 1 << 10, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40, 'P': 1 << 50}
 )
 
+// splitPrefix splits the multiplier prefix (k, M, G, T, P, decimal, or
+// with an i binary) off a non-empty unit: its multiplier (1 without one)
+// and the rest of the unit.
+func splitPrefix(unit string) (float64, string) {
+	if m, ok := decimalPrefix[unit[0]]; ok {
+		if len(unit) > 1 && unit[1] == 'i' {
+			return binaryPrefix[unit[0]], unit[2:]
+		}
+		return m, unit[1:]
+	}
+	return 1, unit
+}
+
 // bandwidthUnit returns the bytes-per-second multiplier of unit.
 func bandwidthUnit(unit string) (float64, bool) {
 	if unit == "" {
 		return 1, true // only for 0, which is then refused
 	}
-	mult := 1.0
-	if m, ok := decimalPrefix[unit[0]]; ok {
-		if len(unit) > 1 && unit[1] == 'i' {
-			mult, unit = binaryPrefix[unit[0]], unit[2:]
-		} else {
-			mult, unit = m, unit[1:]
-		}
-	}
+	mult, unit := splitPrefix(unit)
 	var base string
 	switch {
 	case strings.HasSuffix(unit, "ps"):
@@ -212,14 +218,7 @@ func sizeUnit(unit string) (float64, bool) {
 	if unit == "" {
 		return 1, true
 	}
-	mult := 1.0
-	if m, ok := decimalPrefix[unit[0]]; ok {
-		if len(unit) > 1 && unit[1] == 'i' {
-			mult, unit = binaryPrefix[unit[0]], unit[2:]
-		} else {
-			mult, unit = m, unit[1:]
-		}
-	}
+	mult, unit := splitPrefix(unit)
 	switch unit {
 	case "B", "byte", "bytes":
 		return mult, true

@@ -70,12 +70,8 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 
 	// Workload: at most one.
 	spec.Workload = DefaultWorkload()
-	if len(fh.Workloads) > 0 {
-		for _, extra := range fh.Workloads[1:] {
-			c.errorf(extra.DefRange, "Duplicate workload block",
-				"Only one workload block is allowed; another was declared at %s.", fh.Workloads[0].DefRange)
-		}
-		spec.Workload = c.workload(filename, &fh.Workloads[0])
+	if wh := firstOf(c, "workload", fh.Workloads, func(b *workloadHCL) hcl.Range { return b.DefRange }); wh != nil {
+		spec.Workload = c.workload(filename, wh)
 	}
 	spec.Recovery = c.recovery(fh.Recovery)
 	spec.SLO = c.slo(fh.SLOs)
@@ -90,11 +86,7 @@ func (c *checker) router(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, byName m
 			"A scenario needs exactly one router block; its label is the policy, one of %s. For example: router \"kvc\" { }. Or route over fused workers in input-length buckets with bucket, global_router and local_router blocks.", quotedList(Policies()))
 		return
 	}
-	for _, extra := range fh.Routers[1:] {
-		c.errorf(extra.DefRange, "Duplicate router block",
-			"Only one router block is allowed; another was declared at %s.", fh.Routers[0].DefRange)
-	}
-	rh := &fh.Routers[0]
+	rh := firstOf(c, "router", fh.Routers, func(b *routerHCL) hcl.Range { return b.DefRange })
 	pol, out := decodeRouter(c, rh, ctx)
 	spec.Router = out.Router
 	defaultEpsilon(rh, spec)        // topology/kvcpaper.go

@@ -38,15 +38,8 @@ func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
 	} else {
 		w.DRAMCacheTokens = checkNum(c, wh.DRAMCacheTokens, wh.DRAMCacheTokensRange, 0, "dram_cache_tokens",
 			"DRAM (L1) prefix-cache tier in tokens; 0 = none", between(0, MaxPoolTokens))
-		if wh.DRAMBandwidth != nil {
-			bw, err := ParseBandwidth(*wh.DRAMBandwidth)
-			if err != nil {
-				c.errorf(wh.DRAMBandwidthRange, "Invalid bandwidth for \"dram_bandwidth\"",
-					"\"dram_bandwidth\" (how fast a prefix is loaded back from the DRAM tier): %s.", err)
-			} else {
-				w.DRAMBandwidth = bw
-			}
-		}
+		w.DRAMBandwidth, _ = c.checkBandwidth(wh.DRAMBandwidth, wh.DRAMBandwidthRange, w.DRAMBandwidth,
+			"dram_bandwidth", "how fast a prefix is loaded back from the DRAM tier")
 	}
 	w.Perf = PerfOverrides{
 		MFU: c.optFraction(wh.MFU, wh.MFURange, "mfu",

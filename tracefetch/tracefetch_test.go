@@ -80,6 +80,16 @@ func testTrace(s *server, a, b []byte) Trace {
 	return t
 }
 
+// partPath is where a fetch into dir keeps testTrace's unfinished a.jsonl.
+func partPath(dir string) string { return filepath.Join(dir, "tiny", "a.jsonl.part") }
+
+// writePart leaves data in dir as the a.jsonl of an interrupted fetch.
+func writePart(t *testing.T, dir string, data []byte) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(partPath(dir)), 0o755))
+	require.NoError(t, os.WriteFile(partPath(dir), data, 0o644))
+}
+
 func payload(n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
@@ -133,7 +143,7 @@ func TestChecksumMismatchLeavesNoFile(t *testing.T) {
 	assert.Contains(t, err.Error(), sum(bad), "and the one received")
 	assert.Contains(t, err.Error(), "/traces/a.jsonl", "names the URL")
 	assert.NoFileExists(t, filepath.Join(f.Dir, "tiny", "a.jsonl"), "no file under its own name")
-	assert.NoFileExists(t, filepath.Join(f.Dir, "tiny", "a.jsonl.part"), "no partial file either")
+	assert.NoFileExists(t, partPath(f.Dir), "no partial file either")
 	_, ok, err := Resolve(f.Dir, "tiny")
 	assert.False(t, ok, "not a catalog name") // Resolve only knows the catalog
 	assert.NoError(t, err)
@@ -145,7 +155,7 @@ func TestChecksumMismatchLeavesNoFile(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "checksum mismatch")
 	assert.Contains(t, err.Error(), "got 5001 bytes", "reads at most one byte past the pinned size")
-	assert.NoFileExists(t, filepath.Join(f.Dir, "tiny", "a.jsonl.part"))
+	assert.NoFileExists(t, partPath(f.Dir))
 }
 
 func TestResumeWithRange(t *testing.T) {
@@ -153,15 +163,14 @@ func TestResumeWithRange(t *testing.T) {
 	a := payload(64_000)
 	tr := testTrace(s, a, []byte("L"))
 	f := &Fetcher{Dir: t.TempDir(), Base: s.URL}
-	require.NoError(t, os.MkdirAll(filepath.Join(f.Dir, "tiny"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(f.Dir, "tiny", "a.jsonl.part"), a[:40_000], 0o644))
+	writePart(t, f.Dir, a[:40_000])
 	res, err := f.Fetch(context.Background(), tr)
 	require.NoError(t, err)
 	assert.Equal(t, "bytes=40000-", s.ranges[0])
 	assert.Equal(t, int64(40_000), res[0].Resumed)
 	assert.Equal(t, int64(24_000), res[0].Downloaded, "only the rest is transferred")
 	require.NoError(t, Verify(f.Dir, tr))
-	assert.NoFileExists(t, filepath.Join(f.Dir, "tiny", "a.jsonl.part"))
+	assert.NoFileExists(t, partPath(f.Dir))
 }
 
 func TestResumeFromServerWithoutRangeStartsOver(t *testing.T) {
@@ -170,8 +179,7 @@ func TestResumeFromServerWithoutRangeStartsOver(t *testing.T) {
 	a := payload(10_000)
 	tr := testTrace(s, a, []byte("L"))
 	f := &Fetcher{Dir: t.TempDir(), Base: s.URL}
-	require.NoError(t, os.MkdirAll(filepath.Join(f.Dir, "tiny"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(f.Dir, "tiny", "a.jsonl.part"), []byte("garbage garbage"), 0o644))
+	writePart(t, f.Dir, []byte("garbage garbage"))
 	res, err := f.Fetch(context.Background(), tr)
 	require.NoError(t, err)
 	assert.Zero(t, res[0].Resumed)
@@ -184,13 +192,12 @@ func TestCorruptPartFailsThenRecovers(t *testing.T) {
 	a := payload(10_000)
 	tr := testTrace(s, a, []byte("L"))
 	f := &Fetcher{Dir: t.TempDir(), Base: s.URL}
-	require.NoError(t, os.MkdirAll(filepath.Join(f.Dir, "tiny"), 0o755))
 	bad := append([]byte(nil), a[:5000]...)
 	bad[10] = '!'
-	require.NoError(t, os.WriteFile(filepath.Join(f.Dir, "tiny", "a.jsonl.part"), bad, 0o644))
+	writePart(t, f.Dir, bad)
 	_, err := f.Fetch(context.Background(), tr)
 	require.ErrorContains(t, err, "checksum mismatch")
-	assert.NoFileExists(t, filepath.Join(f.Dir, "tiny", "a.jsonl.part"))
+	assert.NoFileExists(t, partPath(f.Dir))
 	_, err = f.Fetch(context.Background(), tr)
 	require.NoError(t, err, "the next run starts from zero")
 	require.NoError(t, Verify(f.Dir, tr))
@@ -206,7 +213,7 @@ func TestInterruptedTransferKeepsPartAndResumes(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "run the command again to resume")
 	assert.NoFileExists(t, filepath.Join(f.Dir, "tiny", "a.jsonl"))
-	fi, err := os.Stat(filepath.Join(f.Dir, "tiny", "a.jsonl.part"))
+	fi, err := os.Stat(partPath(f.Dir))
 	require.NoError(t, err)
 	assert.Equal(t, int64(20_000), fi.Size())
 
@@ -366,14 +373,14 @@ func TestResumeFromAnyPrefix(t *testing.T) {
 			part[rapid.IntRange(0, k-1).Draw(rt, "at")] ^= 0x80
 		}
 		if k > 0 {
-			require.NoError(rt, os.WriteFile(filepath.Join(dir, "tiny", "a.jsonl.part"), part, 0o644))
+			require.NoError(rt, os.WriteFile(partPath(dir), part, 0o644))
 		}
 		f := &Fetcher{Dir: dir, Base: s.URL}
 		res, err := f.Fetch(context.Background(), tr)
 		if corrupt {
 			require.ErrorContains(rt, err, "checksum mismatch")
 			assert.NoFileExists(rt, filepath.Join(dir, "tiny", "a.jsonl"))
-			assert.NoFileExists(rt, filepath.Join(dir, "tiny", "a.jsonl.part"))
+			assert.NoFileExists(rt, partPath(dir))
 			return
 		}
 		require.NoError(rt, err)
@@ -409,7 +416,7 @@ func TestOnDiskCheckBeforeRename(t *testing.T) {
 	defer srv.Close()
 	tr := Trace{Name: "tiny", Repo: "o/r", Commit: strings.Repeat("a", 40), Files: []File{{"a.jsonl", "a.jsonl", int64(len(a)), sum(a)}}}
 	dir := t.TempDir()
-	part = filepath.Join(dir, "tiny", "a.jsonl.part")
+	part = partPath(dir)
 	_, err := (&Fetcher{Dir: dir, Base: srv.URL}).Fetch(context.Background(), tr)
 	require.ErrorContains(t, err, "checksum mismatch")
 	assert.NoFileExists(t, filepath.Join(dir, "tiny", "a.jsonl"))

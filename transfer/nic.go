@@ -46,6 +46,7 @@
 package transfer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -230,18 +231,9 @@ func (n *NIC) Ready() effect.Ready[Completion] {
 	return effect.Take(&n.done, at, ok)
 }
 
+// cmpCompletion orders completions by time, then id.
 func cmpCompletion(a, b Completion) int {
-	switch {
-	case a.At < b.At:
-		return -1
-	case a.At > b.At:
-		return 1
-	case a.ID < b.ID:
-		return -1
-	case a.ID > b.ID:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.ID, b.ID))
 }
 
 // NextEvent returns the earliest time at which the NIC's state can change
@@ -450,19 +442,9 @@ func (n *NIC) waterLevel(capacity float64) float64 {
 		}
 	}
 	xs := n.xs
-	slices.SortFunc(n.order, func(a, b int32) int {
+	slices.SortFunc(n.order, func(a, b int32) int { // by cap, then id (Start refuses a NaN cap)
 		xa, xb := &xs[a], &xs[b]
-		switch {
-		case xa.cap < xb.cap:
-			return -1
-		case xa.cap > xb.cap:
-			return 1
-		case xa.id < xb.id:
-			return -1
-		case xa.id > xb.id:
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(xa.cap, xb.cap), cmp.Compare(xa.id, xb.id))
 	})
 	left := capacity
 	k := len(n.order)

@@ -137,24 +137,15 @@ func NewAgentic(cfg AgenticConfig, seed uint64, maxRequests int) (*Agentic, erro
 
 // GeneratorDefaults fills zero fields with pdemu's defaults.
 func GeneratorDefaults(c AgenticConfig) AgenticConfig {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Sessions, 16)
-	def(&c.Turns, 24)
-	def(&c.SystemTokens, 4000)
-	def(&c.FirstTokens, 2000)
-	def(&c.AppendTokens, 600)
-	def(&c.OutputTokens, 150)
-	def(&c.BlockTokens, 24)
-	if c.ThinkTime == 0 {
-		c.ThinkTime = 2500 * time.Millisecond
-	}
-	if c.SessionStagger == 0 {
-		c.SessionStagger = time.Second
-	}
+	orDefault(&c.Sessions, 16)
+	orDefault(&c.Turns, 24)
+	orDefault(&c.SystemTokens, 4000)
+	orDefault(&c.FirstTokens, 2000)
+	orDefault(&c.AppendTokens, 600)
+	orDefault(&c.OutputTokens, 150)
+	orDefault(&c.BlockTokens, 24)
+	orDefault(&c.ThinkTime, 2500*time.Millisecond)
+	orDefault(&c.SessionStagger, time.Second)
 	return c
 }
 
@@ -253,21 +244,22 @@ func (g *Agentic) build(s *genSession, d turnDraw) *Request {
 	// never rewrites an element an earlier request can see).
 	nb := in / c.BlockTokens
 	shared := c.SystemTokens / c.BlockTokens
+	// A session's array is sized once for its expected last prompt (a
+	// quarter more), so it is seldom regrown, which is what allocates
+	// here. A turn appends its predecessor's output and a log-normal
+	// append, or 2 % of the time a large one (mean 10,240 tokens, hence
+	// +205). Its first turn is built when the session starts (Next), so
+	// sessions not started hold no array (41,667 sessions pre-sized for
+	// their last turn held ~400 MB in a 1M-request run when every first
+	// turn was built up front; sizing the first array exactly and again
+	// at the second turn then cost a second allocation and a copy per
+	// session). Earlier requests keep a regrown session's old array (it
+	// is never written again).
+	want := (c.SystemTokens + c.FirstTokens + (s.turns-1)*(c.AppendTokens+205+c.OutputTokens)) / c.BlockTokens
 	switch {
-	case s.blocks == nil:
-		// A session's first turn is built when the session starts, and
-		// its second drawn at once: size it exactly (41,667 sessions
-		// pre-sized for their last turn held ~400 MB in a 1M-request run
-		// when the first turns were all built up front).
+	case s.blocks == nil && s.turns == 1:
 		s.blocks = make([]uint64, 0, nb)
-	case s.turn == 1 && cap(s.blocks) < nb+1:
-		// The session has started: size its array once for its expected
-		// last prompt (a quarter more), so it is seldom regrown, which is
-		// what allocates here. A turn appends its predecessor's output and
-		// a log-normal append, or 2 % of the time a large one (mean 10,240
-		// tokens, hence +205). Earlier requests keep the old array (it is
-		// never written again).
-		want := (c.SystemTokens + c.FirstTokens + (s.turns-1)*(c.AppendTokens+205+c.OutputTokens)) / c.BlockTokens
+	case s.blocks == nil, s.turn == 1 && cap(s.blocks) < nb+1:
 		s.blocks = append(make([]uint64, 0, max(nb, min(want+want/4, blocksHint))), s.blocks...)
 	}
 	for i := len(s.blocks); i < nb; i++ {

@@ -63,7 +63,7 @@ func NewAzure(r io.Reader, name string, opts LoadOptions) (*Azure, error) {
 	a := &Azure{
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, cr: cr, ll: ll, opts: opts, bt: bt,
-		q:    reorder[azRecord]{window: opts.ReorderWindow},
+		q:    newReorder[azRecord](opts.ReorderWindow),
 		salt: splitmix.Mix64(opts.Seed ^ 0xa2a2e0c5d1f3b7e1),
 	}
 	head, err := cr.Read()

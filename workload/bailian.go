@@ -92,7 +92,7 @@ func NewBailian(r io.Reader, name string, opts LoadOptions) (*Bailian, error) {
 	return &Bailian{
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
-		q:     reorder[*blRecord]{window: opts.ReorderWindow},
+		q:     newReorder[*blRecord](opts.ReorderWindow),
 		chats: map[string]*blChat{},
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/internal/splitmix"
 
 	"github.com/pdemu/pdemu/internal/regular"
@@ -55,7 +56,7 @@ type ClaudeCode struct {
 	load  func(i int) ([]byte, error)
 	opts  LoadOptions
 	plan  startPlan
-	h     ccHeap
+	h     minheap.Heap[ccEntry] // by lessCCEntry
 	seq   int64
 	err   error
 	ids   map[string]string // session id -> the file that declared it
@@ -69,51 +70,12 @@ type ccEntry struct {
 	chain *ccChain // chain whose next request arrives at at
 }
 
-type ccHeap []ccEntry
-
-func (h ccHeap) less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
+// lessCCEntry orders entries by time, then sequence (a total order).
+func lessCCEntry(a, b *ccEntry) bool {
+	if a.at != b.at {
+		return a.at < b.at
 	}
-	return h[i].seq < h[j].seq
-}
-
-func (h *ccHeap) push(e ccEntry) {
-	*h = append(*h, e)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *ccHeap) pop() ccEntry {
-	s := *h
-	top := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	s[n] = ccEntry{}
-	s = s[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && s.less(l, m) {
-			m = l
-		}
-		if r < n && s.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	*h = s
-	return top
+	return a.seq < b.seq
 }
 
 // ccChain is one session (the main agent or one subagent) of a file.
@@ -217,7 +179,8 @@ func newClaudeCode(name string, files []string, load func(int) ([]byte, error), 
 		name:    name, files: files, load: load, opts: opts,
 		plan: newStartPlan(opts),
 	}
-	c.h.push(ccEntry{at: c.plan.next(), seq: c.nextSeq(), file: 0})
+	c.h.Less = lessCCEntry
+	c.h.Push(ccEntry{at: c.plan.next(), seq: c.nextSeq(), file: 0})
 	return c
 }
 
@@ -234,8 +197,8 @@ func (c *ClaudeCode) Next() (*Request, error) {
 	if c.capped() {
 		return nil, io.EOF
 	}
-	for len(c.h) > 0 {
-		e := c.h.pop()
+	for c.h.Len() > 0 {
+		e := c.h.Pop()
 		if e.chain == nil {
 			if err := c.open(e.file, e.at); err != nil {
 				c.err = err
@@ -245,7 +208,7 @@ func (c *ClaudeCode) Next() (*Request, error) {
 		}
 		r := c.emit(e.chain)
 		if ch := e.chain; ch.next < len(ch.reqs) {
-			c.h.push(ccEntry{at: satAdd(ch.start, ch.reqs[ch.next].at), seq: c.nextSeq(), chain: ch})
+			c.h.Push(ccEntry{at: satAdd(ch.start, ch.reqs[ch.next].at), seq: c.nextSeq(), chain: ch})
 		}
 		return c.stamp(r), nil
 	}
@@ -266,10 +229,10 @@ func (c *ClaudeCode) open(i int, start time.Duration) error {
 	c.plan.opened(start, dur)
 	for _, ch := range chains {
 		ch.start = satAdd(ch.start, start)
-		c.h.push(ccEntry{at: satAdd(ch.start, ch.reqs[0].at), seq: c.nextSeq(), chain: ch})
+		c.h.Push(ccEntry{at: satAdd(ch.start, ch.reqs[0].at), seq: c.nextSeq(), chain: ch})
 	}
 	if i+1 < len(c.files) {
-		c.h.push(ccEntry{at: max(start, c.plan.next()), seq: c.nextSeq(), file: i + 1})
+		c.h.Push(ccEntry{at: max(start, c.plan.next()), seq: c.nextSeq(), file: i + 1})
 	}
 	return nil
 }
@@ -403,7 +366,7 @@ type startPlan struct {
 	rng   *rand.Rand
 	k     int
 	last  time.Duration
-	slots []time.Duration // min-heap of running sessions' end times
+	slots minheap.Heap[time.Duration] // running sessions' end times
 }
 
 func newStartPlan(o LoadOptions) startPlan {
@@ -420,8 +383,8 @@ func (p *startPlan) next() time.Duration {
 			gap := min(p.rng.ExpFloat64()/p.rate*float64(time.Second), float64(100*365*24*time.Hour))
 			p.last = satAdd(p.last, time.Duration(gap))
 		}
-	case p.conc > 0 && k >= p.conc && len(p.slots) > 0:
-		p.last = max(p.last, p.popSlot())
+	case p.conc > 0 && k >= p.conc && p.slots.Len() > 0:
+		p.last = max(p.last, p.slots.Pop())
 	}
 	return p.last
 }
@@ -431,40 +394,13 @@ func (p *startPlan) opened(start, dur time.Duration) {
 	if p.conc <= 0 {
 		return
 	}
-	p.slots = append(p.slots, satAdd(start, dur))
-	for i := len(p.slots) - 1; i > 0; {
-		q := (i - 1) / 2
-		if p.slots[q] <= p.slots[i] {
-			break
-		}
-		p.slots[q], p.slots[i] = p.slots[i], p.slots[q]
-		i = q
+	if p.slots.Less == nil {
+		p.slots.Less = lessDuration
 	}
+	p.slots.Push(satAdd(start, dur))
 }
 
-func (p *startPlan) popSlot() time.Duration {
-	s := p.slots
-	top := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	s = s[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && s[l] < s[m] {
-			m = l
-		}
-		if r < n && s[r] < s[m] {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	p.slots = s
-	return top
-}
+func lessDuration(a, b *time.Duration) bool { return *a < *b }
 
 // readBounded reads a whole trace file of at most maxFileBytes.
 func readBounded(name string) ([]byte, error) {

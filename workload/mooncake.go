@@ -176,7 +176,7 @@ func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) 
 	return &Mooncake{
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
-		q:        reorder[*mcRecord]{window: opts.ReorderWindow},
+		q:        newReorder[*mcRecord](opts.ReorderWindow),
 		sessions: map[string]*mcSession{},
 		inferred: map[uint64]*mcSession{},
 		chains:   map[string]*mcChain{},

@@ -2,13 +2,16 @@ package workload
 
 import (
 	"time"
+
+	"github.com/pdemu/pdemu/internal/minheap"
 )
 
 // reorder is a bounded buffer that emits records sorted by time, holding
 // each one until a record at least window later was read (or input ended).
+// Make one with newReorder.
 type reorder[T any] struct {
 	window  time.Duration
-	h       []timed[T]
+	h       minheap.Heap[timed[T]] // by time, then arrival order
 	seq     int64
 	maxSeen time.Duration
 	seen    bool
@@ -22,11 +25,15 @@ type timed[T any] struct {
 	v   T
 }
 
-func (q *reorder[T]) less(i, j int) bool {
-	if q.h[i].at != q.h[j].at {
-		return q.h[i].at < q.h[j].at
+func newReorder[T any](window time.Duration) reorder[T] {
+	return reorder[T]{window: window, h: minheap.Heap[timed[T]]{Less: lessTimed[T]}}
+}
+
+func lessTimed[T any](a, b *timed[T]) bool {
+	if a.at != b.at {
+		return a.at < b.at
 	}
-	return q.h[i].seq < q.h[j].seq
+	return a.seq < b.seq
 }
 
 // tooLate reports whether a record at time at can no longer be emitted in order.
@@ -36,43 +43,17 @@ func (q *reorder[T]) push(at time.Duration, v T) {
 	if !q.seen || at > q.maxSeen {
 		q.maxSeen, q.seen = at, true
 	}
-	q.h = append(q.h, timed[T]{at: at, seq: q.seq, v: v})
+	q.h.Push(timed[T]{at: at, seq: q.seq, v: v})
 	q.seq++
-	for i := len(q.h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q.h[i], q.h[p] = q.h[p], q.h[i]
-		i = p
-	}
 }
 
 // pop returns the earliest record if it is ready (or all input was read).
 func (q *reorder[T]) pop(eof bool) (T, bool) {
 	var zero T
-	if len(q.h) == 0 || (!eof && q.h[0].at+q.window > q.maxSeen) {
+	if q.h.Len() == 0 || (!eof && q.h.Min().at+q.window > q.maxSeen) {
 		return zero, false
 	}
-	top := q.h[0]
-	n := len(q.h) - 1
-	q.h[0] = q.h[n]
-	q.h[n] = timed[T]{}
-	q.h = q.h[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && q.less(l, m) {
-			m = l
-		}
-		if r < n && q.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		q.h[i], q.h[m] = q.h[m], q.h[i]
-		i = m
-	}
+	top := q.h.Pop()
 	q.lastOut, q.out = top.at, true
 	return top.v, true
 }

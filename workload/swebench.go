@@ -217,9 +217,10 @@ type SWEBench struct {
 }
 
 type swSession struct {
-	turnState
 	idx     int32
 	name    string
+	turn    int
+	turns   int
 	arrival time.Duration
 	rng     *rand.Rand
 	gaps    *rand.Rand
@@ -230,6 +231,7 @@ type swSession struct {
 	baseIn  int      // turn-0 prompt length
 	prevIn  int
 	prevOut int
+	pending *Request
 }
 
 // lessSWSession orders sessions by their pending request's arrival, then
@@ -330,8 +332,17 @@ func (g *SWEBench) Next() (*Request, error) {
 	if g.h.Len() == 0 {
 		return nil, io.EOF
 	}
-	r := nextTurn(&g.h, g.nextID, g.make)
+	s := *g.h.Min()
+	r := s.pending
+	r.ID = g.nextID
 	g.nextID++
+	s.turn++
+	if s.turn >= s.turns {
+		g.h.Pop()
+	} else {
+		s.pending = g.make(s)
+		g.h.Fix(0)
+	}
 	return r, nil
 }
 
@@ -339,8 +350,7 @@ func (g *SWEBench) startSession() {
 	k := g.nextSess
 	g.nextSess++
 	s := &swSession{
-		turnState: turnState{turns: int(g.turns[k])},
-		idx:       int32(k), name: fmt.Sprintf("swe%03d", k),
+		idx: int32(k), name: fmt.Sprintf("swe%03d", k), turns: int(g.turns[k]),
 		arrival: g.nextAt,
 		rng:     rand.New(rand.NewPCG(g.seed^uint64(k+1)*0x9e3779b97f4a7c15, 0x5e55)),
 		salt:    splitmix.Mix64(g.seed ^ uint64(k+1)*0xbf58476d1ce4e5b9),

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/internal/splitmix"
 
 	"github.com/pdemu/pdemu/internal/regular"
@@ -42,7 +43,7 @@ type TraceLab struct {
 	name string
 	opts LoadOptions
 	bt   int
-	h    []*tlSession
+	h    minheap.Heap[*tlSession] // by lessTLSession
 	err  error
 }
 
@@ -105,6 +106,7 @@ func NewTraceLab(r io.Reader, name string, opts LoadOptions) (*TraceLab, error) 
 		return nil, err
 	}
 	t := &TraceLab{emitter: emitter{max: opts.MaxRequests}, name: name, opts: opts, bt: opts.BlockTokens}
+	t.h.Less = lessTLSession
 	if t.bt == 0 {
 		t.bt = 16
 	}
@@ -190,7 +192,7 @@ func NewTraceLab(r io.Reader, name string, opts LoadOptions) (*TraceLab, error) 
 	}
 	for _, s := range sessions {
 		s.at = s.start
-		t.push(s)
+		t.h.Push(s)
 	}
 	return t, nil
 }
@@ -268,48 +270,13 @@ func (t *TraceLab) parse(line []byte, n int) (sid, provider, model string, rd tl
 	return
 }
 
-func (t *TraceLab) less(a, b *tlSession) bool {
-	if a.at != b.at {
-		return a.at < b.at
+// lessTLSession orders sessions by their next round's start, then their
+// order in the file (a total order).
+func lessTLSession(a, b **tlSession) bool {
+	if (*a).at != (*b).at {
+		return (*a).at < (*b).at
 	}
-	return a.order < b.order
-}
-
-func (t *TraceLab) push(s *tlSession) {
-	t.h = append(t.h, s)
-	for i := len(t.h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !t.less(t.h[i], t.h[p]) {
-			break
-		}
-		t.h[i], t.h[p] = t.h[p], t.h[i]
-		i = p
-	}
-}
-
-func (t *TraceLab) pop() *tlSession {
-	h := t.h
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h[n] = nil
-	h = h[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && t.less(h[l], h[m]) {
-			m = l
-		}
-		if r < n && t.less(h[r], h[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	t.h = h
-	return top
+	return (*a).order < (*b).order
 }
 
 // Close implements io.Closer (the file is read whole when opened).
@@ -317,14 +284,14 @@ func (t *TraceLab) Close() error { return nil }
 
 // Next implements Source.
 func (t *TraceLab) Next() (*Request, error) {
-	if t.capped() || len(t.h) == 0 {
+	if t.capped() || t.h.Len() == 0 {
 		return nil, io.EOF
 	}
-	s := t.pop()
+	s := t.h.Pop()
 	r := t.emit(s)
 	if s.next < len(s.rounds) {
 		s.at = max(s.at, satAdd(s.start, s.rounds[s.next].arrival-s.t0))
-		t.push(s)
+		t.h.Push(s)
 	} else {
 		s.rounds, s.ctx = nil, nil
 	}

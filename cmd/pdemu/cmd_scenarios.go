@@ -62,12 +62,7 @@ compare and validate; 'pdemu scenarios show NAME' prints one, to copy and
 edit.`,
 		Example: `  pdemu scenarios
   pdemu scenarios show dp4 > my-dp4.hcl`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return unknownCommand(cmd, args[0])
-			}
-			return nil
-		},
+		Args: onlySubcommands,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			width := 0

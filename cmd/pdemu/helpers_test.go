@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -101,4 +103,25 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// readPerRequest reads dir/per_request.csv back: its rows after the
+// header, and each column's index by name; the test fails when a column
+// of want is missing.
+func readPerRequest(t *testing.T, dir string, want ...string) ([][]string, map[string]int) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "per_request.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.NotEmpty(t, rows, "per_request.csv has a header")
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, c := range want {
+		require.Contains(t, col, c, "per_request.csv has a %s column", c)
+	}
+	return rows[1:], col
 }

@@ -192,12 +192,7 @@ described in HCL, replaying agentic multi-turn workloads in virtual
 		SilenceErrors: true,
 		// Without a subcommand: print the help and fail (exit 2); an
 		// unknown subcommand gets a suggestion.
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return unknownCommand(cmd, args[0])
-			}
-			return nil
-		},
+		Args: onlySubcommands,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_ = cmd.Help()
 			return usageErr("no command given")
@@ -241,14 +236,18 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 	return usageErr("%s (run '%s --help' for the commands)", msg, cmd.CommandPath())
 }
 
+// onlySubcommands is the Args check of a command whose positional
+// arguments can only name a subcommand: any left is an unknown one.
+func onlySubcommands(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return unknownCommand(cmd, args[0])
+	}
+	return nil
+}
+
 // groupCmd is a command that only holds subcommands.
 func groupCmd(c *cobra.Command) *cobra.Command {
-	c.Args = func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			return unknownCommand(cmd, args[0])
-		}
-		return nil
-	}
+	c.Args = onlySubcommands
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		_ = cmd.Help()
 		var names []string

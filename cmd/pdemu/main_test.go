@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -210,19 +209,11 @@ func TestOversizedRequestFailsBeforePrefill(t *testing.T) {
 	// A context long enough that the pool, not max_model_len, refuses it.
 	_, _, err := runCLI(t, "run", "--trace", trace, "--out", out, "-q", "--max-failed", "1", "--set", "*.*.max_model_len=16777216")
 	require.NoError(t, err)
-	f, err := os.Open(filepath.Join(out, "per_request.csv"))
-	require.NoError(t, err)
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	require.NoError(t, err)
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
-	require.Len(t, rows, 3)
-	assert.Equal(t, "exceeds-kv-pool", rows[1][col["reason"]])
-	assert.Empty(t, rows[1][col["p_worker"]], "never sent to a prefill worker")
-	ttft, err := strconv.ParseFloat(rows[2][col["ttft_ms"]], 64)
+	rows, col := readPerRequest(t, out, "reason", "p_worker", "ttft_ms")
+	require.Len(t, rows, 2)
+	assert.Equal(t, "exceeds-kv-pool", rows[0][col["reason"]])
+	assert.Empty(t, rows[0][col["p_worker"]], "never sent to a prefill worker")
+	ttft, err := strconv.ParseFloat(rows[1][col["ttft_ms"]], 64)
 	require.NoError(t, err)
 	assert.Less(t, ttft, 1000.0, "the small request is not held up")
 }

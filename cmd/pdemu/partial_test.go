@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -38,19 +36,13 @@ func checkPartialDir(t *testing.T, dir, by string) {
 	assert.Equal(t, by, s.StoppedBy)
 	assert.Positive(t, s.Requests.Unfinished)
 	assert.Equal(t, s.Requests.Total, s.Requests.Completed+s.Requests.Failed)
-	f, err := os.Open(filepath.Join(dir, "per_request.csv"))
-	require.NoError(t, err)
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	require.NoError(t, err)
-	state := slices.Index(rows[0], "state")
-	require.GreaterOrEqual(t, state, 0, "per_request.csv has a state column")
+	rows, col := readPerRequest(t, dir, "state")
 	n := map[string]int{}
-	for _, r := range rows[1:] {
-		n[r[state]]++
+	for _, r := range rows {
+		n[r[col["state"]]]++
 	}
 	assert.Equal(t, s.Requests.Unfinished, n["unfinished"], "every unfinished request has a row")
-	assert.Equal(t, s.Requests.Total+s.Requests.Unfinished, len(rows)-1, "rows = total + unfinished = released")
+	assert.Equal(t, s.Requests.Total+s.Requests.Unfinished, len(rows), "rows = total + unfinished = released")
 }
 
 func TestWallTimeoutWritesPartialOutputsExit1(t *testing.T) {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/csv"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -49,19 +47,11 @@ func TestRunServesLiveMetrics(t *testing.T) {
 	_, err := http.Get(url)
 	assert.Error(t, err, "the metrics server stops with the command")
 
-	f, err := os.Open(filepath.Join(dir, "per_request.csv"))
-	require.NoError(t, err)
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	require.NoError(t, err)
-	require.Len(t, rows, 7, "header + 6 requests")
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	rows, col := readPerRequest(t, dir, "state", "input_tokens", "output_tokens")
+	require.Len(t, rows, 6, "6 requests")
 	var in, out float64
 	completed := 0
-	for _, r := range rows[1:] {
+	for _, r := range rows {
 		if r[col["state"]] != "completed" {
 			continue
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -136,17 +135,9 @@ func TestServeGroupsBehindAffineProxy(t *testing.T) {
 	}
 	reused := 0
 	for g := range groups {
-		f, err := os.Open(filepath.Join(outs[g], "per_request.csv"))
-		require.NoError(t, err)
-		recs, err := csv.NewReader(f).ReadAll()
-		f.Close()
-		require.NoError(t, err)
-		col := map[string]int{}
-		for i, h := range recs[0] {
-			col[h] = i
-		}
-		assert.Len(t, recs[1:], perGroup[g], "group %d's outputs hold exactly the requests routed to it", g)
-		for _, r := range recs[1:] {
+		recs, col := readPerRequest(t, outs[g], "state", "turn", "cached_tokens")
+		assert.Len(t, recs, perGroup[g], "group %d's outputs hold exactly the requests routed to it", g)
+		for _, r := range recs {
 			assert.Equal(t, "completed", r[col["state"]])
 			if turn, _ := strconv.Atoi(r[col["turn"]]); turn > 0 {
 				if c, _ := strconv.Atoi(r[col["cached_tokens"]]); c > 0 {
