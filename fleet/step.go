@@ -124,7 +124,10 @@ func (f *Fleet) stepPrefill(now time.Duration, w *worker) {
 	f.leaveIfIdle(now, w)
 }
 
-// stepFused collects what fused worker w did by now.
+// stepFused collects what fused worker w did by now. It opens as
+// stepPrefill does but reads a fused worker's events (first token, done,
+// failed), not a prefill worker's finished jobs; the end of a job is one
+// endEvent.
 func (f *Fleet) stepFused(now time.Duration, w *worker) {
 	w.fu.Advance(now)
 	rd := w.fu.Ready()

@@ -69,10 +69,7 @@ func TestAdminErrors(t *testing.T) {
 
 func TestEndpointErrors(t *testing.T) {
 	fu := startFleet(t, fleetserve.Options{TimeScale: 10})
-	url := map[string]string{}
-	for _, w := range fu.listing.Workers {
-		url[w.Worker] = w.URL + "/v1/chat/completions"
-	}
+	url := fu.chatURLs()
 	msgs := `"messages":[{"role":"user","content":"` + strings.Repeat("look at the code. ", 20) + `"}]`
 	code, m := post(t, url["p0"], `{"model":"pdemu","max_tokens":4,`+msgs+`}`)
 	assert.Equal(t, 400, code)
@@ -160,10 +157,7 @@ func TestFusedEndpoints(t *testing.T) {
 // decode response back): one SSE chunk per token, then [DONE].
 func TestStreamingDecode(t *testing.T) {
 	fu := startFleet(t, fleetserve.Options{TimeScale: 10})
-	url := map[string]string{}
-	for _, w := range fu.listing.Workers {
-		url[w.Worker] = w.URL + "/v1/chat/completions"
-	}
+	url := fu.chatURLs()
 	msgs := `"messages":[{"role":"user","content":"` + strings.Repeat("stream the answer. ", 20) + `"}]`
 	code, p := post(t, url["p0"], `{"model":"pdemu","max_tokens":1,`+msgs+`,"kv_transfer_params":{"do_remote_decode":true}}`)
 	require.Equal(t, 200, code)

@@ -72,6 +72,15 @@ func startFleetOf(t *testing.T, spec *topology.Spec, o fleetserve.Options) *flee
 	return fu
 }
 
+// chatURLs are the listed workers' chat completion URLs by worker name.
+func (fu *fleetUnderTest) chatURLs() map[string]string {
+	url := map[string]string{}
+	for _, w := range fu.listing.Workers {
+		url[w.Worker] = w.URL + "/v1/chat/completions"
+	}
+	return url
+}
+
 func (fu *fleetUnderTest) stop(t *testing.T) {
 	t.Helper()
 	fu.cancel()

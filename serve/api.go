@@ -77,6 +77,9 @@ type contentPart struct {
 }
 
 // completionRequest is the part of a (legacy) completion request pdemu reads.
+// It repeats chatRequest's shared fields on purpose: an embedded struct
+// would make encoding/json name a mistyped field "common.max_tokens" in
+// the 400 decodeJSON writes; call.common reads the shared fields once.
 type completionRequest struct {
 	Model         string          `json:"model"`
 	Prompt        json.RawMessage `json:"prompt"`

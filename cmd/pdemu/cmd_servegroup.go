@@ -15,7 +15,10 @@ import (
 )
 
 // serveGroupFlags are serve's flags for a fleet of groups
-// (docs/DISTRIBUTED.md).
+// (docs/DISTRIBUTED.md). --image, --cpu and --memory share their names
+// with compare's distFlags but not their target (k8s vs k8s-job/slurm),
+// unit (a group vs a shard), defaults or help, so each command registers
+// its own.
 type serveGroupFlags struct {
 	group  string
 	emit   string

@@ -334,6 +334,9 @@ func routerBlock(spec *topology.Spec) showBlock {
 	return b
 }
 
+// workloadBlock lists the workload and generator attributes one a.cmp
+// line each (name, field, default): parallel lines on purpose, each
+// type-checked, where a reflection table would not be.
 func workloadBlock(spec *topology.Spec) showBlock {
 	wl := spec.Workload
 	def := topology.DefaultWorkload()
