@@ -8,9 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// The routing log's lines are encoded by hand, by appendLog, into a
-// chunked arena (lineArena): encoding/json's reflection allocated a few
-// times per line, and every line was its own allocation. appendLog writes
+// The routing log's lines are encoded by hand, by appendLog, into one
+// reused scratch buffer (lineEncoder), then copied out at their exact
+// size: encoding/json's reflection allocated a few times per line.
+// appendLog writes
 // exactly the bytes json.Marshal writes for a *pdLog (HTML-safe string
 // escaping, ES6 float formatting, omitempty on candidates_omitted; the
 // golden tests hash routing_log.jsonl and TestAppendLogMatchesJSON
