@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/internal/minheap"
+	"github.com/pdemu/pdemu/internal/reservoir"
 	"github.com/pdemu/pdemu/metrics"
 )
 
@@ -202,11 +202,8 @@ type WallClock struct {
 	start time.Time
 
 	stopped atomic.Bool
-	mu      sync.Mutex      // guards late and the timers
-	late    []time.Duration // a uniform sample of at most lateCap (lateSample)
-	lateN   int             // timer deliveries measured
-	lateMax time.Duration
-	lateRnd uint64
+	mu      sync.Mutex       // guards late and the timers
+	late    reservoir.Sample // timer lateness: exact count and max, a bounded uniform sample
 
 	// Timed messages wait in one heap served by one goroutine (timers),
 	// started on the first timed Send: it wakes at the earliest due time
@@ -270,7 +267,7 @@ func (c *WallClock) serveTimers() {
 			due = append(due, c.timers.Pop())
 		}
 		for _, w := range due {
-			c.lateSample(now.Sub(w.due))
+			c.late.Add(now.Sub(w.due))
 		}
 		wait, has := time.Duration(0), c.timers.Len() > 0
 		if has {
@@ -385,38 +382,12 @@ func (c *WallClock) Stop() {
 	c.busyMu.Unlock()
 }
 
-// lateCap bounds the lateness samples a wall clock keeps (512 KiB): a
-// server's clock runs for ever.
-const lateCap = 1 << 16
-
-// lateSample adds a lateness to the uniform sample (Vitter's algorithm R,
-// fixed-seed xorshift), counting it and its maximum exactly. Call with mu.
-func (c *WallClock) lateSample(d time.Duration) {
-	c.lateN++
-	c.lateMax = max(c.lateMax, d)
-	if len(c.late) < lateCap {
-		c.late = append(c.late, d)
-		return
-	}
-	if c.lateRnd == 0 {
-		c.lateRnd = 0x9e3779b97f4a7c15
-	}
-	c.lateRnd ^= c.lateRnd << 13
-	c.lateRnd ^= c.lateRnd >> 7
-	c.lateRnd ^= c.lateRnd << 17
-	if j := c.lateRnd % uint64(c.lateN); j < lateCap {
-		c.late[j] = d
-	}
-}
-
 // Lateness returns the timer lateness samples (real time), sorted: every
 // one up to 65,536 deliveries, a uniform sample of that many beyond.
 func (c *WallClock) Lateness() []time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := append([]time.Duration(nil), c.late...)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return c.late.Sorted()
 }
 
 // SaturatedShare is the share of the real time from start to Stop (or
@@ -445,9 +416,9 @@ func (c *WallClock) SaturatedShare() float64 {
 func (c *WallClock) Judge(clk *metrics.Clock, ttftP50 float64) {
 	metrics.JudgeWall(clk, c.Lateness(), c.scale, c.SaturatedShare(), ttftP50)
 	c.mu.Lock()
-	n, mx := c.lateN, c.lateMax
+	n, mx := c.late.N(), c.late.Max()
 	c.mu.Unlock()
-	if n > lateCap { // sampled: the count and the maximum are still exact
+	if n > reservoir.Cap { // sampled: the count and the maximum are still exact
 		scale := c.scale
 		if scale <= 0 {
 			scale = 1

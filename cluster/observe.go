@@ -329,19 +329,23 @@ func (o *routerObs) keep(cands []policy.Candidate, d int) []int {
 		return top
 	}
 	// top holds the best so far, best first: insert each candidate that
-	// beats the last one kept.
+	// beats the last one kept (worst, once top is full). Most candidates
+	// lose to worst on the key's first element.
+	var worst *policy.Candidate
 	for j := range cands {
-		if len(top) == o.k && !keyLess(cands[top[o.k-1]].Key(), cands[j].Key()) {
-			continue
-		}
-		if len(top) < o.k {
-			top = append(top, j)
-		} else {
+		c := &cands[j]
+		if len(top) == o.k {
+			if c.Score < worst.Score || !candLess(worst, c) {
+				continue
+			}
 			top[o.k-1] = j
+		} else {
+			top = append(top, j)
 		}
-		for x := len(top) - 1; x > 0 && keyLess(cands[top[x-1]].Key(), cands[top[x]].Key()); x-- {
+		for x := len(top) - 1; x > 0 && candLess(&cands[top[x-1]], &cands[top[x]]); x-- {
 			top[x-1], top[x] = top[x], top[x-1]
 		}
+		worst = &cands[top[len(top)-1]]
 	}
 	chosen := -1
 	for j := range cands {
@@ -356,6 +360,22 @@ func (o *routerObs) keep(cands []policy.Candidate, d int) []int {
 	slices.Sort(top)
 	o.top = top
 	return top
+}
+
+// candLess is keyLess(a.Key(), b.Key()) without building the keys (the
+// same float comparisons, element by element).
+func candLess(a, b *policy.Candidate) bool {
+	if a.Score != b.Score {
+		return a.Score < b.Score
+	}
+	if a.Sticky != b.Sticky {
+		return b.Sticky
+	}
+	if x, y := float64(-a.Inflight), float64(-b.Inflight); x != y {
+		return x < y
+	}
+	x, y := float64(-a.Assigned), float64(-b.Assigned)
+	return x != y && x < y
 }
 
 // keyLess reports whether key a ranks strictly below key b

@@ -216,7 +216,9 @@ func (e *lineEncoder) encodeLog(l *pdLog) []byte {
 	if !ok {
 		return marshalLog(l)
 	}
-	return append(make([]byte, 0, len(b)), b...)
+	line := make([]byte, len(b))
+	copy(line, b) // make+copy: allocated without zeroing (makeslicecopy)
+	return line
 }
 
 // lineEncoder encodes routing_log lines through one reused scratch buffer.

@@ -135,3 +135,19 @@ func TestLogOff(t *testing.T) {
 			"p_worker":"p0","d_worker":"d0"}`, string(o.lines[1]))
 	}
 }
+
+// TestCandLessIsKeyLess: keep's comparison on the candidates' fields is
+// keyLess on their keys, ties, fractional scores (α) and large counts
+// included.
+func TestCandLessIsKeyLess(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		draw := func(s string) policy.Candidate {
+			return policy.Candidate{Score: float64(rapid.IntRange(0, 3).Draw(rt, s+"score")) + rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(rt, s+"alpha"),
+				Sticky: rapid.Bool().Draw(rt, s+"sticky"), Inflight: rapid.IntRange(0, 2).Draw(rt, s+"inflight"),
+				Assigned: rapid.SampledFrom([]int64{0, 1, 2, 1 << 53, 1<<53 + 1}).Draw(rt, s+"assigned")}
+		}
+		a, b := draw("a"), draw("b")
+		require.Equal(rt, keyLess(a.Key(), b.Key()), candLess(&a, &b), "%+v < %+v", a, b)
+		require.Equal(rt, keyLess(b.Key(), a.Key()), candLess(&b, &a), "%+v < %+v", b, a)
+	})
+}

@@ -3,7 +3,6 @@ package compare_test
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -235,17 +234,9 @@ func TestSmallCompare(t *testing.T) {
 	})
 
 	t.Run("compare.csv matches the per-run summaries", func(t *testing.T) {
-		f, err := os.Open(filepath.Join(seq, "compare.csv"))
-		require.NoError(t, err)
-		defer f.Close()
-		recs, err := csv.NewReader(f).ReadAll()
-		require.NoError(t, err)
-		require.Len(t, recs, 1+len(runs))
-		col := map[string]int{}
-		for i, h := range recs[0] {
-			col[h] = i
-		}
-		for i, rec := range recs[1:] {
+		col, recs := testkit.ReadCSV(t, filepath.Join(seq, "compare.csv"))
+		require.Len(t, recs, len(runs))
+		for i, rec := range recs {
 			require.Equal(t, runs[i].Name, rec[col["run"]], "rows in plan order")
 			var s struct {
 				Scenario string `json:"scenario"`

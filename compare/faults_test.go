@@ -2,7 +2,6 @@ package compare_test
 
 import (
 	"context"
-	"encoding/csv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,23 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/compare"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/report"
 )
-
-func readCSV(t *testing.T, path string) (map[string]int, [][]string) {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	require.NoError(t, err)
-	require.NotEmpty(t, recs)
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
-	return col, recs[1:]
-}
 
 // TestChaosReportShowsFaults runs the shipped chaos scenario beside a run
 // without faults and checks that the comparison gets its fault columns
@@ -44,7 +29,7 @@ func TestChaosReportShowsFaults(t *testing.T) {
 	_, err := compare.Execute(context.Background(), runs, compare.Options{Out: dir, Jobs: 1, Load: testLoad})
 	require.NoError(t, err)
 
-	fcol, faults := readCSV(t, filepath.Join(compare.RunDir(dir, "chaos"), "faults.csv"))
+	fcol, faults := testkit.ReadCSV(t, filepath.Join(compare.RunDir(dir, "chaos"), "faults.csv"))
 	require.NotEmpty(t, faults, "the chaos scenario has faults")
 	retried, failed := 0, 0
 	for _, f := range faults {
@@ -55,7 +40,7 @@ func TestChaosReportShowsFaults(t *testing.T) {
 		retried, failed = retried+r, failed+x
 	}
 
-	col, rows := readCSV(t, filepath.Join(dir, "compare.csv"))
+	col, rows := testkit.ReadCSV(t, filepath.Join(dir, "compare.csv"))
 	require.Len(t, rows, 2)
 	for _, c := range report.FaultColumns {
 		require.Contains(t, col, c)

@@ -112,8 +112,11 @@ func (c *BlockLRU) Peek(blocks []uint64) int {
 		// The rest of the segment is the cached chain's continuation.
 		end := int(s.hi - p)
 		rest := blocks[k:]
+		lim := min(end, len(rest))
+		ks, rest := c.keys[p:int(p)+lim], rest[:lim]
 		n := 1
-		for lim := min(end, len(rest)); n < lim && c.keys[int(p)+n] == rest[n]; n++ {
+		for n < lim && ks[n] == rest[n] {
+			n++
 		}
 		k += n
 		hint = -1
@@ -146,7 +149,8 @@ func (c *BlockLRU) Match(blocks []uint64) int {
 func (c *BlockLRU) touchRun(blocks []uint64, k int, p int32) (int, int32) {
 	s := c.seg[p]
 	lo := p
-	for first := c.segs[s].lo; k > 0 && lo > first && c.keys[lo-1] == blocks[k-1]; {
+	ks := c.keys[c.segs[s].lo:p] // the segment's blocks before p
+	for j := len(ks) - 1; k > 0 && j >= 0 && ks[j] == blocks[k-1]; j-- {
 		lo--
 		k--
 	}
@@ -363,7 +367,11 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 			// match the blocks before b, as one new segment. No table
 			// entry changes: they point at these positions already.
 			lo := q
-			for k > 0 && lo > c.bot && c.keys[lo-1] == blocks[k-1] && !c.valid(lo-1) {
+			keys, seg, segs := c.keys[c.bot:q], c.seg[c.bot:q], c.segs
+			for j := len(keys) - 1; k > 0 && j >= 0 && keys[j] == blocks[k-1]; j-- {
+				if S := &segs[seg[j]]; lo-1 >= S.lo && lo-1 < S.hi {
+					break // live
+				}
 				lo--
 				k--
 			}

@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,9 +50,11 @@ func (c opaqueCost) StepTime(b Pass) time.Duration { return c.p.StepTime(b) }
 // time) produces the same events at the same times.
 func TestDecodeAggregatesIncremental(t *testing.T) {
 	p := mustPerf(t, "qwen3-coder-30b-a3b", "H200-SXM", 1)
-	checks := 0
+	// aggCheck is package state: this test must not run in parallel with
+	// another that drives decode workers (none in this package does).
+	var checks atomic.Int64
 	aggCheck = func(w *DecodeWorker) {
-		checks++
+		checks.Add(1)
 		if got, want := w.ctx, refContext(w); got != want {
 			panic(fmt.Sprintf("kept context %d, recomputed %d", got, want))
 		}
@@ -152,10 +155,10 @@ func TestDecodeAggregatesIncremental(t *testing.T) {
 			}
 		}
 	})
-	if checks == 0 {
+	if checks.Load() == 0 {
 		t.Fatal("no kept aggregate was ever used: the test checks nothing")
 	}
-	t.Logf("%d uses of kept aggregates compared with a recomputation", checks)
+	t.Logf("%d uses of kept aggregates compared with a recomputation", checks.Load())
 }
 
 // TestSharedPrefix: the same-array shortcut gives what comparing the

@@ -124,3 +124,15 @@ func BenchmarkBoundedTallyAdd(b *testing.B) {
 		t.Add(&r)
 	}
 }
+
+func BenchmarkExactTallyAdd(b *testing.B) {
+	r := Record{SessionIdx: 1, Session: "s", State: StateCompleted, Mode: "Direct", TTFT: 30 * time.Millisecond, E2E: time.Second, TPOT: 20 * time.Millisecond, HasParts: true}
+	r.Parts.Prefill = 30 * time.Millisecond
+	t := NewTally(false)
+	b.ReportAllocs()
+	for i := range b.N {
+		r.ID = int64(i)
+		r.TTFT = time.Duration(i%1000) * time.Millisecond
+		t.Add(&r)
+	}
+}

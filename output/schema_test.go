@@ -44,14 +44,16 @@ func expand(s string) []string {
 	return out
 }
 
-// readDoc parses docs/OUTPUTS.md: per "## file" section, the Field column
-// of its table, in order.
-func readDoc(t *testing.T) map[string][]docField {
+// docTables parses docs/OUTPUTS.md: per "## file" section, the rows of
+// its "| Field | Unit | Description |" tables in order, each row's cells
+// after the leading "|", trimmed (Field, Unit, Description, ...;
+// separator rows left out).
+func docTables(t *testing.T) map[string][][]string {
 	t.Helper()
 	f, err := os.Open("../docs/OUTPUTS.md")
 	require.NoError(t, err)
 	defer f.Close()
-	doc := map[string][]docField{}
+	tables := map[string][][]string{}
 	sec := ""
 	inTable := false // inside a "| Field | Unit | Description |" table
 	sc := bufio.NewScanner(f)
@@ -70,19 +72,31 @@ func readDoc(t *testing.T) map[string][]docField {
 			continue
 		}
 		cells := strings.Split(line, "|")
-		if sec == "" || !inTable || len(cells) < 4 {
+		if sec == "" || !inTable || len(cells) < 4 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
 			continue
 		}
-		field := strings.TrimSpace(cells[1])
-		if strings.HasPrefix(field, "---") {
-			continue
+		row := make([]string, 0, len(cells)-1) // at least Field, Unit, Description
+		for _, c := range cells[1:] {
+			row = append(row, strings.TrimSpace(c))
 		}
-		desc := strings.TrimSpace(cells[3])
-		for _, p := range expand(field) {
-			doc[sec] = append(doc[sec], docField{path: p, optional: strings.HasPrefix(desc, "Only")})
-		}
+		tables[sec] = append(tables[sec], row)
 	}
 	require.NoError(t, sc.Err())
+	return tables
+}
+
+// readDoc parses docs/OUTPUTS.md: per "## file" section, the Field column
+// of its table, in order (a field with {a,b} alternatives expanded).
+func readDoc(t *testing.T) map[string][]docField {
+	t.Helper()
+	doc := map[string][]docField{}
+	for sec, rows := range docTables(t) {
+		for _, row := range rows {
+			for _, p := range expand(row[0]) {
+				doc[sec] = append(doc[sec], docField{path: p, optional: strings.HasPrefix(row[2], "Only")})
+			}
+		}
+	}
 	return doc
 }
 

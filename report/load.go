@@ -328,14 +328,17 @@ func Load(dir string) (*Run, error) {
 }
 
 // LoadAll loads every directory, in the order given.
-func LoadAll(dirs []string) ([]*Run, error) {
-	runs := make([]*Run, 0, len(dirs))
-	for _, d := range dirs {
-		r, err := Load(d)
+func LoadAll(dirs []string) ([]*Run, error) { return mapAll(dirs, Load) }
+
+// mapAll is f of every element of xs, in order; the first error stops it.
+func mapAll[A, B any](xs []A, f func(A) (B, error)) ([]B, error) {
+	out := make([]B, 0, len(xs))
+	for _, x := range xs {
+		y, err := f(x)
 		if err != nil {
 			return nil, err
 		}
-		runs = append(runs, r)
+		out = append(out, y)
 	}
-	return runs, nil
+	return out, nil
 }

@@ -178,17 +178,7 @@ func MakeRow(r *Run) (Row, error) {
 }
 
 // MakeRows computes the rows of runs, in order.
-func MakeRows(runs []*Run) ([]Row, error) {
-	rows := make([]Row, 0, len(runs))
-	for _, r := range runs {
-		row, err := MakeRow(r)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
+func MakeRows(runs []*Run) ([]Row, error) { return mapAll(runs, MakeRow) }
 
 func round(v float64, digits int) float64 {
 	s := strconv.FormatFloat(v, 'f', digits, 64)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/reservoir"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -48,10 +49,10 @@ type Bridge struct {
 	router  RouterState
 	links   map[string]LinkState
 	lnames  []string
-	lag     reservoir // the lag samples
+	lag     reservoir.Sample // the lag samples
 	// lateFirst, lateEnd: how late clients got first tokens and ends
 	// (wall time; bounded like lag).
-	lateFirst, lateEnd reservoir
+	lateFirst, lateEnd reservoir.Sample
 	recent             [256]time.Duration
 	nrecent            int
 	wg                 sync.WaitGroup
@@ -300,7 +301,7 @@ func (b *Bridge) Ended(e End) {
 
 func (b *Bridge) sample(lag time.Duration) {
 	lag = max(lag, 0)
-	b.lag.add(lag)
+	b.lag.Add(lag)
 	b.recent[b.nrecent%len(b.recent)] = lag
 	b.nrecent++
 }
@@ -367,8 +368,8 @@ func (b *Bridge) Late(at time.Duration) time.Duration {
 // first token) and end (wall time); ServedLateness summarises them.
 func (b *Bridge) Served(first, end time.Duration) {
 	b.mu.Lock()
-	b.lateFirst.add(first)
-	b.lateEnd.add(end)
+	b.lateFirst.Add(first)
+	b.lateEnd.Add(end)
 	b.mu.Unlock()
 }
 
@@ -377,12 +378,12 @@ func (b *Bridge) Served(first, end time.Duration) {
 func (b *Bridge) ServedLateness(bound time.Duration) *metrics.ServedLateness {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.lateFirst.n == 0 {
+	if b.lateFirst.N() == 0 {
 		return nil
 	}
-	q := func(r *reservoir) metrics.Lateness {
+	q := func(r *reservoir.Sample) metrics.Lateness {
 		ms := func(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
-		qs, mx, n := r.quantiles(0.5, 0.99)
+		qs, mx, n := r.Quantiles(0.5, 0.99)
 		return metrics.Lateness{P50: ms(qs[0]), P99: ms(qs[1]), Max: ms(mx), Samples: n}
 	}
 	out := &metrics.ServedLateness{FirstToken: q(&b.lateFirst), End: q(&b.lateEnd), BoundMS: float64(bound.Microseconds()) / 1e3}
@@ -394,10 +395,10 @@ func (b *Bridge) ServedLateness(bound time.Duration) *metrics.ServedLateness {
 func (b *Bridge) Lag() LagStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.lag.n == 0 {
+	if b.lag.N() == 0 {
 		return LagStats{}
 	}
-	qs, mx, n := b.lag.quantiles(0.5, 0.99)
+	qs, mx, n := b.lag.Quantiles(0.5, 0.99)
 	return LagStats{Samples: n, P50: qs[0], P99: qs[1], Max: mx}
 }
 

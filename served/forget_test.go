@@ -1,11 +1,9 @@
 package served
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,20 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
 )
-
-func readCSV(t *testing.T, path string) [][]string {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	require.NoError(t, err)
-	return rows
-}
 
 // Issue 21 (flat memory): the router of a served run forgets sessions
 // beyond its bound, as if they had ended; nothing of them is lost: their
@@ -67,11 +56,15 @@ func TestServeForgetsSessionsCounted(t *testing.T) {
 	require.NotNil(t, sum.Router)
 	// Forgotten when a third session came: every session but the last two.
 	assert.Equal(t, sessions-2, sum.Router.SessionsForgotten)
-	rows := readCSV(t, filepath.Join(dir, "sessions.csv"))
-	assert.Len(t, rows, 1+2, "the header and the two sessions remembered")
+	_, rows := testkit.ReadCSV(t, filepath.Join(dir, "sessions.csv"))
+	assert.Len(t, rows, 2, "the two sessions remembered (after the header)")
 	assert.Nil(t, sum.Estimates, "12 requests: exact quantiles")
-	ev := readCSV(t, filepath.Join(dir, "evictions.csv"))
-	assert.Equal(t, metrics.EvictionsHeader, ev[0])
+	evCol, _ := testkit.ReadCSV(t, filepath.Join(dir, "evictions.csv"))
+	assert.Len(t, evCol, len(metrics.EvictionsHeader))
+	for i, h := range metrics.EvictionsHeader {
+		j, ok := evCol[h]
+		assert.True(t, ok && j == i, "evictions.csv column %q at %d, want %d", h, j, i)
+	}
 	// Scraped before the stop: the router publishes every 200 ms at most,
 	// so the family is there, its value may lag.
 	assert.Contains(t, string(scrape), "pdemu_router_sessions_forgotten_total")

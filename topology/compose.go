@@ -2,7 +2,6 @@ package topology
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -104,19 +103,11 @@ func readBase(from, name string, opts Options) (string, []byte, error) {
 // extends, is refused before open(2) could block on it, not read
 // forever).
 func readLimited(name string) ([]byte, error) {
-	f, err := regular.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxSourceBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxSourceBytes {
+	b, over, err := regular.ReadAll(name, MaxSourceBytes)
+	if over {
 		return nil, fmt.Errorf("%s is over the %d-byte limit of a scenario file", name, MaxSourceBytes)
 	}
-	return b, nil
+	return b, err
 }
 
 // layer parses filename (and, following extends, its bases) and returns

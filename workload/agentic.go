@@ -222,11 +222,7 @@ func (g *Agentic) build(s *genSession, d turnDraw) *Request {
 	if s.name == "" {
 		s.name = fmt.Sprintf("s%03d", s.idx)
 	}
-	if len(g.reqs) == 0 {
-		g.reqs = make([]Request, reqSlab)
-	}
-	r := &g.reqs[0]
-	g.reqs = g.reqs[1:]
+	r := fromSlab(&g.reqs)
 	*r = Request{
 		Session:     s.idx,
 		SessionName: s.name,

@@ -404,17 +404,9 @@ func lessDuration(a, b *time.Duration) bool { return *a < *b }
 
 // readBounded reads a whole trace file of at most maxFileBytes.
 func readBounded(name string) ([]byte, error) {
-	f, err := regular.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxFileBytes {
+	data, over, err := regular.ReadAll(name, maxFileBytes)
+	if over {
 		return nil, fmt.Errorf("the file is over %d bytes, the limit of one trace document", maxFileBytes)
 	}
-	return data, nil
+	return data, err
 }

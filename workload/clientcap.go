@@ -32,37 +32,41 @@ type ClientCapper interface {
 	ClientCap() int
 }
 
-type cappedSource struct {
-	Source
-	cap int
-}
-
-func (c cappedSource) ClientCap() int { return c.cap }
+// wrapped is a Source inside another (a cap, a digest): Close, Warnings
+// and Skipped are the inner source's (io.Closer, Warner, Skipper), so
+// that wrapping hides none of them.
+type wrapped struct{ Source }
 
 // Close closes the wrapped source if it is an io.Closer.
-func (c cappedSource) Close() error {
-	if cl, ok := c.Source.(io.Closer); ok {
+func (w wrapped) Close() error {
+	if cl, ok := w.Source.(io.Closer); ok {
 		return cl.Close()
 	}
 	return nil
 }
 
-// Warnings, Skipped and Digest are the wrapped source's (Warner, Skipper,
-// Digester), so that a cap hides none of them.
-func (c cappedSource) Warnings() []string {
-	if w, ok := c.Source.(Warner); ok {
-		return w.Warnings()
+func (w wrapped) Warnings() []string {
+	if wr, ok := w.Source.(Warner); ok {
+		return wr.Warnings()
 	}
 	return nil
 }
 
-func (c cappedSource) Skipped() int {
-	if s, ok := c.Source.(Skipper); ok {
+func (w wrapped) Skipped() int {
+	if s, ok := w.Source.(Skipper); ok {
 		return s.Skipped()
 	}
 	return 0
 }
 
+type cappedSource struct {
+	wrapped
+	cap int
+}
+
+func (c cappedSource) ClientCap() int { return c.cap }
+
+// Digest is the wrapped source's (Digester): a cap does not hide it.
 func (c cappedSource) Digest() (string, bool) {
 	if d, ok := c.Source.(Digester); ok {
 		return d.Digest()
@@ -73,7 +77,7 @@ func (c cappedSource) Digest() (string, bool) {
 // WithClientCap returns src carrying a client concurrency cap of n
 // (n <= 0: no cap). NewDriver applies it.
 func WithClientCap(src Source, n int) Source {
-	return cappedSource{Source: src, cap: n}
+	return cappedSource{wrapped: wrapped{src}, cap: n}
 }
 
 // SetClientCap caps the requests the driver keeps outstanding (scheduled

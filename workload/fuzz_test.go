@@ -3,23 +3,8 @@ package workload
 import (
 	"bytes"
 	"errors"
-	"io"
 	"testing"
 )
-
-// limited caps a fuzzed source so that a pathological input cannot loop.
-type limited struct {
-	src Source
-	n   int
-}
-
-func (l *limited) Next() (*Request, error) {
-	if l.n <= 0 {
-		return nil, io.EOF
-	}
-	l.n--
-	return l.src.Next()
-}
 
 // fuzzSource checks the properties every loader must have on any input:
 // never panic; whatever is emitted satisfies the Source contract; with
@@ -30,7 +15,7 @@ func fuzzSource(t *testing.T, data []byte, format string, skip bool) {
 	if err != nil {
 		return // unreadable header / undetectable format
 	}
-	_, err = ComputeStats(&limited{src: src, n: 20000})
+	_, err = ComputeStats(Limit(src, 20000))
 	if errors.Is(err, ErrContract) {
 		t.Fatalf("contract violated: %v\ninput: %q", err, data)
 	}
@@ -74,7 +59,7 @@ func FuzzMooncakeInfer(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ComputeStats(&limited{src: src, n: 20000}); errors.Is(err, ErrContract) || skip && err != nil {
+		if _, err := ComputeStats(Limit(src, 20000)); errors.Is(err, ErrContract) || skip && err != nil {
 			t.Fatalf("%v\ninput: %q", err, data)
 		}
 	})
@@ -127,7 +112,7 @@ func FuzzClaudeCode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = ComputeStats(&limited{src: src, n: 20000})
+		_, err = ComputeStats(Limit(src, 20000))
 		if errors.Is(err, ErrContract) || skip && err != nil {
 			t.Fatalf("%v\ninput: %q", err, data)
 		}

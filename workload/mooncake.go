@@ -96,24 +96,10 @@ func (m *Mooncake) newRecord() *mcRecord {
 }
 
 // newRequest returns a zeroed Request from the slab.
-func (m *Mooncake) newRequest() *Request {
-	if len(m.reqs) == 0 {
-		m.reqs = make([]Request, reqSlab)
-	}
-	r := &m.reqs[0]
-	m.reqs = m.reqs[1:]
-	return r
-}
+func (m *Mooncake) newRequest() *Request { return fromSlab(&m.reqs) }
 
 // newSess returns a zeroed session from the slab.
-func (m *Mooncake) newSess() *mcSession {
-	if len(m.sess) == 0 {
-		m.sess = make([]mcSession, reqSlab)
-	}
-	s := &m.sess[0]
-	m.sess = m.sess[1:]
-	return s
-}
+func (m *Mooncake) newSess() *mcSession { return fromSlab(&m.sess) }
 
 // lineName is the name of a session inferred from (or made of) line n.
 func lineName(n int) string {

@@ -64,3 +64,15 @@ type Request struct {
 type Source interface {
 	Next() (*Request, error)
 }
+
+// fromSlab returns the next element of *slab, a zero value, refilling the
+// slab with reqSlab new elements when it is empty: one allocation per
+// reqSlab elements handed out instead of one each.
+func fromSlab[T any](slab *[]T) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, reqSlab)
+	}
+	v := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return v
+}

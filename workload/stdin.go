@@ -49,35 +49,13 @@ func (h *hashReader) Read(p []byte) (int, error) {
 
 // digestSource is a source read from standard input, with its digest.
 type digestSource struct {
-	Source
-	hr     *hashReader
-	digest string // of the whole stream
+	wrapped // Close: never stdin, which is not the wrapped source
+	hr      *hashReader
+	digest  string // of the whole stream
 }
 
 // Digest is the whole stream's: it was read whole before the replay.
 func (d digestSource) Digest() (string, bool) { return d.digest, true }
-
-func (d digestSource) Warnings() []string {
-	if w, ok := d.Source.(Warner); ok {
-		return w.Warnings()
-	}
-	return nil
-}
-
-func (d digestSource) Skipped() int {
-	if s, ok := d.Source.(Skipper); ok {
-		return s.Skipped()
-	}
-	return 0
-}
-
-// Close closes the wrapped source if it is an io.Closer (never stdin).
-func (d digestSource) Close() error {
-	if c, ok := d.Source.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
 
 // maxStdinBytes bounds a trace read from standard input.
 const maxStdinBytes = 1 << 30
@@ -112,5 +90,5 @@ func openStdin(format string, opts LoadOptions) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return digestSource{Source: src, hr: hr, digest: st.digest}, nil
+	return digestSource{wrapped: wrapped{src}, hr: hr, digest: st.digest}, nil
 }

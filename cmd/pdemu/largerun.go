@@ -38,7 +38,14 @@ func expectedRequests(spec *topology.Spec) int {
 // keeps no decision log and outputs lists every file but
 // routing_log.jsonl, so summary.json's outputs.written says so. note is
 // the line to print then ("" otherwise).
+//
+// Whatever the run's size, when outputs (not nil: chosen) leaves
+// routing_log.jsonl out, the router keeps no decision log either: no
+// candidates explained, ranked or encoded for a file nobody writes.
 func largeRunOutputs(spec *topology.Spec, outputs []string, asked bool) ([]string, string) {
+	if outputs != nil && !slices.Contains(outputs, "routing_log.jsonl") {
+		spec.Router.RoutingLog = false
+	}
 	n := expectedRequests(spec)
 	if asked || outputs != nil || n < largeRunRequests {
 		return outputs, ""

@@ -58,13 +58,23 @@ func TestLargeRunOutputs(t *testing.T) {
 	}{
 		"small":          {largeRunRequests - 1, nil, false},
 		"asked":          {largeRunRequests, nil, true},
-		"outputs chosen": {largeRunRequests, []string{"summary.json"}, false},
+		"outputs chosen": {largeRunRequests, []string{"routing_log.jsonl", "summary.json"}, true},
 	} {
 		s := spec(tc.n)
 		out, note := largeRunOutputs(s, tc.outputs, tc.asked)
 		assert.Equal(t, tc.outputs, out, name)
 		assert.Empty(t, note, name)
 		assert.True(t, s.Router.RoutingLog, name)
+	}
+	// Outputs chosen without routing_log.jsonl: the router keeps no log,
+	// at any size.
+	for _, n := range []int{10, largeRunRequests} {
+		s := spec(n)
+		outputs := []string{"per_request.csv", "summary.json"}
+		out, note := largeRunOutputs(s, outputs, true)
+		assert.Equal(t, outputs, out, n)
+		assert.Empty(t, note, n)
+		assert.False(t, s.Router.RoutingLog, "%d requests: the router keeps no log it will not write", n)
 	}
 	assert.True(t, routingLogAsked(true, nil))
 	assert.True(t, routingLogAsked(false, []string{"router.tau_append=4", "router.routing_log=true"}))

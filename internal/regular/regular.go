@@ -11,6 +11,7 @@ package regular
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -32,6 +33,25 @@ func Open(path string) (*os.File, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: &NotRegularError{Mode: fi.Mode()}}
 	}
 	return f, nil
+}
+
+// ReadAll reads the regular file path (see Open) whole, if it holds at
+// most limit bytes; over reports a larger file (then b is nil), read no
+// further than one byte past limit.
+func ReadAll(path string, limit int) (b []byte, over bool, err error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	b, err = io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if len(b) > limit {
+		return nil, true, nil
+	}
+	return b, false, nil
 }
 
 // NotRegularError is why Open refused a file (inside an *fs.PathError).

@@ -38,3 +38,22 @@ func TestOpen(t *testing.T) {
 	_, err = Open(filepath.Join(dir, "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+func TestReadAll(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(p, []byte("12345"), 0o644))
+	for _, tc := range []struct {
+		limit int
+		want  string
+		over  bool
+	}{{5, "12345", false}, {6, "12345", false}, {4, "", true}, {0, "", true}} {
+		b, over, err := ReadAll(p, tc.limit)
+		require.NoError(t, err)
+		require.Equal(t, tc.over, over, "limit %d", tc.limit)
+		require.Equal(t, tc.want, string(b), "limit %d", tc.limit)
+	}
+	_, over, err := ReadAll(dir, 10)
+	require.ErrorContains(t, err, "not a regular file (a directory)")
+	require.False(t, over)
+}
