@@ -18,11 +18,13 @@ import (
 // TestAbortsUnderFaults: client aborts mixed with crashes, slowdowns, cuts
 // and flaps (P/D under every policy, and fused deployments), open-ended as
 // a server runs, with random detection delays, retry budgets and memory
-// pressure. Every released request ends exactly once (the collector fails
+// pressure, over multi-turn sessions. Every released request ends exactly once (the collector fails
 // the run on a second end; the run fails without Done when one never
 // ends), completed + failed + aborted = released, nothing is left in
 // flight, and only aborted requests end aborted.
 func TestAbortsUnderFaults(t *testing.T) {
+	states := map[string]int{}
+	faults := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		name := rapid.SampledFrom([]string{"1p3d-mlx5.hcl", "1p3d-mlx5.hcl", "buckets-3.hcl", "dp4.hcl"}).Draw(rt, "scenario")
 		src, err := scenarios.Read(name)
@@ -57,11 +59,33 @@ func TestAbortsUnderFaults(t *testing.T) {
 		sessions := rapid.IntRange(1, 8).Draw(rt, "sessions")
 		at := time.Duration(0)
 		aborted := map[int64]bool{}
+		// Multi-turn sessions: each turn's prompt extends the previous
+		// turn's prompt and output (Direct and Append dispatches, reseeds
+		// after a crash); a session whose context passes 30k tokens ends
+		// and a new one takes its slot.
+		type sess struct {
+			id        int32
+			turn, ctx int
+		}
+		slots := make([]sess, sessions)
+		for k := range slots {
+			slots[k].id = int32(k)
+		}
+		next := int32(sessions)
 		for i := range n {
 			at += time.Duration(rapid.IntRange(1, 1500).Draw(rt, "gap_ms")) * time.Millisecond
-			s := int32(i % sessions)
-			r := req(int64(i), s, rapid.IntRange(100, 16000).Draw(rt, "input"))
+			sl := &slots[i%sessions]
+			add := rapid.IntRange(100, 8000).Draw(rt, "append")
+			r := req(int64(i), sl.id, sl.ctx+add)
+			r.Turn, r.AppendLen, r.Last = sl.turn, add, false
 			r.OutputLen = rapid.IntRange(1, 800).Draw(rt, "output")
+			if sl.ctx = r.InputLen + r.OutputLen; sl.ctx > 30000 {
+				r.Last = true
+				*sl = sess{id: next}
+				next++
+			} else {
+				sl.turn++
+			}
 			net.Inject(net.Cluster.Driver, at, cluster.Release{Req: r})
 			if rapid.IntRange(0, 2).Draw(rt, "abort") == 0 {
 				// The client goes away up to 20 s after sending (possibly
@@ -79,10 +103,13 @@ func TestAbortsUnderFaults(t *testing.T) {
 		require.Empty(rt, c.InFlight())
 		recs := c.Collector().Records()
 		require.Len(rt, recs, n)
+		faults += len(c.Faults())
 		for _, r := range recs {
+			states[r.State]++
 			if r.State == metrics.StateAborted {
 				require.True(rt, aborted[r.ID], "request %d ended aborted, its client stayed", r.ID)
 			}
 		}
 	})
+	t.Logf("%d faults; request ends by state: %v", faults, states)
 }
