@@ -172,23 +172,14 @@ func (r *LinkRecorder) Link(now time.Duration, nic string, bytesInFlight int64, 
 	r.n++
 }
 
-// Rows and Dropped count the stored and the dropped samples.
-func (r *LinkRecorder) Rows() int {
+// Rows counts the stored and the dropped samples.
+func (r *LinkRecorder) Rows() (rows, dropped int) {
 	if r == nil {
-		return 0
+		return 0, 0
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.n
-}
-
-func (r *LinkRecorder) Dropped() int {
-	if r == nil {
-		return 0
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.dropped
+	return r.n, r.dropped
 }
 
 // LinksHeader is the header of links.csv.
