@@ -25,7 +25,7 @@ func faultCaused(reason string) bool {
 	return strings.HasPrefix(reason, "fault:") || strings.HasPrefix(reason, "link:")
 }
 
-// TestFaultAttributionAddsUp: over random chaos schedules (P/D and fused,
+// TestFaultAttributionAddsUp: over random chaos schedules (P/D, buckets and DP,
 // every node kind, random detection delays and retry budgets) every
 // request ends exactly once, and faults.csv's failed column sums to the
 // requests that failed because of a fault: each is attributed to one
@@ -38,7 +38,7 @@ func TestFaultAttributionAddsUp(t *testing.T) {
 		chaos := fmt.Sprintf("\nrecovery {\n  retry_budget = %d\n  detection_delay = \"%dms\"\n}\n",
 			rapid.IntRange(0, 3).Draw(rt, "budget"), rapid.IntRange(1, 5000).Draw(rt, "detect"))
 		if fused {
-			name = "buckets-3.hcl"
+			name = rapid.SampledFrom([]string{"buckets-3.hcl", "dp4.hcl"}).Draw(rt, "pool")
 			chaos += fmt.Sprintf("\nchaos {\n  seed = %d\n  horizon = \"60s\"\n  restart_after = \"%ds\"\n  mtbf_fused = \"%ds\"\n}\n",
 				rapid.IntRange(1, 1000).Draw(rt, "seed"), rapid.IntRange(1, 30).Draw(rt, "ra"), rapid.IntRange(5, 120).Draw(rt, "mtbf"))
 		} else {

@@ -68,8 +68,10 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 		}
 	case InjectTick:
 		// The schedule runs while the workload does: an open-ended run's
-		// until its input ends, however idle it is meanwhile.
-		n.faults.tick(&n.outbox, now, n.open || (!n.done && !n.drv.Done()))
+		// until its input ends, however idle it is meanwhile, and on
+		// while a request it released is in flight (one waiting for a
+		// restart after the input ended would otherwise wait for ever).
+		n.faults.tick(&n.outbox, now, n.open || len(n.live) > 0 || (!n.done && !n.drv.Done()))
 	}
 	rels := n.drv.Ready()
 	if err != nil {
