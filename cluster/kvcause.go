@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"time"
@@ -236,14 +237,6 @@ func (c *Cluster) Evictions() []metrics.EvictionRow {
 			out = append(out, dn.evictions...)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b metrics.EvictionRow) int {
-		switch {
-		case a.At < b.At:
-			return -1
-		case a.At > b.At:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b metrics.EvictionRow) int { return cmp.Compare(a.At, b.At) })
 	return out
 }

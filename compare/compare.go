@@ -405,6 +405,9 @@ func runOne(ctx context.Context, p report.Params, spec *topology.Spec, open func
 	if c, ok := src.(interface{ Close() error }); ok {
 		defer c.Close()
 	}
+	if opts.Outputs != nil && !slices.Contains(opts.Outputs, "routing_log.jsonl") {
+		spec.Router.RoutingLog = false // no decision log kept for a file not written
+	}
 	ao := actors.Options{Logger: opts.Logger, Source: src}
 	if opts.Progress != nil {
 		name := p.Name

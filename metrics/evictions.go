@@ -24,17 +24,14 @@ var EvictionsHeader = []string{"time_ms", "worker", "session", "tokens", "cause"
 // WriteEvictions writes evictions.csv (rows in the order given: time order,
 // then worker order).
 func WriteEvictions(w io.Writer, rows []EvictionRow) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(EvictionsHeader); err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if err := WriteEvictionRow(cw, r); err != nil {
-			return err
+	return writeCSV(w, EvictionsHeader, func(cw *csv.Writer) error {
+		for _, r := range rows {
+			if err := WriteEvictionRow(cw, r); err != nil {
+				return err
+			}
 		}
-	}
-	cw.Flush()
-	return cw.Error()
+		return nil
+	})
 }
 
 // WriteEvictionRow writes one evictions.csv row (after the header) to cw.

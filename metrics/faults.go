@@ -148,29 +148,26 @@ var FaultColumns = []string{"id", "kind", "target", "node", "at_ms", "end_ms", "
 
 // WriteFaults writes faults.csv (a header only when the run had no fault).
 func WriteFaults(w io.Writer, faults []FaultRecord) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(FaultColumns); err != nil {
-		return err
-	}
-	ms := func(d time.Duration) string {
-		if d < 0 {
-			return ""
+	return writeCSV(w, FaultColumns, func(cw *csv.Writer) error {
+		ms := func(d time.Duration) string {
+			if d < 0 {
+				return ""
+			}
+			return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
 		}
-		return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
-	}
-	for _, f := range faults {
-		factor := ""
-		if f.Factor > 0 {
-			factor = strconv.FormatFloat(f.Factor, 'g', -1, 64)
+		for _, f := range faults {
+			factor := ""
+			if f.Factor > 0 {
+				factor = strconv.FormatFloat(f.Factor, 'g', -1, 64)
+			}
+			if err := cw.Write([]string{strconv.Itoa(f.ID), f.Kind, f.Target, f.Node, ms(f.At), ms(f.End), factor,
+				strconv.FormatBool(f.Chaos), ms(f.Detected), strconv.Itoa(f.Lost), strconv.Itoa(f.LostSessions),
+				strconv.Itoa(f.Retried), strconv.Itoa(f.Failed), strconv.Itoa(f.Reseeded), ms(f.Recovery)}); err != nil {
+				return err
+			}
 		}
-		if err := cw.Write([]string{strconv.Itoa(f.ID), f.Kind, f.Target, f.Node, ms(f.At), ms(f.End), factor,
-			strconv.FormatBool(f.Chaos), ms(f.Detected), strconv.Itoa(f.Lost), strconv.Itoa(f.LostSessions),
-			strconv.Itoa(f.Retried), strconv.Itoa(f.Failed), strconv.Itoa(f.Reseeded), ms(f.Recovery)}); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
+		return nil
+	})
 }
 
 // FaultSummary is summary.json's "faults" (only runs with faults).

@@ -43,27 +43,37 @@ var InstancesHeader = []string{"t_ms", "worker", "kind", "bucket", "kv_tokens", 
 // cap_kv_tokens column; empty when unknown or 0). Callers bound the rows
 // with InstancesPlan.
 func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration, caps map[string]int) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(InstancesHeader); err != nil {
-		return err
-	}
-	capOf := make([]string, len(series))
-	for i, s := range series {
-		if c := caps[s.Worker]; c > 0 {
-			capOf[i] = strconv.Itoa(c)
-		}
-	}
-	if interval <= 0 {
-		interval = time.Second
-	}
-	for k, n := int64(0), samples(interval, end); k < n; k++ {
-		t := sampleAt(k, interval)
+	return writeCSV(w, InstancesHeader, func(cw *csv.Writer) error {
+		capOf := make([]string, len(series))
 		for i, s := range series {
-			p := s.At(t)
-			if err := cw.Write([]string{fms(t), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running), capOf[i]}); err != nil {
-				return err
+			if c := caps[s.Worker]; c > 0 {
+				capOf[i] = strconv.Itoa(c)
 			}
 		}
+		if interval <= 0 {
+			interval = time.Second
+		}
+		for k, n := int64(0), samples(interval, end); k < n; k++ {
+			t := sampleAt(k, interval)
+			for i, s := range series {
+				p := s.At(t)
+				if err := cw.Write([]string{fms(t), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running), capOf[i]}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// writeCSV writes a CSV file: header, then the records rows writes to cw.
+func writeCSV(w io.Writer, header []string, rows func(cw *csv.Writer) error) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	if err := rows(cw); err != nil {
+		return err
 	}
 	cw.Flush()
 	return cw.Error()
@@ -322,18 +332,15 @@ type SessionRow struct {
 
 // WriteSessions writes sessions.csv in the given order.
 func WriteSessions(w io.Writer, rows []SessionRow) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"session", "requests", "direct", "migrations", "blacklists", "fallbacks", "rejections"}); err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if err := cw.Write([]string{r.Session, strconv.Itoa(r.Requests), strconv.Itoa(r.Direct), strconv.Itoa(r.Migrations),
-			strconv.Itoa(r.Blacklists), strconv.Itoa(r.Fallbacks), strconv.Itoa(r.Rejections)}); err != nil {
-			return err
+	return writeCSV(w, []string{"session", "requests", "direct", "migrations", "blacklists", "fallbacks", "rejections"}, func(cw *csv.Writer) error {
+		for _, r := range rows {
+			if err := cw.Write([]string{r.Session, strconv.Itoa(r.Requests), strconv.Itoa(r.Direct), strconv.Itoa(r.Migrations),
+				strconv.Itoa(r.Blacklists), strconv.Itoa(r.Fallbacks), strconv.Itoa(r.Rejections)}); err != nil {
+				return err
+			}
 		}
-	}
-	cw.Flush()
-	return cw.Error()
+		return nil
+	})
 }
 
 // ServedLateness is how late, in wall milliseconds, the clients of a

@@ -172,23 +172,14 @@ func (r *LinkRecorder) Link(now time.Duration, nic string, bytesInFlight int64, 
 	r.n++
 }
 
-// Rows and Dropped count the stored and the dropped samples.
-func (r *LinkRecorder) Rows() int {
+// Rows counts the stored and the dropped samples.
+func (r *LinkRecorder) Rows() (rows, dropped int) {
 	if r == nil {
-		return 0
+		return 0, 0
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.n
-}
-
-func (r *LinkRecorder) Dropped() int {
-	if r == nil {
-		return 0
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.dropped
+	return r.n, r.dropped
 }
 
 // LinksHeader is the header of links.csv.
@@ -196,41 +187,38 @@ var LinksHeader = []string{"t_ms", "nic", "bytes_in_flight", "rate_gbps", "activ
 
 // WriteLinks writes links.csv (a header only when r is nil or empty).
 func WriteLinks(w io.Writer, r *LinkRecorder) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(LinksHeader); err != nil {
-		return err
-	}
-	if r != nil {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		caps := r.capBps
-		// Sort an index, not a copy of the samples.
-		idx := make([]int32, r.n)
-		for i := range idx {
-			idx[i] = int32(i)
-		}
-		sort.SliceStable(idx, func(i, j int) bool {
-			a, b := r.at(int(idx[i])), r.at(int(idx[j]))
-			if a.t != b.t {
-				return a.t < b.t
+	return writeCSV(w, LinksHeader, func(cw *csv.Writer) error {
+		if r != nil {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			caps := r.capBps
+			// Sort an index, not a copy of the samples.
+			idx := make([]int32, r.n)
+			for i := range idx {
+				idx[i] = int32(i)
 			}
-			return r.nics[a.nic] < r.nics[b.nic]
-		})
-		for _, i := range idx {
-			q := r.at(int(i))
-			p := LinkSample{T: q.t, NIC: r.nics[q.nic], BytesInFlight: q.inFlight, Rate: q.rate, Active: int(q.active)}
-			util := ""
-			if c := caps[p.NIC]; c > 0 {
-				util = strconv.FormatFloat(p.Rate/c, 'f', 4, 64)
-			}
-			if err := cw.Write([]string{fms(p.T), p.NIC, strconv.FormatInt(p.BytesInFlight, 10),
-				strconv.FormatFloat(p.Rate*8/1e9, 'f', 3, 64), strconv.Itoa(p.Active), util}); err != nil {
-				return err
+			sort.SliceStable(idx, func(i, j int) bool {
+				a, b := r.at(int(idx[i])), r.at(int(idx[j]))
+				if a.t != b.t {
+					return a.t < b.t
+				}
+				return r.nics[a.nic] < r.nics[b.nic]
+			})
+			for _, i := range idx {
+				q := r.at(int(i))
+				p := LinkSample{T: q.t, NIC: r.nics[q.nic], BytesInFlight: q.inFlight, Rate: q.rate, Active: int(q.active)}
+				util := ""
+				if c := caps[p.NIC]; c > 0 {
+					util = strconv.FormatFloat(p.Rate/c, 'f', 4, 64)
+				}
+				if err := cw.Write([]string{fms(p.T), p.NIC, strconv.FormatInt(p.BytesInFlight, 10),
+					strconv.FormatFloat(p.Rate*8/1e9, 'f', 3, 64), strconv.Itoa(p.Active), util}); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	cw.Flush()
-	return cw.Error()
+		return nil
+	})
 }
 
 // ---------------------------------------------------------------- router
@@ -372,50 +360,47 @@ func WriteRouterWindowsOf(w io.Writer, a *Arrivals, r *RouterRecorder, window ti
 // writeRouterWindows writes the windows; count adds the requests through
 // at, which returns the counters of the window of an arrival time.
 func writeRouterWindows(w io.Writer, count func(at func(time.Duration) (req, direct *int)), r *RouterRecorder, window time.Duration) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(RouterWindowsHeader); err != nil {
-		return err
-	}
-	type row struct{ req, direct, mig, bl, fb, rej int }
-	var rows []row
-	at := func(t time.Duration) *row {
-		i := int(max(t, 0) / window)
-		for len(rows) <= i {
-			rows = append(rows, row{})
-		}
-		return &rows[i]
-	}
-	count(func(t time.Duration) (req, direct *int) {
-		x := at(t)
-		return &x.req, &x.direct
-	})
-	if r != nil {
-		r.mu.Lock()
-		if r.bins.last() >= 0 {
-			at(time.Duration(r.bins.last()) * time.Second) // an event makes its window's row
-		}
-		r.bins.each(func(i int64, b *[4]int32) {
-			if *b == ([4]int32{}) {
-				return
+	return writeCSV(w, RouterWindowsHeader, func(cw *csv.Writer) error {
+		type row struct{ req, direct, mig, bl, fb, rej int }
+		var rows []row
+		at := func(t time.Duration) *row {
+			i := int(max(t, 0) / window)
+			for len(rows) <= i {
+				rows = append(rows, row{})
 			}
-			x := at(time.Duration(i) * time.Second)
-			x.mig += int(b[0])
-			x.bl += int(b[1])
-			x.fb += int(b[2])
-			x.rej += int(b[3])
+			return &rows[i]
+		}
+		count(func(t time.Duration) (req, direct *int) {
+			x := at(t)
+			return &x.req, &x.direct
 		})
-		r.mu.Unlock()
-	}
-	for i, x := range rows {
-		share := ""
-		if x.req > 0 {
-			share = strconv.FormatFloat(float64(x.direct)/float64(x.req), 'f', 4, 64)
+		if r != nil {
+			r.mu.Lock()
+			if r.bins.last() >= 0 {
+				at(time.Duration(r.bins.last()) * time.Second) // an event makes its window's row
+			}
+			r.bins.each(func(i int64, b *[4]int32) {
+				if *b == ([4]int32{}) {
+					return
+				}
+				x := at(time.Duration(i) * time.Second)
+				x.mig += int(b[0])
+				x.bl += int(b[1])
+				x.fb += int(b[2])
+				x.rej += int(b[3])
+			})
+			r.mu.Unlock()
 		}
-		if err := cw.Write([]string{fms(time.Duration(i) * window), fms(window), strconv.Itoa(x.req), strconv.Itoa(x.direct),
-			strconv.Itoa(x.mig), strconv.Itoa(x.bl), strconv.Itoa(x.fb), strconv.Itoa(x.rej), share}); err != nil {
-			return err
+		for i, x := range rows {
+			share := ""
+			if x.req > 0 {
+				share = strconv.FormatFloat(float64(x.direct)/float64(x.req), 'f', 4, 64)
+			}
+			if err := cw.Write([]string{fms(time.Duration(i) * window), fms(window), strconv.Itoa(x.req), strconv.Itoa(x.direct),
+				strconv.Itoa(x.mig), strconv.Itoa(x.bl), strconv.Itoa(x.fb), strconv.Itoa(x.rej), share}); err != nil {
+				return err
+			}
 		}
-	}
-	cw.Flush()
-	return cw.Error()
+		return nil
+	})
 }

@@ -126,9 +126,10 @@ func writeRun(dir string, res *actors.Result, opts WriteOptions, rf runFiles) er
 	}
 	interval, rows, widened := metrics.InstancesPlan(len(res.Series), res.SampleInterval, res.End)
 	window := metrics.RouterWindowFor(res.End, res.Arrivals.Resolution(), res.RouterEvents.Resolution()) // bounded (served) counts
+	linkRows, linkDropped := res.Links.Rows()
 	sum.Outputs = metrics.OutputInfo{
 		InstancesIntervalMS: float64(interval.Microseconds()) / 1000, InstancesRows: rows, InstancesWidened: widened,
-		LinksRows: res.Links.Rows(), LinksDropped: res.Links.Dropped(), RouterWindowMS: float64(window.Microseconds()) / 1000,
+		LinksRows: linkRows, LinksDropped: linkDropped, RouterWindowMS: float64(window.Microseconds()) / 1000,
 		Written: opts.Outputs,
 	}
 	caps := map[string]int{}

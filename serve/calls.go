@@ -30,6 +30,28 @@ type call struct {
 	requestID    string
 }
 
+// decodeChecked decodes body into v, then runs checks in order, then
+// checks the request's model (model points into v); false when it wrote
+// the first error to w. Every endpoint that takes a JSON body opens with it,
+// so the errors come in the same order everywhere.
+func (s *Server) decodeChecked(w http.ResponseWriter, body []byte, v any, model *string, checks ...func() *apiError) bool {
+	if e := decodeJSON(body, v); e != nil {
+		s.fail(w, e)
+		return false
+	}
+	for _, check := range checks {
+		if e := check(); e != nil {
+			s.fail(w, e)
+			return false
+		}
+	}
+	if e := s.checkCommon(*model); e != nil {
+		s.fail(w, e)
+		return false
+	}
+	return true
+}
+
 func (s *Server) checkCommon(model string) *apiError {
 	if model == "" {
 		return badRequest("model", "", "model is missing (this server serves %q)", s.opts.Model)
@@ -68,16 +90,7 @@ func (c *call) common(stream *bool, so *streamOptions, n *int, stop json.RawMess
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req chatRequest
-	if e := decodeJSON(body, &req); e != nil {
-		s.fail(w, e)
-		return
-	}
-	if e := checkParams(body, true, s.opts.ExtraParams); e != nil {
-		s.fail(w, e)
-		return
-	}
-	if e := s.checkCommon(req.Model); e != nil {
-		s.fail(w, e)
+	if !s.decodeChecked(w, body, &req, &req.Model, func() *apiError { return checkParams(body, true, s.opts.ExtraParams) }) {
 		return
 	}
 	msgs, e := req.messages()
@@ -116,16 +129,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte) {
 
 func (s *Server) completion(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req completionRequest
-	if e := decodeJSON(body, &req); e != nil {
-		s.fail(w, e)
-		return
-	}
-	if e := checkParams(body, false, s.opts.ExtraParams); e != nil {
-		s.fail(w, e)
-		return
-	}
-	if e := s.checkCommon(req.Model); e != nil {
-		s.fail(w, e)
+	if !s.decodeChecked(w, body, &req, &req.Model, func() *apiError { return checkParams(body, false, s.opts.ExtraParams) }) {
 		return
 	}
 	text, e := promptText(req.Prompt)

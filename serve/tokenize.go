@@ -66,12 +66,7 @@ func tokenText(id int64) (string, bool) {
 
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req tokenizeRequest
-	if e := decodeJSON(body, &req); e != nil {
-		s.fail(w, e)
-		return
-	}
-	if e := s.checkCommon(req.Model); e != nil {
-		s.fail(w, e)
+	if !s.decodeChecked(w, body, &req, &req.Model) {
 		return
 	}
 	var text string
@@ -109,12 +104,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request, body []byte)
 		Model  string  `json:"model"`
 		Tokens []int64 `json:"tokens"`
 	}
-	if e := decodeJSON(body, &req); e != nil {
-		s.fail(w, e)
-		return
-	}
-	if e := s.checkCommon(req.Model); e != nil {
-		s.fail(w, e)
+	if !s.decodeChecked(w, body, &req, &req.Model) {
 		return
 	}
 	var b strings.Builder

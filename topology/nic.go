@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -84,15 +85,7 @@ func (s *Spec) NICs() ([]NIC, error) {
 		}
 	}
 	for i := range nics {
-		slices.SortStableFunc(nics[i].Faults, func(a, b LinkFault) int {
-			switch {
-			case a.At < b.At:
-				return -1
-			case a.At > b.At:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(nics[i].Faults, func(a, b LinkFault) int { return cmp.Compare(a.At, b.At) })
 	}
 	return nics, nil
 }
