@@ -385,7 +385,9 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 	w.advance(now)
 	j.DGot = now
 	if j.Failed != "" {
-		if j.Mode != policy.ModeFallback && j.Mode != policy.ModeVanilla {
+		// An unadmitted Seed/Reseed never counted in the session's
+		// residency (it would on arrival, admitRoom): nothing to release.
+		if j.Mode != policy.ModeFallback && j.Mode != policy.ModeVanilla && !j.Unadmitted {
 			if s := w.sess[j.Req.Session]; s != nil {
 				s.active--
 				if s.active <= 0 {

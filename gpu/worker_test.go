@@ -464,3 +464,30 @@ func TestFusedWorkerDRAMTier(t *testing.T) {
 	assert.Equal(t, 3*time.Second+load+50*time.Microsecond, j.FirstToken, "load, then prefill the 50 new tokens")
 	assert.Zero(t, f.l1.Peek(blocks(1, 20)[inHBM:]), "blocks back in HBM left DRAM")
 }
+
+// An unadmitted Seed whose transfer failed never counted in its session's
+// residency: it must not release it. It did (found by cluster's
+// TestAbortsUnderFaults): the residency of a Direct request on the GPU was
+// evicted under it, and a second such failure linked the session into the
+// idle list twice (a nil dereference in linkIdle).
+func TestDecodeFailedUnadmittedSeedLeavesResidency(t *testing.T) {
+	w := newDecode(t, 100000)
+	j0 := &Job{Req: req(0, 1, 0, 600, 5)}
+	_, _ = w.Admit(0, j0)
+	w.Arrive(0, j0)
+	w.Advance(time.Second)
+	w.Ready()
+	j1 := &Job{Req: req(1, 1, 1, 700, 500)}
+	mode, _ := w.Admit(time.Second, j1)
+	require.Equal(t, policy.ModeDirect, mode)
+	used := w.Used()
+	seed := &Job{Req: req(2, 1, 0, 300, 5), Mode: policy.ModeSeed, Unadmitted: true, Failed: "link: cut"}
+	w.Arrive(time.Second+time.Millisecond, seed)
+	out := kinds(w.Ready().Out)
+	assert.Contains(t, out, EvFailed)
+	assert.NotContains(t, out, EvEvicted, "no eviction of the session j1 decodes in")
+	assert.Equal(t, used, w.Used())
+	w.Advance(time.Hour)
+	assert.Contains(t, kinds(w.Ready().Out), EvDone)
+	assert.Positive(t, w.Used(), "the session stays resident, idle")
+}
