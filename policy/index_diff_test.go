@@ -325,7 +325,7 @@ func TestIndexCompaction(t *testing.T) {
 			t.Fatalf("op %d: Overlap %v, want %v; Blocks %d, want %d", i, out, want, x.Blocks(), v.Blocks())
 		}
 	}
-	if x.limit > 4*x.live+1000 {
+	if x.limit > 4*(x.live+keepDead)+1000 {
 		t.Fatalf("arena limit %d for %d live positions", x.limit, x.live)
 	}
 }

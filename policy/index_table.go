@@ -134,14 +134,26 @@ func (x *ResidentIndex) markDup(p int32) {
 	}
 }
 
-// reserve makes room for need new positions, compacting the arena if it
-// is used up; it reports whether it compacted (positions moved).
+// keepDead is the dead positions the arena keeps beyond twice the live
+// ones: a removed session is revived in place when it is recorded again,
+// without a probe per block (about 8 MB of arena and table).
+const keepDead = 1 << 18
+
+// reserve makes room for need new positions: when the arena is used up,
+// by compacting it if its dead positions exceed 2·live + keepDead
+// (positions move: it reports true), else by growing it (dead positions
+// stay revivable).
 func (x *ResidentIndex) reserve(need int) bool {
 	if len(x.keys)+need <= x.limit {
 		return false
 	}
-	x.compact(need)
-	return true
+	if len(x.keys)-x.live > 2*x.live+keepDead {
+		x.compact(need)
+		return true
+	}
+	x.limit = 2 * (len(x.keys) + need)
+	x.rebuild()
+	return false
 }
 
 // compact copies the live segments to a fresh arena (in segment id order)
@@ -199,8 +211,28 @@ func (x *ResidentIndex) compact(need int) {
 	x.spareKeys, x.sparePseg, x.spareFlag = x.keys[:0], x.pseg[:0], x.flag[:0]
 	x.keys, x.pseg, x.flag, x.newLo, x.limit = keys, pseg, flag, newLo, limit
 
+	x.rebuild()
+
+	// Canonical contexts: only resident hashes keep theirs; one that is
+	// now at one position is flagged so, so that reviving it after it
+	// stops being resident drops the entry.
+	for k := range x.canon {
+		p := x.first(k)
+		switch {
+		case p < 0:
+			delete(x.canon, k)
+		case x.flag[p]&posDup == 0:
+			x.flag[p] |= posCanon
+		}
+	}
+}
+
+// rebuild sizes the table and the filter for the arena's limit and enters
+// every position again (live or dead; positions do not move), flagging
+// the positions of hashes entered more than once.
+func (x *ResidentIndex) rebuild() {
 	bits := uint(4)
-	for 1<<bits < 2*limit {
+	for 1<<bits < 2*x.limit {
 		bits++
 	}
 	if len(x.tab) == 1<<bits {
@@ -228,18 +260,6 @@ func (x *ResidentIndex) compact(need int) {
 		x.filterAdd(k)
 		if dup {
 			x.markDup(int32(p))
-		}
-	}
-	// Canonical contexts: only resident hashes keep theirs; one that is
-	// now at one position is flagged so, so that reviving it after it
-	// stops being resident drops the entry.
-	for k := range x.canon {
-		p := x.first(k)
-		switch {
-		case p < 0:
-			delete(x.canon, k)
-		case x.flag[p]&posDup == 0:
-			x.flag[p] |= posCanon
 		}
 	}
 }
