@@ -79,6 +79,7 @@ type ResidentIndex struct {
 	used      int                 // distinct hashes resident somewhere
 	live      int                 // live positions
 	bad       int                 // occurrences off their hash's canonical (parent, depth)
+	dupLive   int                 // live positions flagged posDup (0: hint paths need no check)
 	// canon holds the canonical context of resident hashes at several
 	// positions (a hash at one position is canonical there).
 	canon map[uint64]posCtx

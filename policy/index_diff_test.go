@@ -243,6 +243,13 @@ func checkSegs(x *ResidentIndex) error {
 		}
 		occ[int32(id)] = map[int32]int32{}
 	}
+	dupLive := 0
+	for id := 1; id < len(x.segs); id++ {
+		dupLive += int(x.segs[id].dupc)
+	}
+	if dupLive != x.dupLive {
+		return fmt.Errorf("dupLive %d, segments hold %d", x.dupLive, dupLive)
+	}
 	if live != x.live {
 		return fmt.Errorf("live %d, segments hold %d", x.live, live)
 	}

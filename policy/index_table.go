@@ -131,6 +131,7 @@ func (x *ResidentIndex) markDup(p int32) {
 	x.flag[p] = (x.flag[p] | posDup) &^ posCanon
 	if x.valid(p) {
 		x.segs[x.pseg[p]].dupc++
+		x.dupLive++
 	}
 }
 
@@ -210,6 +211,7 @@ func (x *ResidentIndex) compact(need int) {
 	}
 	x.spareKeys, x.sparePseg, x.spareFlag = x.keys[:0], x.pseg[:0], x.flag[:0]
 	x.keys, x.pseg, x.flag, x.newLo, x.limit = keys, pseg, flag, newLo, limit
+	x.dupLive = 0 // rebuild flags the dups again
 
 	x.rebuild()
 
