@@ -62,7 +62,8 @@ type ResidentIndex struct {
 	pseg []int32  // the segment of each position (meaningful while it is live)
 	flag []uint8  // per position: posDup, posOff, posCanon
 	// limit is the positions the arena may hold before the next
-	// compaction; the table has at least 2·limit slots.
+	// compaction or growth; the table has at least 1.5·limit slots (a load
+	// of at most 2/3).
 	limit int
 	tab   []tabSlot
 	filt  []uint64 // see maybe

@@ -59,8 +59,8 @@ func (x *ResidentIndex) Overlap(blocks []uint64, out []int) {
 	filt, fshift := x.filt, 64-x.tbits-2
 	for i := 0; i < len(blocks); {
 		// Most blocks of a request whose session was removed have no
-		// entry: the filter says so without a call.
-		if h := (blocks[i] * filterMul) >> fshift; filt[h>>6]&(1<<(h&63)) == 0 {
+		// entry: the filter says so without a call (filterBit).
+		if h := (blocks[i] * golden) >> fshift; filt[h>>6]&(1<<(h&63)) == 0 {
 			i++
 			continue
 		}
