@@ -13,6 +13,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -369,12 +370,15 @@ type Quantiles struct {
 }
 
 // QuantilesMS computes nearest-rank quantiles of ds in milliseconds.
-func QuantilesMS(ds []time.Duration) Quantiles {
-	if len(ds) == 0 {
+func QuantilesMS(ds []time.Duration) Quantiles { return quantilesInPlace(slices.Clone(ds)) }
+
+// quantilesInPlace is QuantilesMS of s, which it sorts (no copy: for a
+// caller's own scratch slice).
+func quantilesInPlace(s []time.Duration) Quantiles {
+	if len(s) == 0 {
 		return Quantiles{}
 	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	var sum float64
 	for _, d := range s {
 		sum += float64(d)
