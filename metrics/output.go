@@ -351,10 +351,13 @@ func WriteSessions(w io.Writer, rows []SessionRow) error {
 // served run got each request's first token and its end compared with
 // the emulated times they happened (scaled to wall time): what a client
 // sees of the emulator falling behind. Bound and Late are the verdict:
-// Late when the first tokens' p99 passed Bound.
+// Late when the first tokens' p99 passed Bound. Client summarises
+// per_request.csv's client_late_ms (ClientTimes.Late; nil when no client
+// got an answer).
 type ServedLateness struct {
-	FirstToken Lateness `json:"first_token_late_ms"`
-	End        Lateness `json:"end_late_ms"`
-	BoundMS    float64  `json:"bound_ms"`
-	Late       bool     `json:"late"`
+	FirstToken Lateness        `json:"first_token_late_ms"`
+	End        Lateness        `json:"end_late_ms"`
+	Client     *ClientLateness `json:"client_late_ms,omitempty"`
+	BoundMS    float64         `json:"bound_ms"`
+	Late       bool            `json:"late"`
 }
