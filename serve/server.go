@@ -314,6 +314,7 @@ func (s *Server) get(h http.HandlerFunc) http.HandlerFunc {
 // post admits a request, reads its body within the limits and hands it to h.
 func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r = withArrival(r) // a client's TTFT counts from here
 		if r.Method != http.MethodPost {
 			s.methodNotAllowed(w, r, "POST")
 			return
