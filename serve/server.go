@@ -139,12 +139,16 @@ func CheckListen(addr string, allowRemote bool) error {
 
 // Server is the HTTP front end of one cluster.
 type Server struct {
-	opts     Options
-	cl       Cluster
-	sess     *sessions
-	met      *Metrics
-	mux      *http.ServeMux
+	opts Options
+	cl   Cluster
+	sess *sessions
+	met  *Metrics
+	mux  *http.ServeMux
+	// inflight counts the requests admitted whose answer is not yet
+	// written (the admission limit); active the handlers of admitted
+	// requests still running (the drain waits for both).
 	inflight atomic.Int64
+	active   atomic.Int64
 	draining atomic.Bool
 	created  int64
 	// launch salts this process's request ids and text seeds (random at
@@ -224,7 +228,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	srv.SetKeepAlivesEnabled(false)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for s.InFlight() > 0 {
+	for s.InFlight() > 0 || s.active.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			_ = srv.Close()
@@ -364,11 +368,23 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 			return
 		}
 		s.met.inflight.Inc()
+		s.active.Add(1)
+		// The slot is free once the answer is written (the relay calls
+		// release then), not when the handler returns: a client that got
+		// its data: [DONE] and sends its next request at once must not
+		// find its own finished request still holding the slot.
+		var released atomic.Bool
+		release := func() {
+			if released.CompareAndSwap(false, true) {
+				s.inflight.Add(-1)
+				s.met.inflight.Dec()
+			}
+		}
 		defer func() {
-			s.inflight.Add(-1)
-			s.met.inflight.Dec()
+			release()
+			s.active.Add(-1)
 		}()
-		h(w, r, body)
+		h(w, r.WithContext(context.WithValue(r.Context(), releaseKey{}, release)), body)
 	}
 }
 

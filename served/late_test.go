@@ -56,7 +56,7 @@ func TestJudgeServed(t *testing.T) {
 				EmulatedLateness: &metrics.Lateness{P99: 30}, Lateness: &metrics.Lateness{P99: 30}}), "the timer verdict is not a served run's")
 			require.NotNil(t, sum.Served.Client)
 			assert.Equal(t, 100, sum.Served.Client.Samples)
-			assert.Equal(t, float64((tc.client-10*time.Millisecond).Milliseconds()), sum.Served.Client.P50)
+			assert.Equal(t, float64((tc.client - 10*time.Millisecond).Milliseconds()), sum.Served.Client.P50)
 			assert.Equal(t, float64(tc.client.Milliseconds()), sum.Served.Client.P90, "nearest rank: the 91st of 100")
 			assert.Equal(t, float64(tc.client.Milliseconds()), sum.Served.Client.Max)
 			late := false
