@@ -111,10 +111,15 @@ func TestClientJoinConcurrent(t *testing.T) {
 // client saw; client_late_ms is client_ttft_ms − ttft_ms (a stream at
 // time scale 1) or client_e2e_ms − e2e_ms (not streamed), and
 // summary.json served.client_late_ms summarises exactly that column.
+// PDEMU_CLIENT_BURST=N sets the number of clients (default 200, 120 with
+// -short).
 func TestServeClientLatenessColumns(t *testing.T) {
 	n := 200
 	if testing.Short() {
 		n = 120
+	}
+	if v, err := strconv.Atoi(os.Getenv("PDEMU_CLIENT_BURST")); err == nil && v > 0 {
+		n = v // e.g. 1000: issue 21 row 6's burst
 	}
 	dir := t.TempDir()
 	st, err := output.NewStream(dir, output.StreamOptions{Client: true})
