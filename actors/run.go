@@ -199,7 +199,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	}
 	var deadLetters atomic.Int64
 	sub := watchDeadLetters(ps.sys, clk, log, &deadLetters)
-	pids, shells := spawnShells(ps.sys, cl, clk, rs, isVirtual(clk))
+	pids, shells, slots := occupy(ps, ps.sys, cl, clk, rs, isVirtual(clk))
 
 	start := time.Now()
 	runErr := drive(ctx, clk, pids, cl.Driver, rs, opts, deadline)
@@ -221,8 +221,12 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		_, err := ps.sys.Root.RequestFuture(pids[i], &queryMsg{}, 10*time.Second).Result()
 		stopped = stopped && err == nil
 	}
-	for _, pid := range pids {
-		stopped = stopped && ps.sys.Root.StopFuture(pid).Wait() == nil
+	stop := slots
+	if isVirtual(clk) && rs.panics.Load() == 0 && !cl.HasFaults() {
+		stop = ps.park(slots) // the next run on ps occupies them (slots.go)
+	}
+	for _, a := range stop {
+		stopped = stopped && ps.sys.Root.StopFuture(a.pid).Wait() == nil
 	}
 	ps.sys.EventStream.Unsubscribe(sub)
 	if stopped && rs.panics.Load() == 0 {

@@ -53,10 +53,14 @@ func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration, 
 		if interval <= 0 {
 			interval = time.Second
 		}
+		cur := make([]*seriesCursor, len(series)) // the times only grow: no search
+		for i, s := range series {
+			cur[i] = s.cursor()
+		}
 		for k, n := int64(0), samples(interval, end); k < n; k++ {
 			t := sampleAt(k, interval)
 			for i, s := range series {
-				p := s.At(t)
+				p := cur[i].at(t)
 				if err := cw.Write([]string{fms(t), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running), capOf[i]}); err != nil {
 					return err
 				}
