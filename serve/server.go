@@ -182,6 +182,7 @@ func New(opts Options, cl Cluster) (*Server, error) {
 	s.mux.HandleFunc("/health/ready", s.get(s.health))
 	s.mux.Handle("/metrics", s.get(s.met.Handler().ServeHTTP))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.requestID(w, r)
 		s.fail(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: strp("not_found")})
 	})
@@ -305,8 +306,21 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow 
 		Message: fmt.Sprintf("%s %s: method not allowed (use %s)", r.Method, r.URL.Path, allow), Code: strp("method_not_allowed")})
 }
 
+// requestID puts r's X-Request-Id on the response, or a generated one
+// (then also on r, for the handler): every response has one, errors
+// included (the OpenAI SDKs report it as an error's request id).
+func (s *Server) requestID(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		id = s.newID()
+		r.Header.Set("X-Request-Id", id)
+	}
+	w.Header().Set("X-Request-Id", id)
+}
+
 func (s *Server) get(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		s.requestID(w, r)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.methodNotAllowed(w, r, "GET")
 			return
@@ -319,6 +333,7 @@ func (s *Server) get(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r = withArrival(r) // a client's TTFT counts from here
+		s.requestID(w, r)
 		if r.Method != http.MethodPost {
 			s.methodNotAllowed(w, r, "POST")
 			return
