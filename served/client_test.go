@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
@@ -154,6 +155,9 @@ func TestServeClientLatenessColumns(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Every client's lateness is on /metrics too, once each.
+	fams := promtest.Scrape(t, base+"/metrics")
+	assert.EqualValues(t, n, promtest.Sum(fams, "pdemu_served_late_seconds", map[string]string{"event": "client"}))
 	out, err := stop()
 	require.NoError(t, err)
 	require.NoError(t, st.Write(out.Result))
