@@ -24,15 +24,13 @@ import (
 type Azure struct {
 	emitter
 	fileCloser
-	name  string
-	cr    *csv.Reader
-	ll    *lineLimit // under cr: bounds a record's size
-	opts  LoadOptions
-	bt    int
-	cols  [3]int // TIMESTAMP, ContextTokens, GeneratedTokens
-	q     reorder[azRecord]
-	eof   bool
-	err   error
+	name string
+	cr   *csv.Reader
+	ll   *lineLimit // under cr: bounds a record's size
+	opts LoadOptions
+	bt   int
+	cols [3]int // TIMESTAMP, ContextTokens, GeneratedTokens
+	stream[azRecord]
 	base  time.Duration
 	based bool
 	salt  uint64
@@ -63,8 +61,8 @@ func NewAzure(r io.Reader, name string, opts LoadOptions) (*Azure, error) {
 	a := &Azure{
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, cr: cr, ll: ll, opts: opts, bt: bt,
-		q:    newReorder[azRecord](opts.ReorderWindow),
-		salt: splitmix.Mix64(opts.Seed ^ 0xa2a2e0c5d1f3b7e1),
+		stream: newStream[azRecord](opts),
+		salt:   splitmix.Mix64(opts.Seed ^ 0xa2a2e0c5d1f3b7e1),
 	}
 	head, err := cr.Read()
 	if err != nil {
@@ -95,24 +93,7 @@ func NewAzure(r io.Reader, name string, opts LoadOptions) (*Azure, error) {
 
 // Next implements Source.
 func (a *Azure) Next() (*Request, error) {
-	if a.err != nil {
-		return nil, a.err
-	}
-	if a.capped() {
-		return nil, io.EOF
-	}
-	for {
-		if rec, ok := a.q.pop(a.eof); ok {
-			return a.stamp(a.build(rec)), nil
-		}
-		if a.eof {
-			return nil, io.EOF
-		}
-		if err := a.read(); err != nil {
-			a.err = err
-			return nil, err
-		}
-	}
+	return a.next(&a.emitter, a.read, func(rec azRecord) (*Request, error) { return a.build(rec), nil })
 }
 
 func (a *Azure) read() error {

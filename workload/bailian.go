@@ -28,13 +28,11 @@ import (
 type Bailian struct {
 	emitter
 	fileCloser
-	name    string
-	lr      *lineReader
-	opts    LoadOptions
-	bt      int
-	q       reorder[*blRecord]
-	eof     bool
-	err     error
+	name string
+	lr   *lineReader
+	opts LoadOptions
+	bt   int
+	stream[*blRecord]
 	base    time.Duration
 	based   bool
 	chats   map[string]*blChat
@@ -92,8 +90,8 @@ func NewBailian(r io.Reader, name string, opts LoadOptions) (*Bailian, error) {
 	return &Bailian{
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
-		q:     newReorder[*blRecord](opts.ReorderWindow),
-		chats: map[string]*blChat{},
+		stream: newStream[*blRecord](opts),
+		chats:  map[string]*blChat{},
 	}, nil
 }
 
@@ -103,24 +101,7 @@ func (b *Bailian) Orphans() int { return b.orphans }
 
 // Next implements Source.
 func (b *Bailian) Next() (*Request, error) {
-	if b.err != nil {
-		return nil, b.err
-	}
-	if b.capped() {
-		return nil, io.EOF
-	}
-	for {
-		if rec, ok := b.q.pop(b.eof); ok {
-			return b.stamp(b.build(rec)), nil
-		}
-		if b.eof {
-			return nil, io.EOF
-		}
-		if err := b.read(); err != nil {
-			b.err = err
-			return nil, err
-		}
-	}
+	return b.next(&b.emitter, b.read, func(rec *blRecord) (*Request, error) { return b.build(rec), nil })
 }
 
 func (b *Bailian) read() error {

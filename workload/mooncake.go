@@ -45,13 +45,11 @@ const nominalTokenTime = 20 * time.Millisecond
 type Mooncake struct {
 	emitter
 	fileCloser
-	name  string
-	lr    *lineReader
-	opts  LoadOptions
-	bt    int
-	q     reorder[*mcRecord]
-	eof   bool
-	err   error
+	name string
+	lr   *lineReader
+	opts LoadOptions
+	bt   int
+	stream[*mcRecord]
 	base  time.Duration
 	based bool
 	// sessions named by session_id
@@ -162,7 +160,7 @@ func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) 
 	return &Mooncake{
 		emitter: emitter{max: opts.MaxRequests},
 		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
-		q:        newReorder[*mcRecord](opts.ReorderWindow),
+		stream:   newStream[*mcRecord](opts),
 		sessions: map[string]*mcSession{},
 		inferred: map[uint64]*mcSession{},
 		chains:   map[string]*mcChain{},
@@ -171,34 +169,20 @@ func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) 
 
 // Next implements Source.
 func (m *Mooncake) Next() (*Request, error) {
-	if m.err != nil {
-		return nil, m.err
+	return m.next(&m.emitter, m.read, m.release)
+}
+
+// release builds a request from a record the reorder window released and
+// recycles the record; a record that fails to build is skipped (nil, nil)
+// under SkipBad.
+func (m *Mooncake) release(rec *mcRecord) (*Request, error) {
+	r, err := m.build(rec)
+	m.freeRecs = append(m.freeRecs, rec)
+	if err != nil && m.opts.SkipBad {
+		m.skipped++
+		return nil, nil
 	}
-	if m.capped() {
-		return nil, io.EOF
-	}
-	for {
-		if rec, ok := m.q.pop(m.eof); ok {
-			r, err := m.build(rec)
-			m.freeRecs = append(m.freeRecs, rec)
-			if err != nil {
-				if m.opts.SkipBad {
-					m.skipped++
-					continue
-				}
-				m.err = err
-				return nil, err
-			}
-			return m.stamp(r), nil
-		}
-		if m.eof {
-			return nil, io.EOF
-		}
-		if err := m.read(); err != nil {
-			m.err = err
-			return nil, err
-		}
-	}
+	return r, err
 }
 
 // read parses one line into the reorder buffer.
