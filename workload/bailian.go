@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,13 +25,9 @@ import (
 // Arrivals are rebased so that the first request arrives at 0. Memory holds
 // the chats seen within SessionIdle (default one hour of trace time).
 type Bailian struct {
-	emitter
-	fileCloser
-	name string
-	lr   *lineReader
-	opts LoadOptions
-	bt   int
 	stream[*blRecord]
+	fileCloser
+	lr      *lineReader
 	base    time.Duration
 	based   bool
 	chats   map[string]*blChat
@@ -83,16 +78,11 @@ func OpenBailian(path string, opts LoadOptions) (*Bailian, error) {
 
 // NewBailian reads a Qwen Bailian JSONL trace from r (name is used in errors).
 func NewBailian(r io.Reader, name string, opts LoadOptions) (*Bailian, error) {
-	if err := opts.validate(); err != nil {
+	s, err := newStream[*blRecord](name, opts, 16)
+	if err != nil {
 		return nil, err
 	}
-	bt := cmp.Or(opts.BlockTokens, 16)
-	return &Bailian{
-		emitter: emitter{max: opts.MaxRequests},
-		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
-		stream: newStream[*blRecord](opts),
-		chats:  map[string]*blChat{},
-	}, nil
+	return &Bailian{stream: s, lr: newLineReader(r), chats: map[string]*blChat{}}, nil
 }
 
 // Orphans is the number of chats whose parent_chat_id named a chat that was
@@ -101,7 +91,7 @@ func (b *Bailian) Orphans() int { return b.orphans }
 
 // Next implements Source.
 func (b *Bailian) Next() (*Request, error) {
-	return b.next(&b.emitter, b.read, func(rec *blRecord) (*Request, error) { return b.build(rec), nil })
+	return b.next(b.read, func(rec *blRecord) (*Request, error) { return b.build(rec), nil })
 }
 
 func (b *Bailian) read() error {

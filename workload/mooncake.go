@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -43,13 +42,9 @@ const nominalTokenTime = 20 * time.Millisecond
 // bounded by the reorder window and the live sessions (SessionIdle; a
 // compact-form session's latest blocks are kept until its last line).
 type Mooncake struct {
-	emitter
-	fileCloser
-	name string
-	lr   *lineReader
-	opts LoadOptions
-	bt   int
 	stream[*mcRecord]
+	fileCloser
+	lr    *lineReader
 	base  time.Duration
 	based bool
 	// sessions named by session_id
@@ -153,14 +148,12 @@ func OpenMooncake(path string, opts LoadOptions) (*Mooncake, error) {
 
 // NewMooncake reads a Mooncake JSONL trace from r (name is used in errors).
 func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) {
-	if err := opts.validate(); err != nil {
+	s, err := newStream[*mcRecord](name, opts, 512)
+	if err != nil {
 		return nil, err
 	}
-	bt := cmp.Or(opts.BlockTokens, 512)
 	return &Mooncake{
-		emitter: emitter{max: opts.MaxRequests},
-		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
-		stream:   newStream[*mcRecord](opts),
+		stream: s, lr: newLineReader(r),
 		sessions: map[string]*mcSession{},
 		inferred: map[uint64]*mcSession{},
 		chains:   map[string]*mcChain{},
@@ -169,7 +162,7 @@ func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) 
 
 // Next implements Source.
 func (m *Mooncake) Next() (*Request, error) {
-	return m.next(&m.emitter, m.read, m.release)
+	return m.next(m.read, m.release)
 }
 
 // release builds a request from a record the reorder window released and

@@ -1,19 +1,36 @@
 package workload
 
-import "io"
+import (
+	"cmp"
+	"io"
+)
 
 // stream is the state the three streaming trace loaders (Azure, Bailian,
-// Mooncake) share in Next: the reorder buffer, whether the input has
-// ended, and the error that ended the stream (sticky: every later Next
-// returns it again).
+// Mooncake) share: the request emitter, the input's name (for errors), the
+// options and block size, the reorder buffer, whether the input has ended,
+// and the error that ended the stream (sticky: every later Next returns it
+// again).
 type stream[T any] struct {
-	q   reorder[T]
-	eof bool
-	err error
+	emitter
+	name string
+	opts LoadOptions
+	bt   int // tokens per block: opts.BlockTokens or the format's default
+	q    reorder[T]
+	eof  bool
+	err  error
 }
 
-func newStream[T any](opts LoadOptions) stream[T] {
-	return stream[T]{q: newReorder[T](opts.ReorderWindow)}
+// newStream checks opts and starts a loader's stream; blockTokens is the
+// format's default block size.
+func newStream[T any](name string, opts LoadOptions, blockTokens int) (stream[T], error) {
+	if err := opts.validate(); err != nil {
+		return stream[T]{}, err
+	}
+	return stream[T]{
+		emitter: emitter{max: opts.MaxRequests},
+		name:    name, opts: opts, bt: cmp.Or(opts.BlockTokens, blockTokens),
+		q: newReorder[T](opts.ReorderWindow),
+	}, nil
 }
 
 // next is a streaming loader's Next: it emits the earliest record the
@@ -22,11 +39,11 @@ func newStream[T any](opts LoadOptions) stream[T] {
 // turns a released record into a request; a nil request with a nil error
 // means the record was skipped (LoadOptions.SkipBad), an error ends the
 // stream.
-func (s *stream[T]) next(e *emitter, read func() error, build func(T) (*Request, error)) (*Request, error) {
+func (s *stream[T]) next(read func() error, build func(T) (*Request, error)) (*Request, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	if e.capped() {
+	if s.capped() {
 		return nil, io.EOF
 	}
 	for {
@@ -39,7 +56,7 @@ func (s *stream[T]) next(e *emitter, read func() error, build func(T) (*Request,
 			if r == nil {
 				continue
 			}
-			return e.stamp(r), nil
+			return s.stamp(r), nil
 		}
 		if s.eof {
 			return nil, io.EOF
