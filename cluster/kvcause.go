@@ -223,20 +223,41 @@ func (c *Cluster) StreamEvictions(sink func(metrics.EvictionRow) error) {
 
 // Evictions returns every decode worker's evictions.csv rows, and the
 // fused workers' prefix-cache evictions, after the run, in time order
-// (ties: node order, then the order they happened).
+// (ties: node order, then the order they happened). The rows move from
+// the nodes into one slice of exactly their number (a run's end holds
+// them once, not twice and a doubling's slack); later calls return the
+// same slice.
 func (c *Cluster) Evictions() []metrics.EvictionRow {
+	if c.evMerged {
+		return c.evicted
+	}
+	n := 0
+	for _, nd := range c.Nodes {
+		switch dn := nd.(type) {
+		case *decodeNode:
+			n += len(dn.evictions)
+		case *bucketNode:
+			n += len(dn.evictions)
+		}
+	}
 	var out []metrics.EvictionRow
-	for i, n := range c.Nodes {
-		switch dn := n.(type) {
+	if n > 0 {
+		out = make([]metrics.EvictionRow, 0, n)
+	}
+	for i, nd := range c.Nodes {
+		switch dn := nd.(type) {
 		case *decodeNode:
 			for _, r := range dn.evictions {
 				r.Worker = c.Names[i]
 				out = append(out, r)
 			}
+			dn.evictions = nil
 		case *bucketNode:
 			out = append(out, dn.evictions...)
+			dn.evictions = nil
 		}
 	}
 	slices.SortStableFunc(out, func(a, b metrics.EvictionRow) int { return cmp.Compare(a.At, b.At) })
+	c.evicted, c.evMerged = out, true
 	return out
 }
