@@ -1,9 +1,8 @@
 package served
 
 import (
-	"bufio"
+	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -17,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/promtest"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
@@ -105,16 +107,21 @@ func TestClientJoinConcurrent(t *testing.T) {
 	}
 }
 
-// Issue 21 row 6: a burst of concurrent clients, streaming and not,
+// Issue 21 row 6: a burst of concurrent openai-go clients, streaming and not,
 // against `pdemu serve`'s own path (a Stream with client columns, as the
 // CLI writes it). Every completed row of per_request.csv has what its
 // client saw; client_late_ms is client_ttft_ms − ttft_ms (a stream at
 // time scale 1) or client_e2e_ms − e2e_ms (not streamed), and
 // summary.json served.client_late_ms summarises exactly that column.
+// PDEMU_CLIENT_BURST=N sets the number of clients (default 200, 120 with
+// -short).
 func TestServeClientLatenessColumns(t *testing.T) {
 	n := 200
 	if testing.Short() {
 		n = 120
+	}
+	if v, err := strconv.Atoi(os.Getenv("PDEMU_CLIENT_BURST")); err == nil && v > 0 {
+		n = v // e.g. 1000: issue 21 row 6's burst
 	}
 	dir := t.TempDir()
 	st, err := output.NewStream(dir, output.StreamOptions{Client: true})
@@ -124,31 +131,38 @@ func TestServeClientLatenessColumns(t *testing.T) {
 	tr := &http.Transport{MaxIdleConns: n, MaxIdleConnsPerHost: n}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
+	// Real clients: the official openai-go SDK, streaming and not.
+	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0), option.WithHTTPClient(hc))
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			stream := i%4 != 0 // a quarter not streamed
-			body := fmt.Sprintf(`{"model":"qwen3-coder-30b-a3b","stream":%v,"max_tokens":16,"messages":[{"role":"user","content":"burst %d %s"}]}`,
-				stream, i, strings.Repeat("words of context ", 30))
-			req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			res, err := hc.Do(req)
-			if !assert.NoError(t, err) {
+			p := openai.ChatCompletionNewParams{Model: "qwen3-coder-30b-a3b", MaxTokens: openai.Int(16),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(fmt.Sprintf("burst %d %s", i, strings.Repeat("words of context ", 30)))}}
+			if i%4 == 0 { // a quarter not streamed
+				r, err := c.Chat.Completions.New(context.Background(), p)
+				if assert.NoError(t, err, "client %d", i) {
+					assert.EqualValues(t, 16, r.Usage.CompletionTokens)
+				}
 				return
 			}
-			defer res.Body.Close()
-			assert.Equal(t, http.StatusOK, res.StatusCode)
-			var r reply
-			if stream {
-				assert.NoError(t, readSSE(bufio.NewScanner(res.Body), &r))
-				assert.True(t, r.done, "client %d: no [DONE]", i)
-			} else {
-				var v map[string]any
-				assert.NoError(t, json.NewDecoder(res.Body).Decode(&v))
+			stream := c.Chat.Completions.NewStreaming(context.Background(), p)
+			tokens := 0
+			for stream.Next() {
+				if ch := stream.Current(); len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
+					tokens++
+				}
 			}
+			assert.NoError(t, stream.Err(), "client %d", i)
+			assert.Equal(t, 16, tokens, "client %d", i)
 		})
 	}
 	wg.Wait()
+	// Every client's lateness is on /metrics too, once each (a stream's
+	// handler reports it just after its data: [DONE]).
+	assert.Eventually(t, func() bool {
+		fams := promtest.Scrape(t, base+"/metrics")
+		return promtest.Sum(fams, "pdemu_served_late_seconds", map[string]string{"event": "client"}) == float64(n)
+	}, 10*time.Second, 20*time.Millisecond)
 	out, err := stop()
 	require.NoError(t, err)
 	require.NoError(t, st.Write(out.Result))
