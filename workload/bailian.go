@@ -71,11 +71,6 @@ type blJSON struct {
 	HashIDs      *idList         `json:"hash_ids"`
 }
 
-// OpenBailian opens a Qwen Bailian JSONL trace file.
-func OpenBailian(path string, opts LoadOptions) (*Bailian, error) {
-	return openStreaming(path, opts, NewBailian)
-}
-
 // NewBailian reads a Qwen Bailian JSONL trace from r (name is used in errors).
 func NewBailian(r io.Reader, name string, opts LoadOptions) (*Bailian, error) {
 	s, err := newStream[*blRecord](name, opts, 16)

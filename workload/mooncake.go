@@ -141,11 +141,6 @@ type mcSession struct {
 	keyed    bool
 }
 
-// OpenMooncake opens a Mooncake JSONL trace file.
-func OpenMooncake(path string, opts LoadOptions) (*Mooncake, error) {
-	return openStreaming(path, opts, NewMooncake)
-}
-
 // NewMooncake reads a Mooncake JSONL trace from r (name is used in errors).
 func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) {
 	s, err := newStream[*mcRecord](name, opts, 512)
