@@ -2,7 +2,6 @@ package workload
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"time"
 )
@@ -90,13 +89,9 @@ func (b *Bailian) Next() (*Request, error) {
 }
 
 func (b *Bailian) read() error {
-	line, err := b.lr.next()
-	if err == io.EOF {
-		b.eof = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("workload: %s: %w", b.name, err)
+	line, ok, err := b.readLine(b.lr)
+	if !ok {
+		return err
 	}
 	rec, err := b.parse(line)
 	if err == nil && b.q.tooLate(rec.at) {

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -175,13 +174,9 @@ func (m *Mooncake) release(rec *mcRecord) (*Request, error) {
 
 // read parses one line into the reorder buffer.
 func (m *Mooncake) read() error {
-	line, err := m.lr.next()
-	if err == io.EOF {
-		m.eof = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("workload: %s: %w", m.name, err)
+	line, ok, err := m.readLine(m.lr)
+	if !ok {
+		return err
 	}
 	m.badSess, m.badKnown = "", false
 	rec, err := m.parse(line)
