@@ -139,8 +139,8 @@ func (c *kvCauses) cause(pol RouterPolicy, job *gpu.Job, ds *policy.Dispatch, st
 }
 
 func (c *kvCauses) lossName(t *kvTrack, d int) string {
-	b := make([]byte, 0, 48)
-	b = append(b, t.lossWhy.String()...)
+	var buf [64]byte // on the stack: the string is the one allocation
+	b := append(buf[:0], t.lossWhy.String()...)
 	b = append(b, '@')
 	b = strconv.AppendFloat(b, t.lossAt.Seconds(), 'f', 3, 64)
 	b = append(b, 's')
