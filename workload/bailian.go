@@ -149,11 +149,7 @@ func (b *Bailian) parse(line []byte) (*blRecord, error) {
 			return nil, err
 		}
 	}
-	if j.HashIDs == nil {
-		return nil, badField("hash_ids", "missing")
-	}
-	rec.blocks = []uint64(*j.HashIDs)
-	if err := checkBlocks("hash_ids", len(rec.blocks), rec.in, b.bt); err != nil {
+	if rec.blocks, err = requiredHashIDs(j.HashIDs, rec.in, b.bt); err != nil {
 		return nil, err
 	}
 	if fast { // the ids are in the scratch array
