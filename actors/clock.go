@@ -11,7 +11,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/pdemu/pdemu/cluster"
-	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/internal/reservoir"
 	"github.com/pdemu/pdemu/metrics"
@@ -35,70 +34,13 @@ type Clock interface {
 
 // ---------------------------------------------------------------- virtual
 
-type vevent struct {
-	effect.Stamp
-	to  *actor.PID
-	msg any
-}
-
-// vheap is a binary min-heap of vevents ordered by (at, from, seq), a total
-// order (from, seq is unique per send), so the delivery order does not depend
-// on the heap's shape. It is typed rather than a container/heap.Interface:
-// heap.Push and heap.Pop box every 48-byte vevent in an interface (two
-// allocations per message). It is also kept rather than the generic
-// internal/minheap (which the in-memory network and the other heaps use):
-// BenchmarkClockHeap, 8 alternating runs, medians, has the generic heap's
-// indirect Less 1.10x slower on 64 events in flight and 1.46x on 4,096.
-type vheap []vevent
-
-func (h vheap) less(i, j int) bool { return h[i].Before(&h[j].Stamp) }
-
-func (h *vheap) push(ev vevent) {
-	*h = append(*h, ev)
-	q := *h
-	for j := len(q) - 1; j > 0; {
-		i := (j - 1) / 2 // parent
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		j = i
-	}
-}
-
-// pop removes and returns the least event (h must not be empty).
-func (h *vheap) pop() vevent {
-	q := *h
-	n := len(q) - 1
-	ev := q[0]
-	q[0] = q[n]
-	q[n] = vevent{}
-	q = q[:n]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if r := j + 1; r < n && q.less(r, j) {
-			j = r
-		}
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		i = j
-	}
-	*h = q
-	return ev
-}
-
 // VirtualClock is the deterministic discrete-event clock (see the package
 // documentation).
 type VirtualClock struct {
 	sys *actor.ActorSystem
 
 	mu sync.Mutex
-	q  vheap
+	q  vqueue // vqueue.go
 
 	now      atomic.Int64
 	inflight atomic.Int64
@@ -107,7 +49,7 @@ type VirtualClock struct {
 
 	steps    int64
 	messages int64
-	batch    []vevent
+	batch    []vslot
 }
 
 // NewVirtualClock returns a clock delivering through sys.
@@ -123,9 +65,8 @@ func (c *VirtualClock) Send(from int32, seq uint64, to *actor.PID, msg any, d ti
 	if d < 0 {
 		d = 0
 	}
-	ev := vevent{Stamp: effect.Stamp{At: c.Now() + d, From: from, Seq: seq}, to: to, msg: msg}
 	c.mu.Lock()
-	c.q.push(ev)
+	c.q.push(c.Now()+d, from, seq, to, msg, d == 0)
 	c.mu.Unlock()
 }
 
@@ -153,19 +94,16 @@ func (c *VirtualClock) Run(ctx context.Context, horizon time.Duration) error {
 			return fmt.Errorf("virtual clock stopped at %v: %w", c.Now(), err)
 		}
 		c.mu.Lock()
-		if len(c.q) == 0 {
+		at, ok := c.q.next()
+		if !ok {
 			c.mu.Unlock()
 			return nil
 		}
-		at := c.q[0].At
 		if horizon > 0 && at > horizon {
 			c.mu.Unlock()
-			return fmt.Errorf("virtual clock: emulated time would pass the horizon %v with %d messages pending", horizon, len(c.q))
+			return fmt.Errorf("virtual clock: emulated time would pass the horizon %v with %d messages pending", horizon, c.q.len())
 		}
-		c.batch = c.batch[:0]
-		for len(c.q) > 0 && c.q[0].At == at {
-			c.batch = append(c.batch, c.q.pop())
-		}
+		c.batch = c.q.take(at, c.batch[:0])
 		c.mu.Unlock()
 		c.now.Store(int64(at))
 		c.steps++
@@ -178,7 +116,7 @@ func (c *VirtualClock) Run(ctx context.Context, horizon time.Duration) error {
 		c.inflight.Store(int64(len(c.batch)) + 1)
 		for i := range c.batch {
 			c.sys.Root.Send(c.batch[i].to, c.batch[i].msg)
-			c.batch[i] = vevent{} // let the GC have the message
+			c.batch[i] = vslot{} // let the GC have the message
 		}
 		if c.inflight.Add(-1) != 0 {
 			<-c.idle
@@ -428,6 +366,6 @@ func (c *WallClock) Judge(clk *metrics.Clock, ttftP50 float64) {
 	}
 }
 
-// lessVevent is vheap's order as a minheap.Heap's Less (benchmarked
+// lessVkey is vheap's order as a minheap.Heap's Less (benchmarked
 // against vheap in BenchmarkClockHeap).
-func lessVevent(a, b *vevent) bool { return a.Before(&b.Stamp) }
+func lessVkey(a, b *vkey) bool { return a.before(b) }

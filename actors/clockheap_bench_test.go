@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/internal/minheap"
 )
 
@@ -14,23 +13,23 @@ import (
 // (a steady heap of n events, push one and pop the least); the clock
 // keeps whichever the benchmark says is faster.
 
-func fillEvents(n int, push func(vevent)) uint64 {
+func fillEvents(n int, push func(vkey)) uint64 {
 	var seq uint64
 	for i := range n {
 		seq++
-		push(vevent{Stamp: effect.Stamp{At: time.Duration(i * 7919 % n), From: int32(i % 13), Seq: seq}})
+		push(vkey{at: time.Duration(i * 7919 % n), from: int32(i % 13), seq: seq})
 	}
 	return seq
 }
 
-func benchClockHeap(b *testing.B, n int, push func(vevent), pop func() vevent) {
+func benchClockHeap(b *testing.B, n int, push func(vkey), pop func() vkey) {
 	seq := fillEvents(n, push)
 	b.ReportAllocs()
 	for b.Loop() {
 		ev := pop()
 		seq++
-		ev.At += time.Duration(seq % 977)
-		ev.Seq = seq
+		ev.at += time.Duration(seq % 977)
+		ev.seq = seq
 		push(ev)
 	}
 }
@@ -42,7 +41,7 @@ func BenchmarkClockHeap(b *testing.B) {
 			benchClockHeap(b, n, h.push, h.pop)
 		})
 		b.Run("minheap/"+itoa(n), func(b *testing.B) {
-			h := minheap.New(lessVevent)
+			h := minheap.New(lessVkey)
 			benchClockHeap(b, n, h.Push, h.Pop)
 		})
 	}

@@ -191,6 +191,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	ps := borrowSystem(log, opts.FreshSystem)
 	rs := &runState{done: make(chan struct{}), progress: opts.Progress}
 	clk := newClock(ps.sys, spec.Workload, rs)
+	if v, ok := clk.(*VirtualClock); ok {
+		v.adopt(&ps.queue) // the buffers of the system's previous virtual run
+	}
 	if opts.Wrap != nil {
 		if err := opts.Wrap(cl, clk.Now); err != nil {
 			ps.release()
@@ -199,7 +202,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	}
 	var deadLetters atomic.Int64
 	sub := watchDeadLetters(ps.sys, clk, log, &deadLetters)
-	pids, shells := spawnShells(ps.sys, cl, clk, rs, isVirtual(clk))
+	pids, shells, slots := occupy(ps, ps.sys, cl, clk, rs, isVirtual(clk))
 
 	start := time.Now()
 	runErr := drive(ctx, clk, pids, cl.Driver, rs, opts, deadline)
@@ -221,10 +224,17 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		_, err := ps.sys.Root.RequestFuture(pids[i], &queryMsg{}, 10*time.Second).Result()
 		stopped = stopped && err == nil
 	}
-	for _, pid := range pids {
-		stopped = stopped && ps.sys.Root.StopFuture(pid).Wait() == nil
+	stop := slots
+	if isVirtual(clk) && rs.panics.Load() == 0 && !cl.HasFaults() {
+		stop = ps.park(slots) // the next run on ps occupies them (slots.go)
+	}
+	for _, a := range stop {
+		stopped = stopped && ps.sys.Root.StopFuture(a.pid).Wait() == nil
 	}
 	ps.sys.EventStream.Unsubscribe(sub)
+	if v, ok := clk.(*VirtualClock); ok {
+		v.handBack(&ps.queue) // before the system goes back to the pool
+	}
 	if stopped && rs.panics.Load() == 0 {
 		ps.release() // every actor of this run is gone: the system is idle
 	} else {

@@ -4,7 +4,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/pdemu/pdemu/cluster"
-	"github.com/pdemu/pdemu/effect"
 )
 
 // sendOut queues a node's envelopes under one lock of the heap, with the
@@ -19,7 +18,8 @@ func (c *VirtualClock) sendOut(from int32, seq *uint64, pids []*actor.PID, out [
 	c.mu.Lock()
 	for _, e := range out {
 		*seq++
-		c.q.push(vevent{Stamp: effect.Stamp{At: now + max(e.Delay, 0), From: from, Seq: *seq}, to: pids[e.To], msg: e.Msg})
+		d := max(e.Delay, 0)
+		c.q.push(now+d, from, *seq, pids[e.To], e.Msg, d == 0)
 	}
 	c.mu.Unlock()
 }

@@ -101,25 +101,52 @@ func spawn(sys *actor.ActorSystem, cl *cluster.Cluster, clk Clock, rs *runState,
 // counts). The shells are supervised by the guardian of supervision: an
 // injected crash restarts the actor, anything else stops it.
 func spawnShells(sys *actor.ActorSystem, cl *cluster.Cluster, clk Clock, rs *runState, virtual bool) ([]*actor.PID, []*shell) {
-	root := actor.NewRootContext(sys, nil).WithGuardian(supervision)
-	// The mailbox makes no allocation per message (mailbox.go).
-	opts := []actor.PropsOption{actor.WithMailbox(newMailbox)}
-	if virtual {
-		// In virtual time all messages of a step are delivered by the clock's
-		// goroutine; running each mailbox on that goroutine (instead of a
-		// fresh goroutine per mailbox activation) keeps delivery order and
-		// saves the scheduling and stack growth, which dominated profiles.
-		opts = []actor.PropsOption{actor.WithMailbox(newInlineMailbox),
-			actor.WithDispatcher(actor.NewSynchronizedDispatcher(1024))}
+	pids, shells, _ := occupy(nil, sys, cl, clk, rs, virtual)
+	return pids, shells
+}
+
+// occupy gives every node of cl a shell in an actor: one of ps's parked
+// actors of the clock's kind while there are (ps nil: none), a new one
+// for the rest (slots.go).
+func occupy(ps *pooledSystem, sys *actor.ActorSystem, cl *cluster.Cluster, clk Clock, rs *runState, virtual bool) ([]*actor.PID, []*shell, []*slot) {
+	var parked []*slot
+	if ps != nil {
+		parked = ps.unpark(virtual, len(cl.Nodes))
 	}
 	pids := make([]*actor.PID, len(cl.Nodes))
 	shells := make([]*shell, len(cl.Nodes))
+	slots := make([]*slot, len(cl.Nodes))
+	var root *actor.RootContext
+	var opts []actor.PropsOption
 	for i, n := range cl.Nodes {
 		sh := &shell{host: cluster.NewHost(n, cluster.Addr(i)), id: int32(i + 1), name: cl.Names[i], pids: pids, clk: clk, run: rs}
 		shells[i] = sh
-		// A restart incarnates the same shell: its node already dropped
-		// its state, and its send counter keeps the delivery order.
-		pids[i] = root.Spawn(actor.PropsFromProducer(func() actor.Actor { return sh }, opts...))
+		if i < len(parked) {
+			a := parked[i]
+			a.sh.Store(sh)
+			slots[i], pids[i] = a, a.pid
+			continue
+		}
+		if root == nil {
+			root = actor.NewRootContext(sys, nil).WithGuardian(supervision)
+			// The mailbox makes no allocation per message (mailbox.go).
+			opts = []actor.PropsOption{actor.WithMailbox(newMailbox)}
+			if virtual {
+				// In virtual time all messages of a step are delivered by the clock's
+				// goroutine; running each mailbox on that goroutine (instead of a
+				// fresh goroutine per mailbox activation) keeps delivery order and
+				// saves the scheduling and stack growth, which dominated profiles.
+				opts = []actor.PropsOption{actor.WithMailbox(newInlineMailbox),
+					actor.WithDispatcher(actor.NewSynchronizedDispatcher(1024))}
+			}
+		}
+		a := &slot{virtual: virtual}
+		a.sh.Store(sh)
+		// A restart incarnates the same slot, with the same shell: its
+		// node already dropped its state, and its send counter keeps the
+		// delivery order.
+		a.pid = root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }, opts...))
+		slots[i], pids[i] = a, a.pid
 	}
-	return pids, shells
+	return pids, shells, slots
 }

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -241,68 +240,4 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		}
 	}
 	return n.ready(next, has)
-}
-
-// routeLog renders one routing_log.jsonl line.
-func routeLog(job *gpu.Job, g bucket.GlobalDecision, l *bucket.LocalDecision) []byte {
-	type bucketCand struct {
-		Bucket          string  `json:"bucket"`
-		Score           float64 `json:"score"`
-		Eligible        bool    `json:"eligible"`
-		QueueSum        int     `json:"queue_sum"`
-		QueueMax        int     `json:"queue_max"`
-		KVUsed          int64   `json:"kv_used"`
-		KVTotal         int64   `json:"kv_total"`
-		Active          int     `json:"active"`
-		PredictedPrefix int     `json:"predicted_prefix"`
-		DrainMS         float64 `json:"drain_ms"`
-	}
-	type instCand struct {
-		Instance        int     `json:"instance"`
-		Score           float64 `json:"score"`
-		PredictedPrefix int     `json:"predicted_prefix"`
-		Probed          bool    `json:"probed,omitempty"`
-		Queue           int     `json:"queue"`
-		Running         int     `json:"running"`
-		KVUsed          int64   `json:"kv_used"`
-	}
-	rec := struct {
-		ID             int64        `json:"id"`
-		InputTokens    int          `json:"input_tokens"`
-		GlobalMode     string       `json:"global_mode"`
-		LocalMode      string       `json:"local_mode"`
-		ChosenBucket   string       `json:"chosen_bucket"`
-		StrictBucket   string       `json:"strict_bucket"`
-		ChosenInstance int          `json:"chosen_instance"`
-		GlobalReason   string       `json:"global_reason"`
-		LocalReason    string       `json:"local_reason"`
-		ProbeMS        float64      `json:"probe_ms,omitempty"`
-		Buckets        []bucketCand `json:"bucket_candidates"`
-		Instances      []instCand   `json:"instance_candidates"`
-	}{ID: job.Req.ID, InputTokens: job.Req.InputLen, GlobalMode: g.Mode, GlobalReason: g.Reason, ChosenInstance: -1,
-		Buckets: []bucketCand{}, Instances: []instCand{}}
-	for _, c := range g.Candidates {
-		v := c.View
-		rec.Buckets = append(rec.Buckets, bucketCand{v.Name, c.Score, c.Eligible, v.QueueSum, v.QueueMax, v.KVUsed, v.KVTotal,
-			v.Active, v.PredictedPrefix, float64(v.DrainTime) / 1e6})
-		if v.ID == g.Bucket {
-			rec.ChosenBucket = v.Name
-		}
-		if v.ID == g.StrictBucket {
-			rec.StrictBucket = v.Name
-		}
-	}
-	if l != nil {
-		rec.LocalMode, rec.LocalReason, rec.ChosenInstance = l.Mode, l.Reason, l.Instance
-		rec.ProbeMS = float64(l.ProbeLatency) / 1e6
-		for _, c := range l.Candidates {
-			rec.Instances = append(rec.Instances, instCand{c.View.Index, c.Score, c.PredictedPrefix, c.Probed,
-				c.View.Queue, c.View.Running, c.View.KVUsed})
-		}
-	}
-	b, err := json.Marshal(rec)
-	if err != nil { // cannot happen for these types; keep the line parseable
-		return []byte(fmt.Sprintf(`{"id":%d,"error":%q}`, job.Req.ID, err.Error()))
-	}
-	return b
 }

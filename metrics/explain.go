@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -46,12 +47,14 @@ type Tail struct {
 }
 
 // TailMS computes Tail of ds (unsorted) in milliseconds.
-func TailMS(ds []time.Duration) Tail {
-	if len(ds) == 0 {
+func TailMS(ds []time.Duration) Tail { return tailInPlace(slices.Clone(ds)) }
+
+// tailInPlace is TailMS of s, which it sorts (no copy).
+func tailInPlace(s []time.Duration) Tail {
+	if len(s) == 0 {
 		return Tail{}
 	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	var sum float64
 	for _, d := range s {
 		sum += float64(d)

@@ -13,6 +13,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -252,113 +253,6 @@ type Sample struct {
 	Running int
 }
 
-// Series is a worker's step-function time series: it stores only change
-// points and is resampled at a fixed interval on output.
-//
-// With a grid (SetGrid), it keeps only the change points that are in
-// force at some multiple of the grid interval (the sample times of
-// instances.csv, and of any widened interval, a multiple of it): a point
-// superseded before the next sample time is overwritten. Memory is then
-// bounded by the run's sample times, not by its events, and At at every
-// sample time and Max are what they would be without the grid.
-type Series struct {
-	Worker string
-	Kind   string
-	Bucket string // bucketed deployments: the worker's bucket
-	pts    []Sample
-	grid   time.Duration // 0: keep every change point
-	maxOut int           // the largest KV of the points a grid dropped
-	maxPts int           // > 0: coarsen the grid past this many points (SetMaxPoints)
-}
-
-// NewSeries returns an empty series.
-func NewSeries(worker, kind string) *Series { return &Series{Worker: worker, Kind: kind} }
-
-// SetGrid makes the series keep only the points in force at multiples of
-// iv (iv > 0; see Series). Call it before the first Observe.
-func (s *Series) SetGrid(iv time.Duration) { s.grid = iv }
-
-// Observe records the state at t if it changed.
-func (s *Series) Observe(t time.Duration, kv, queue, running int) {
-	if n := len(s.pts); n > 0 {
-		last := &s.pts[n-1]
-		if last.KV == kv && last.Queue == queue && last.Running == running {
-			return
-		}
-		if last.T == t {
-			last.KV, last.Queue, last.Running = kv, queue, running
-			return
-		}
-		if s.grid > 0 && !sampleIn(last.T, t, s.grid) {
-			// No sample time in [last.T, t): last is never read.
-			s.maxOut = max(s.maxOut, last.KV)
-			*last = Sample{T: t, KV: kv, Queue: queue, Running: running}
-			return
-		}
-	}
-	s.pts = append(s.pts, Sample{T: t, KV: kv, Queue: queue, Running: running})
-	for s.maxPts > 0 && len(s.pts) > s.maxPts && s.grid > 0 && s.grid < math.MaxInt64/2 {
-		s.coarsen()
-	}
-}
-
-// SetMaxPoints bounds the points a gridded series keeps (a server's,
-// which runs for ever): past n, its grid doubles and the points no longer
-// in force at a multiple of it are dropped (Max still counts them), so
-// its memory is bounded by n and the interval instances.csv may use is a
-// multiple of Grid. n is at least 2 (the first and the last point).
-// Call it after SetGrid, before the first Observe.
-func (s *Series) SetMaxPoints(n int) { s.maxPts = max(n, 2) }
-
-// Grid is the series' grid interval (0: none): SetGrid's, doubled by
-// each coarsening (SetMaxPoints).
-func (s *Series) Grid() time.Duration { return s.grid }
-
-// coarsen doubles the grid and keeps the points in force at some
-// multiple of it (the last one always).
-func (s *Series) coarsen() {
-	s.grid *= 2
-	kept := s.pts[:0]
-	for i, p := range s.pts {
-		if i == len(s.pts)-1 || sampleIn(p.T, s.pts[i+1].T, s.grid) {
-			kept = append(kept, p)
-		} else {
-			s.maxOut = max(s.maxOut, p.KV)
-		}
-	}
-	clear(s.pts[len(kept):])
-	s.pts = kept
-}
-
-// sampleIn reports whether a multiple of iv lies in [a, b) (0 ≤ a < b).
-func sampleIn(a, b, iv time.Duration) bool {
-	first := a + (iv-a%iv)%iv // the first multiple of iv at or after a
-	return first < b
-}
-
-// At returns the state in force at time t.
-func (s *Series) At(t time.Duration) Sample {
-	i := sort.Search(len(s.pts), func(i int) bool { return s.pts[i].T > t })
-	if i == 0 {
-		return Sample{T: t}
-	}
-	p := s.pts[i-1]
-	p.T = t
-	return p
-}
-
-// Max returns the maximum KV observed.
-func (s *Series) Max() int {
-	m := s.maxOut
-	for _, p := range s.pts {
-		m = max(m, p.KV)
-	}
-	return m
-}
-
-// Points is the number of change points kept.
-func (s *Series) Points() int { return len(s.pts) }
-
 // Quantiles summarises a distribution in milliseconds.
 type Quantiles struct {
 	P50  float64 `json:"p50"`
@@ -369,12 +263,15 @@ type Quantiles struct {
 }
 
 // QuantilesMS computes nearest-rank quantiles of ds in milliseconds.
-func QuantilesMS(ds []time.Duration) Quantiles {
-	if len(ds) == 0 {
+func QuantilesMS(ds []time.Duration) Quantiles { return quantilesInPlace(slices.Clone(ds)) }
+
+// quantilesInPlace is QuantilesMS of s, which it sorts (no copy: for a
+// caller's own scratch slice).
+func quantilesInPlace(s []time.Duration) Quantiles {
+	if len(s) == 0 {
 		return Quantiles{}
 	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	var sum float64
 	for _, d := range s {
 		sum += float64(d)

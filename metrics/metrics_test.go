@@ -35,7 +35,7 @@ func TestSeriesStepFunction(t *testing.T) {
 	s.Observe(time.Second, 10, 0, 1) // unchanged: not stored
 	s.Observe(2*time.Second, 20, 1, 2)
 	s.Observe(2*time.Second, 30, 1, 2) // same instant: last value wins
-	assert.Len(t, s.pts, 2)
+	assert.Equal(t, 2, s.Points())
 	assert.Equal(t, 10, s.At(1500*time.Millisecond).KV)
 	assert.Equal(t, 30, s.At(2*time.Second).KV)
 	assert.Equal(t, 30, s.At(time.Hour).KV)

@@ -53,10 +53,14 @@ func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration, 
 		if interval <= 0 {
 			interval = time.Second
 		}
+		cur := make([]*seriesCursor, len(series)) // the times only grow: no search
+		for i, s := range series {
+			cur[i] = s.cursor()
+		}
 		for k, n := int64(0), samples(interval, end); k < n; k++ {
 			t := sampleAt(k, interval)
 			for i, s := range series {
-				p := s.At(t)
+				p := cur[i].at(t)
 				if err := cw.Write([]string{fms(t), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running), capOf[i]}); err != nil {
 					return err
 				}
@@ -347,10 +351,13 @@ func WriteSessions(w io.Writer, rows []SessionRow) error {
 // served run got each request's first token and its end compared with
 // the emulated times they happened (scaled to wall time): what a client
 // sees of the emulator falling behind. Bound and Late are the verdict:
-// Late when the first tokens' p99 passed Bound.
+// Late when the first tokens' p99 passed Bound. Client summarises
+// per_request.csv's client_late_ms (ClientTimes.Late; nil when no client
+// got an answer).
 type ServedLateness struct {
-	FirstToken Lateness `json:"first_token_late_ms"`
-	End        Lateness `json:"end_late_ms"`
-	BoundMS    float64  `json:"bound_ms"`
-	Late       bool     `json:"late"`
+	FirstToken Lateness        `json:"first_token_late_ms"`
+	End        Lateness        `json:"end_late_ms"`
+	Client     *ClientLateness `json:"client_late_ms,omitempty"`
+	BoundMS    float64         `json:"bound_ms"`
+	Late       bool            `json:"late"`
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -75,7 +76,7 @@ func (t *Tally) SLO(slo SLO, s Summary) *SLOSummary {
 	out := &SLOSummary{TTFTMs: ms(slo.TTFT), TPOTMs: ms(slo.TPOT), E2EMs: ms(slo.E2E), Target: slo.Attainment,
 		Missed: map[string]int{"failed": 0, "ttft": 0, "tpot": 0, "e2e": 0}}
 	bad := map[int32]bool{}
-	for _, r := range t.sloRows {
+	t.slo.each(&t.ttft, &t.e2e, &t.tpot, func(r sloRow) {
 		if _, seen := bad[r.sess]; !seen {
 			bad[r.sess] = false
 		}
@@ -99,8 +100,8 @@ func (t *Tally) SLO(slo SLO, s Summary) *SLOSummary {
 		} else {
 			bad[r.sess] = true
 		}
-	}
-	n := len(t.sloRows)
+	})
+	n := t.slo.len()
 	if n > 0 {
 		out.Attainment = round4(float64(out.Met) / float64(n))
 	}
@@ -123,30 +124,61 @@ func (t *Tally) SLO(slo SLO, s Summary) *SLOSummary {
 }
 
 // quarterTTFT is the mean TTFT (ms) of the completed requests among the
-// first and the last quarter of the ended requests by arrival.
+// first and the last quarter of the ended requests by arrival (ties in
+// the order tallied, as a stable sort orders them). Only the arrivals are
+// sorted: the quarters' bounds are the q-th and the (n-q+1)-th arrival,
+// and a pass in tallied order takes the rows at or inside them, with as
+// many of each bound's ties as the stable order puts inside.
 func (t *Tally) quarterTTFT() (first, last float64) {
-	rows := make([]sloRow, len(t.sloRows))
-	copy(rows, t.sloRows)
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].arrival < rows[j].arrival })
-	q := len(rows) / 4
+	n := t.slo.len()
+	q := n / 4
 	if q == 0 {
 		return 0, 0
 	}
-	mean := func(rs []sloRow) float64 {
-		var sum time.Duration
-		k := 0
-		for _, r := range rs {
-			if !r.failed {
-				sum += r.ttft
-				k++
+	arr := make([]time.Duration, 0, n)
+	t.slo.each(&t.ttft, &t.e2e, &t.tpot, func(r sloRow) { arr = append(arr, r.arrival) })
+	slices.Sort(arr)
+	a1, a2 := arr[q-1], arr[n-q]
+	lt1 := sort.Search(n, func(i int) bool { return arr[i] >= a1 })    // rows before a1
+	gt2 := n - sort.Search(n, func(i int) bool { return arr[i] > a2 }) // rows after a2
+	eq2 := n - gt2 - sort.Search(n, func(i int) bool { return arr[i] >= a2 })
+	arr = nil
+	take1, skip2 := q-lt1, eq2-(q-gt2) // a1's first ties in; a2's first ties out
+	var sum1, sum2 time.Duration
+	var k1, k2 int
+	t.slo.each(&t.ttft, &t.e2e, &t.tpot, func(r sloRow) {
+		in1 := r.arrival < a1
+		if r.arrival == a1 && take1 > 0 {
+			in1 = true
+			take1--
+		}
+		in2 := r.arrival > a2
+		if r.arrival == a2 {
+			if skip2 > 0 {
+				skip2--
+			} else {
+				in2 = true
 			}
 		}
+		if r.failed {
+			return
+		}
+		if in1 {
+			sum1 += r.ttft
+			k1++
+		}
+		if in2 {
+			sum2 += r.ttft
+			k2++
+		}
+	})
+	mean := func(sum time.Duration, k int) float64 {
 		if k == 0 {
 			return 0
 		}
 		return round3(ms(sum) / float64(k))
 	}
-	return mean(rows[:q]), mean(rows[len(rows)-q:])
+	return mean(sum1, k1), mean(sum2, k2)
 }
 
 // overload sets the verdict.

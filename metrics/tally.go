@@ -32,7 +32,7 @@ type Tally struct {
 
 	// Per completed request, in the order added.
 	ttft, e2e, tpot durs // tpot: only the defined ones (≥ 0)
-	parts           [7]durs
+	parts           partsList
 	noParts         map[int]bool // completed requests (by index) without TTFT parts
 	bucketOf        []uint16     // index into bucketNames
 
@@ -49,7 +49,7 @@ type Tally struct {
 	keepArrivals bool
 	arrivals     []RecoverRow
 
-	sloRows []sloRow // one per ended request (slo.go)
+	slo sloRows // one row per ended, not aborted request (slo.go, slorows.go)
 
 	b *bounded // nil: exact (bounded.go)
 }
@@ -139,7 +139,7 @@ func (t *Tally) Add(r *Record) {
 		t.boundSLO(r, sc)
 	}
 	if t.b == nil || !t.b.sketched {
-		t.sloRows = append(t.sloRows, sloRow{sess: r.SessionIdx, failed: r.Failed, arrival: r.Arrival, ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E})
+		t.slo.add(r.SessionIdx, r.Failed, r.TPOT >= 0, r.Arrival)
 	}
 	if r.Failed {
 		t.failed++
@@ -174,9 +174,7 @@ func (t *Tally) Add(r *Record) {
 		t.noParts[i] = true
 	}
 	p := &r.Parts
-	for k, d := range [7]time.Duration{p.Route, p.PQueue, p.Prefill, p.Transfer, p.KVWait, p.DPrefill, p.FirstToken} {
-		t.parts[k].add(d)
-	}
+	t.parts.add(r.TTFT, &[7]time.Duration{p.Route, p.PQueue, p.Prefill, p.Transfer, p.KVWait, p.DPrefill, p.FirstToken})
 }
 
 // AddUnfinished counts an unfinished request in the arrival windows (the
@@ -205,9 +203,10 @@ func counts(total, completed, failed, aborted int, reasons map[string]int) Count
 func (t *Tally) Summary() Summary {
 	var s Summary
 	s.Requests = counts(t.total, t.completed, t.failed, t.aborted, t.failReasons)
-	ttft := t.ttft.slice()
-	s.TTFT = QuantilesMS(ttft)
-	s.E2E = QuantilesMS(t.e2e.slice())
+	// Each list is decoded into one scratch slice, sorted in place and
+	// dropped before the next: the peak is one list's, not ten.
+	s.TTFT = quantilesInPlace(t.ttft.slice())
+	s.E2E = quantilesInPlace(t.e2e.slice())
 	s.Modes = map[string]int{}
 	for _, md := range policy.AllModes {
 		s.Modes[md.String()] = 0
@@ -222,18 +221,18 @@ func (t *Tally) Summary() Summary {
 	s.SchemaVersion = SchemaVersion
 	s.Vars = map[string]string{}
 	// explain
-	var parts [7][]time.Duration
+	var parts [7]Tail
 	for k := range parts {
-		parts[k] = t.partsWith(k)
+		parts[k] = tailInPlace(t.partsWith(k))
 	}
-	s.TTFTParts = PartsSummary{Route: TailMS(parts[0]), PQueue: TailMS(parts[1]), Prefill: TailMS(parts[2]),
-		Transfer: TailMS(parts[3]), KVWait: TailMS(parts[4]), DPrefill: TailMS(parts[5]), FirstToken: TailMS(parts[6])}
-	s.TPOT = TailMS(t.tpot.slice())
+	s.TTFTParts = PartsSummary{Route: parts[0], PQueue: parts[1], Prefill: parts[2],
+		Transfer: parts[3], KVWait: parts[4], DPrefill: parts[5], FirstToken: parts[6]}
+	s.TPOT = tailInPlace(t.tpot.slice())
 	if s.EmulatedSeconds > 0 {
 		s.Throughput.PromptTokensPerS = round3(float64(t.prompt) / s.EmulatedSeconds)
 		s.Throughput.GeneratedTokensPerS = round3(float64(t.gen) / s.EmulatedSeconds)
 	}
-	s.TTFTTail = t.tailParts(ttft, s.TTFT.P99)
+	s.TTFTTail = t.tailParts(s.TTFT.P99)
 	s.Warnings = Warnings(s)
 	if t.Estimated() {
 		t.boundSummary(&s)
@@ -243,33 +242,26 @@ func (t *Tally) Summary() Summary {
 
 // partsWith returns part k of the completed requests that have parts.
 func (t *Tally) partsWith(k int) []time.Duration {
-	all := t.parts[k].slice()
-	if len(t.noParts) == 0 {
-		return all
-	}
-	out := all[:0]
-	for i, d := range all {
+	out := make([]time.Duration, 0, t.ttft.len()-len(t.noParts))
+	tt, pi := t.ttft.iter(), t.parts.iter()
+	for i := range t.ttft.len() {
+		p := pi.next(tt.next())
 		if !t.noParts[i] {
-			out = append(out, d)
+			out = append(out, p[k])
 		}
 	}
 	return out
 }
 
-// tailParts is tailParts of the completed requests (ttft in the order
-// added).
-func (t *Tally) tailParts(ttft []time.Duration, p99 float64) TailParts {
+// tailParts is tailParts of the completed requests (read in the order
+// added, from the lists: no copy).
+func (t *Tally) tailParts(p99 float64) TailParts {
 	tp := TailParts{Threshold: p99, MeanMS: map[string]float64{}}
 	sums := make([]time.Duration, len(TTFTPartNames))
-	var its [7]dursIter
-	for k := range its {
-		its[k] = t.parts[k].iter()
-	}
-	for i, d := range ttft {
-		var p [7]time.Duration
-		for k := range its {
-			p[k] = its[k].next()
-		}
+	tt, pi := t.ttft.iter(), t.parts.iter()
+	for i := range t.ttft.len() {
+		d := tt.next()
+		p := pi.next(d)
 		if t.noParts[i] || ms(d) < p99 {
 			continue
 		}

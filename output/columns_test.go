@@ -11,7 +11,7 @@ import (
 // TestPerRequestColumnsDocumented: the per_request.csv table of
 // docs/OUTPUTS.md lists metrics.PerRequestColumns, the one list the
 // header and every row come from: the same names, in the same order, with
-// the same units.
+// the same units, followed by the served runs' metrics.ClientColumns.
 func TestPerRequestColumnsDocumented(t *testing.T) {
 	var doc [][2]string // name, unit
 	for _, row := range docTables(t)["per_request.csv"] {
@@ -19,6 +19,9 @@ func TestPerRequestColumnsDocumented(t *testing.T) {
 	}
 	var cols [][2]string
 	for _, c := range metrics.PerRequestColumns {
+		cols = append(cols, [2]string{c.Name, c.Unit})
+	}
+	for _, c := range metrics.ClientColumns {
 		cols = append(cols, [2]string{c.Name, c.Unit})
 	}
 	assert.Equal(t, cols, doc, "docs/OUTPUTS.md's per_request.csv table (Field, Unit) differs from metrics.PerRequestColumns")

@@ -44,9 +44,11 @@ type Stream struct {
 	ro       *reorder
 	row      []byte         // the row being encoded (reorder copies what it keeps)
 	rec      metrics.Record // the record being encoded
-	err      error          // the first write error: the run fails, Write reports it
+	cli      metrics.ClientTimes
+	err      error // the first write error: the run fails, Write reports it
 	written  bool
 	opts     WriteOptions
+	client   bool // per_request.csv has metrics.ClientColumns
 
 	// evictions.csv, when the run streams its evictions (Eviction).
 	evMu  sync.Mutex
@@ -61,6 +63,9 @@ type StreamOptions struct {
 	WriteOptions
 	// ReorderBytes bounds the records held in memory (0: DefaultReorderBytes).
 	ReorderBytes int
+	// Client adds metrics.ClientColumns to per_request.csv (a served run:
+	// its records come through RecordClient; a Record's are empty).
+	Client bool
 }
 
 // NewStream prepares dir for a run's outputs as Write does (refusing, or
@@ -72,7 +77,7 @@ func NewStream(dir string, opts StreamOptions) (*Stream, error) {
 	if err := prepare(dir, opts.Force); err != nil {
 		return nil, err
 	}
-	s := &Stream{dir: dir, opts: opts.WriteOptions}
+	s := &Stream{dir: dir, opts: opts.WriteOptions, client: opts.Client}
 	var err error
 	// A file --outputs leaves out is never written, not even to a
 	// temporary file: a long run keeps no disk for it.
@@ -96,7 +101,11 @@ func NewStream(dir string, opts StreamOptions) (*Stream, error) {
 		bound = DefaultReorderBytes
 	}
 	s.ro = newReorder(0, bound, s.emit, func() (*os.File, error) { return os.CreateTemp(dir, tmpPrefix+"spill-*") })
-	if _, err := s.perW.Write(metrics.AppendPerRequestHeader(nil)); err != nil {
+	hdr := metrics.AppendPerRequestHeader(nil)
+	if s.client {
+		hdr = append(metrics.AppendClientHeader(hdr[:len(hdr)-1]), '\n')
+	}
+	if _, err := s.perW.Write(hdr); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -105,13 +114,26 @@ func NewStream(dir string, opts StreamOptions) (*Stream, error) {
 
 var _ actors.RecordSink = (*Stream)(nil)
 
-// Record adds an ended request's record (actors.RecordSink).
-func (s *Stream) Record(r metrics.Record) error {
+// Record adds an ended request's record (actors.RecordSink); with
+// StreamOptions.Client its client columns are empty.
+func (s *Stream) Record(r metrics.Record) error { return s.record(r, metrics.ClientTimes{}) }
+
+// RecordClient adds an ended request's record with what its client saw
+// (StreamOptions.Client; without it c is not written).
+func (s *Stream) RecordClient(r metrics.Record, c metrics.ClientTimes) error {
+	return s.record(r, c)
+}
+
+func (s *Stream) record(r metrics.Record, c metrics.ClientTimes) error {
 	if s.err != nil {
 		return s.err
 	}
 	s.rec = r // encoded from a field: &r would make every record escape to the heap
 	s.row = metrics.AppendPerRequestRow(s.row[:0], &s.rec)
+	if s.client {
+		s.cli = c // as s.rec
+		s.row = append(metrics.AppendClientFields(s.row[:len(s.row)-1], &s.cli), '\n')
+	}
 	if err := s.ro.add(r.ID, s.row, r.RouteLog); err != nil {
 		s.err = err
 		return err

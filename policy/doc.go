@@ -71,7 +71,10 @@
 // is a forest of prefix chains (it tracks whether it is), the part of a
 // request that repeats the session's record on its pinned worker is
 // counted with O(log n) lookups after one memory comparison, so a warm
-// request costs about its new blocks.
+// request costs about its new blocks. KVC keeps the overlap it last
+// computed, keyed by dispatch, request and a version of the state it
+// reads, so the routing log's Explain and the Route of the same try
+// count it once, in either order.
 //
 // docs/CONTRIBUTING.md has the recipe for adding a routing policy: the files to
 // touch, in order, and the test that proves it.

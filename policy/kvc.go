@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"math"
+
+	"github.com/pdemu/pdemu/workload"
 )
 
 // KVCConfig holds the KVC-Router hyperparameters.
@@ -73,8 +75,21 @@ type KVC struct {
 	assigned  []int64
 	index     *ResidentIndex
 	rrP, rrD  int
-	overlap   []int   // scratch
+	overlap   []int   // scratch: line 6's overlap (see ovDS)
 	noRejects []int32 // all zero: the rejects of a session never seen
+
+	// ver counts the changes to what line 6's overlap reads (the index,
+	// a session's pin or resident set). overlap holds the overlap of
+	// request ovReq of dispatch ovDS at version ovVer (computed ovHow),
+	// so that Explain and the Route of the same try compute it once,
+	// whichever comes first (the routing log explains every try). The
+	// pointers keep both alive, so neither address can be reused for
+	// another request while the entry stands.
+	ver   uint64
+	ovDS  *Dispatch
+	ovReq *workload.Request
+	ovVer uint64
+	ovHow routeHow
 
 	// Route counters (see RouteStats).
 	routes, chained int64
@@ -154,6 +169,7 @@ func (k *KVC) Forget(s int32) (SessionStats, bool) {
 		return SessionStats{}, false
 	}
 	delete(k.sess, s)
+	k.ver++ // the pin and resident set are gone
 	return st.stats, true
 }
 
@@ -180,7 +196,7 @@ func (k *KVC) state(s int32) *sessState {
 // included) recorded on d; line 11's lexicographic argmax breaks full ties
 // by the lowest worker index. Route does not change the router's state.
 func (k *KVC) Route(ds *Dispatch) int {
-	d, _, how := k.route(ds, k.sess[ds.Req.Session], k.overlap)
+	d, _, how := k.route(ds, k.sess[ds.Req.Session], k.overlap, true)
 	if how != routeNoOverlap {
 		k.routes++
 		if how == routeChained {
@@ -197,7 +213,7 @@ func (k *KVC) Route(ds *Dispatch) int {
 // a worker was found and line 4's degenerate branch was not taken.
 func (k *KVC) RouteShared(ds *Dispatch, ov []int) (d int, fast bool) {
 	st := k.sess[ds.Req.Session]
-	d, degenerate, _ := k.route(ds, st, ov)
+	d, degenerate, _ := k.route(ds, st, ov, false)
 	return d, st != nil && d >= 0 && !degenerate
 }
 
@@ -211,8 +227,9 @@ const (
 
 // route is Route without side effects: st may be nil (a session never
 // seen) and ov is the caller's scratch (len ≥ Decode). It also reports
-// whether the degenerate branch was taken.
-func (k *KVC) route(ds *Dispatch, st *sessState, ov []int) (best int, degenerate bool, how routeHow) {
+// whether the degenerate branch was taken. With cached, ov is k.overlap
+// and line 6 reuses (or leaves) the overlap cached for ds (see ovDS).
+func (k *KVC) route(ds *Dispatch, st *sessState, ov []int, cached bool) (best int, degenerate bool, how routeHow) {
 	nd, tau := k.cfg.Decode, int32(k.cfg.TauReject)
 	pin, rej := -1, k.noRejects
 	if st != nil {
@@ -241,16 +258,10 @@ func (k *KVC) route(ds *Dispatch, st *sessState, ov []int) (best int, degenerate
 	}
 	// Line 6.
 	ov = ov[:nd]
-	clear(ov)
-	how = routeScanned
-	if k.cfg.OwnOverlap {
-		if st != nil {
-			for _, d := range st.resident {
-				ov[d] = k.index.OwnedPrefix(int(d), ds.Req.Session, ds.Req.Blocks)
-			}
-		}
-	} else if k.index.OverlapOwned(ds.Req.Blocks, pin, ds.Req.Session, ov) > 0 {
-		how = routeChained
+	if cached {
+		how = k.cachedOverlap(ds, st)
+	} else {
+		how = k.lineSix(ds, st, pin, ov)
 	}
 	// Lines 5–11: lexicographic max of (overlap+α·sticky, sticky, −inflight,
 	// −assigned). Only the pinned worker has sticky = 1; for every other
@@ -291,6 +302,40 @@ func (k *KVC) route(ds *Dispatch, st *sessState, ov []int) (best int, degenerate
 	return best, false, how
 }
 
+// lineSix sets ov (len Decode) to line 6's overlap of ds for session
+// state st (nil: never seen) pinned to pin, and says how it was counted.
+func (k *KVC) lineSix(ds *Dispatch, st *sessState, pin int, ov []int) routeHow {
+	clear(ov)
+	if k.cfg.OwnOverlap {
+		if st != nil {
+			for _, d := range st.resident {
+				ov[d] = k.index.OwnedPrefix(int(d), ds.Req.Session, ds.Req.Blocks)
+			}
+		}
+		return routeScanned
+	}
+	if k.index.OverlapOwned(ds.Req.Blocks, pin, ds.Req.Session, ov) > 0 {
+		return routeChained
+	}
+	return routeScanned
+}
+
+// cachedOverlap makes k.overlap line 6's overlap of ds (st is its
+// session's state, nil if never seen), computing it unless it already
+// holds it, and says how it was counted.
+func (k *KVC) cachedOverlap(ds *Dispatch, st *sessState) routeHow {
+	if k.ovDS == ds && k.ovReq == ds.Req && k.ovVer == k.ver {
+		return k.ovHow
+	}
+	pin := -1
+	if st != nil {
+		pin = int(st.pin)
+	}
+	how := k.lineSix(ds, st, pin, k.overlap[:k.cfg.Decode])
+	k.ovDS, k.ovReq, k.ovVer, k.ovHow = ds, ds.Req, k.ver, how
+	return how
+}
+
 // loadCeiling is LoadFloor's bound: the least inflight among the
 // candidates (not blacklisted, not tried; at least one exists) plus
 // LoadFloor.
@@ -315,7 +360,7 @@ func (k *KVC) Begin(ds *Dispatch) Step { return k.next(ds) }
 func (k *KVC) next(ds *Dispatch) Step {
 	st := k.state(ds.Req.Session)
 	if ds.Tries < k.cfg.Epsilon {
-		d, degenerate, how := k.route(ds, st, k.overlap)
+		d, degenerate, how := k.route(ds, st, k.overlap, true)
 		if how != routeNoOverlap {
 			k.routes++
 			if how == routeChained {
@@ -356,6 +401,7 @@ func (k *KVC) degenerateFallback(st *sessState) Step {
 		st.stats.Migrations++
 	}
 	st.pin = int32(step.D)
+	k.ver++
 	return step
 }
 
@@ -370,6 +416,7 @@ func (k *KVC) Admitted(ds *Dispatch, d int, mode Mode) Step {
 		st.stats.Migrations++
 	}
 	st.pin = int32(d)
+	k.ver++ // the pin and the index change
 	k.inflight[d]++
 	k.assigned[d]++
 	// Request.Blocks is immutable once emitted (workload.Request).
@@ -409,6 +456,7 @@ func (k *KVC) Finished(d int) {
 // Evicted records a decode worker's eviction notice for session s.
 func (k *KVC) Evicted(d int, s int32) {
 	k.index.Remove(d, s)
+	k.ver++
 	if k.cfg.OwnOverlap {
 		if st := k.sess[s]; st != nil {
 			st.resident = setMember(st.resident, int32(d), false)

@@ -41,7 +41,7 @@ func TestOwnOverlap(t *testing.T) {
 	admitAt(k, 0, 1, mine[:9]) // and later on d1 (pin moves to d1)
 	require.Equal(t, 1, k.Pin(0))
 	ov := make([]int, 3)
-	d, _, _ := k.route(NewDispatch(req(0, 1, mine)), k.sess[0], ov)
+	d, _, _ := k.route(NewDispatch(req(0, 1, mine)), k.sess[0], ov, false)
 	require.Equal(t, 1, d)
 	require.Equal(t, []int{0, 9, 6}, ov)
 
@@ -49,7 +49,7 @@ func TestOwnOverlap(t *testing.T) {
 	k.Evicted(1, 0)
 	k.Evicted(2, 0)
 	require.Empty(t, k.sess[0].resident)
-	_, _, _ = k.route(NewDispatch(req(0, 1, mine)), k.sess[0], ov)
+	_, _, _ = k.route(NewDispatch(req(0, 1, mine)), k.sess[0], ov, false)
 	require.Equal(t, []int{0, 0, 0}, ov)
 }
 

@@ -53,6 +53,8 @@ type Bridge struct {
 	// lateFirst, lateEnd: how late clients got first tokens and ends
 	// (wall time; bounded like lag).
 	lateFirst, lateEnd reservoir.Sample
+	lateClient         reservoir.Sample                      // client_late_ms (Client)
+	clientSink         func(id int64, c metrics.ClientTimes) // SetClientSink
 	recent             [256]time.Duration
 	nrecent            int
 	wg                 sync.WaitGroup
@@ -215,14 +217,17 @@ func (b *Bridge) Submit(ctx context.Context, r *workload.Request) (<-chan Event,
 	r.ID = b.nextID
 	b.nextID++
 	st := &stream{b: b, req: r, out: make(chan Event, 64), notify: make(chan struct{}, 1)}
+	if ctx != nil && ctx.Done() != nil {
+		// Set before the request is queued: the run may take it and end
+		// it (Ended reads stopWatch under mu) before Submit returns. The
+		// watch calls cancel on its own goroutine, which waits for mu.
+		id := r.ID
+		st.stopWatch = context.AfterFunc(ctx, func() { b.cancel(id) })
+	}
 	b.streams[r.ID] = st
 	b.queue = append(b.queue, r)
 	b.wg.Add(1)
 	b.mu.Unlock()
-	if ctx != nil && ctx.Done() != nil {
-		id := r.ID
-		st.stopWatch = context.AfterFunc(ctx, func() { b.cancel(id) })
-	}
 	b.signal()
 	go st.run()
 	return st.out, nil
@@ -374,11 +379,13 @@ func (b *Bridge) Served(first, end time.Duration) {
 }
 
 // ServedLateness summarises the lateness clients saw (nil when no
-// request completed); bound is the verdict's threshold.
+// request completed nor reached its client); bound is the verdict's
+// threshold: Late when the first tokens' report lateness p99 or the
+// client lateness p99 (client_late_ms) passed it.
 func (b *Bridge) ServedLateness(bound time.Duration) *metrics.ServedLateness {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.lateFirst.N() == 0 {
+	if b.lateFirst.N() == 0 && b.lateClient.N() == 0 {
 		return nil
 	}
 	q := func(r *reservoir.Sample) metrics.Lateness {
@@ -387,7 +394,8 @@ func (b *Bridge) ServedLateness(bound time.Duration) *metrics.ServedLateness {
 		return metrics.Lateness{P50: ms(qs[0]), P99: ms(qs[1]), Max: ms(mx), Samples: n}
 	}
 	out := &metrics.ServedLateness{FirstToken: q(&b.lateFirst), End: q(&b.lateEnd), BoundMS: float64(bound.Microseconds()) / 1e3}
-	out.Late = out.FirstToken.P99 > out.BoundMS
+	out.Client = b.clientLateness()
+	out.Late = out.FirstToken.P99 > out.BoundMS || out.Client != nil && out.Client.P99 > out.BoundMS
 	return out
 }
 

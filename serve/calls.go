@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/internal/splitmix"
+	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/workload"
 )
 
@@ -179,6 +180,9 @@ type choice struct {
 	// late: how late (wall) the client got the first token, once sent.
 	late    time.Duration
 	lateSet bool
+	// firstAt, endAt: when the first token's bytes and the response's
+	// last ones were written to the client (zero: never).
+	firstAt, endAt time.Time
 }
 
 // lateReporter is what a Cluster that runs on a wall clock tells of the
@@ -276,8 +280,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 	for i, ch := range chs {
 		ev, err := s.cl.Submit(ctx, ch.req)
 		if err != nil {
-			for _, prev := range streams[:i] {
+			for j, prev := range streams[:i] {
 				go drain(prev) // the ones submitted run to their end
+				if cr, ok := s.cl.(clientReporter); ok {
+					cr.Client(chs[j].req.ID, metrics.ClientTimes{}) // their client gets none of it
+				}
 			}
 			s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",
 				Message: "the cluster did not accept the request: " + err.Error(), Code: strp("cluster_unavailable")})
@@ -285,7 +292,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 		}
 		streams[i] = ev
 	}
-	rl := &relay{s: s, w: w, r: r, c: c, choices: chs, created: time.Now().Unix(), cancel: cancel}
+	rl := &relay{s: s, w: w, r: r, c: c, choices: chs, created: time.Now().Unix(), cancel: cancel, arrived: arrivedAt(r)}
 	rl.run(merge(streams))
 }
 

@@ -103,7 +103,7 @@ func NewMetricsWith(model string, snap func() Snapshot, labels prometheus.Labels
 		prefill:   hist("vllm:request_prefill_time_seconds", "Time from the start of a request's prefill to its first token (emulated seconds; includes a P/D KV transfer).", requestBuckets),
 		decode:    hist("vllm:request_decode_time_seconds", "Time from a request's first token to its last (emulated seconds).", requestBuckets),
 		late: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pdemu_served_late_seconds",
-			Help: "How late (wall seconds) the client got a request's first token or its end compared with the emulated time it happened (scaled to wall time): the distortion a client sees.", Buckets: lateBuckets}, []string{"model_name", "event"}),
+			Help: "How late (wall seconds) the client got a request's first token or its end compared with the emulated time it happened (scaled to wall time): the distortion a client sees. event=\"client\": per_request.csv's client_late_ms (from the request's arrival at the server).", Buckets: lateBuckets}, []string{"model_name", "event"}),
 		Registry: reg,
 		model:    model,
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "vllm:time_to_first_token_seconds",
@@ -131,7 +131,7 @@ func NewMetricsWith(model string, snap func() Snapshot, labels prometheus.Labels
 		disconnects: prometheus.NewCounter(prometheus.CounterOpts{Name: "pdemu_client_disconnects_total",
 			Help: "Requests whose client went away (or stopped reading) before the end; the cluster aborted them (vllm:request_success_total{finished_reason=\"abort\"}) where it could."}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pdemu_http_requests_in_flight",
-			Help: "Requests admitted and not yet ended."}),
+			Help: "Requests admitted whose answer is not yet written (the admission limit counts these)."}),
 	}
 	r.MustRegister(m.ttft, m.itl, m.e2e, m.prompt, m.generation, m.cacheQ, m.cacheHit, m.success,
 		m.modes, m.failed, m.httpErrors, m.disconnects, m.inflight,
@@ -156,7 +156,7 @@ func NewMetricsWith(model string, snap func() Snapshot, labels prometheus.Labels
 			}
 		}
 	}
-	for _, e := range []string{"first_token", "end"} {
+	for _, e := range []string{"first_token", "end", "client"} {
 		m.late.WithLabelValues(model, e)
 	}
 	return m

@@ -24,6 +24,7 @@ type relay struct {
 	started bool // response headers written
 	gone    bool // the client went away or stopped reading
 	cancel  func()
+	arrived time.Time // the request reached the handler
 }
 
 // lost marks the client gone and has the cluster abort the request.
@@ -72,6 +73,9 @@ func (rl *relay) run(events <-chan indexed) {
 				rl.chunk(ie.i, ev.Index, len(events) == 0 || ev.Index == 0)
 				if ev.Index == 0 {
 					rl.markLate(ch, ev.Emulated)
+					if !rl.gone {
+						ch.firstAt = time.Now()
+					}
 				}
 			} else if rl.c.logprobs {
 				ch.lps = append(ch.lps, rl.logprob(ch, ev.Index))
@@ -131,6 +135,32 @@ func (rl *relay) run(events <-chan indexed) {
 	}
 	if rl.gone {
 		rl.s.met.disconnects.Inc()
+	}
+	if cr, ok := rl.s.cl.(clientReporter); ok {
+		scale := cr.TimeScale()
+		for _, ch := range rl.choices {
+			c := clientTimes(ch, rl.arrived, rl.c.stream, scale)
+			if c.HasLate {
+				rl.s.met.Late("client", c.Late)
+			}
+			cr.Client(ch.req.ID, c)
+		}
+	}
+}
+
+// wrote notes that the response's last bytes reached the client now (and,
+// not streamed, its first token with them).
+func (rl *relay) wrote() {
+	if rl.gone {
+		return
+	}
+	now := time.Now()
+	releaseSlot(rl.r)
+	for _, ch := range rl.choices {
+		if ch.firstAt.IsZero() && !rl.c.stream && ch.ended && ch.end.Kind == EvDone {
+			ch.firstAt = now
+		}
+		ch.endAt = now
 	}
 }
 
@@ -269,6 +299,7 @@ func (rl *relay) done() {
 			rl.sse(u)
 		}
 		rl.sse("[DONE]")
+		rl.wrote()
 		return
 	}
 	if rl.gone {
@@ -296,6 +327,7 @@ func (rl *relay) done() {
 	if err := json.NewEncoder(rl.w).Encode(resp); err != nil {
 		rl.gone = true
 	}
+	rl.wrote()
 }
 
 func (rl *relay) failed(end Event) {
@@ -318,6 +350,7 @@ func (rl *relay) failed(end Event) {
 			Error *apiError `json:"error"`
 		}{e})
 		rl.sse("[DONE]")
+		rl.wrote()
 		return
 	}
 	if rl.gone {
@@ -325,6 +358,7 @@ func (rl *relay) failed(end Event) {
 	}
 	rl.deadline()
 	rl.s.fail(rl.w, e)
+	rl.wrote()
 }
 
 // ---------------------------------------------------------------- logprobs

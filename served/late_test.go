@@ -1,6 +1,7 @@
 package served
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -21,17 +22,26 @@ import (
 // otherwise idle server is dropped.
 func TestJudgeServed(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		late   time.Duration
-		warned bool
+		name         string
+		late, client time.Duration
+		warned       bool
 	}{
-		{"on time", 3 * time.Millisecond, false},
-		{"late", 900 * time.Millisecond, true},
+		{"on time", 3 * time.Millisecond, 4 * time.Millisecond, false},
+		{"late", 900 * time.Millisecond, 950 * time.Millisecond, true},
+		// Reported on time but released late: the clients' own figure
+		// (client_late_ms) decides too.
+		{"clients late", 3 * time.Millisecond, 700 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			br := serve.NewBridge(serve.BridgeOptions{TimeScale: 1})
-			for range 100 {
+			for i := range 100 {
 				br.Served(tc.late, tc.late+time.Millisecond)
+				// 90 of them at tc.client − 10 ms, 10 at tc.client: p90 and max differ.
+				c := tc.client
+				if i < 90 {
+					c -= 10 * time.Millisecond
+				}
+				br.Client(int64(i), metrics.ClientTimes{Late: c, HasLate: true})
 			}
 			sum := metrics.Summary{TTFT: metrics.Quantiles{P50: 400}}
 			sum.Clock = metrics.Clock{Mode: "wall", TimeScale: 1, Fidelity: metrics.FidelityDistorted,
@@ -44,9 +54,18 @@ func TestJudgeServed(t *testing.T) {
 			assert.Contains(t, sum.Warnings, "another warning")
 			assert.NotContains(t, sum.Warnings, metrics.WallWarning(metrics.Clock{Mode: "wall", TimeScale: 1, Fidelity: metrics.FidelityDistorted,
 				EmulatedLateness: &metrics.Lateness{P99: 30}, Lateness: &metrics.Lateness{P99: 30}}), "the timer verdict is not a served run's")
+			require.NotNil(t, sum.Served.Client)
+			assert.Equal(t, 100, sum.Served.Client.Samples)
+			assert.Equal(t, float64((tc.client - 10*time.Millisecond).Milliseconds()), sum.Served.Client.P50)
+			assert.Equal(t, float64(tc.client.Milliseconds()), sum.Served.Client.P90, "nearest rank: the 91st of 100")
+			assert.Equal(t, float64(tc.client.Milliseconds()), sum.Served.Client.Max)
 			late := false
 			for _, w := range sum.Warnings {
-				late = late || strings.HasPrefix(w, "clients got their first tokens late")
+				if strings.HasPrefix(w, "clients got their first tokens late") {
+					late = true
+					assert.Contains(t, w, fmt.Sprintf("by p90 %.1f / p99 %.1f / max %.1f wall ms over 100 requests (per_request.csv client_late_ms)",
+						float64(tc.client.Milliseconds()), float64(tc.client.Milliseconds()), float64(tc.client.Milliseconds())))
+				}
 			}
 			assert.Equal(t, tc.warned, late)
 			if tc.warned {

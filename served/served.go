@@ -13,6 +13,9 @@
 //   - Nothing is lost: every request submitted over HTTP is released into
 //     the cluster and ends there exactly once (Serve checks the count
 //     against the Bridge's), or is listed unfinished in a partial result.
+//   - A Records sink that is a ClientRecordSink gets each record joined
+//     with what its HTTP client saw (client.go): per_request.csv's
+//     client_* columns, held back only while the other half is in flight.
 //   - Serve returns when ctx is done and the drain is over: new requests
 //     get 503 while in-flight ones end; a drain that passes
 //     serve.Options.DrainTimeout, or Options.Cut, stops the run partial
@@ -49,7 +52,10 @@ type Options struct {
 	Wrap func(cl *cluster.Cluster, now func() time.Duration) error
 	// Records, when set, receives each request's record as it ends and the
 	// run keeps none (actors.Options.Records): a server's memory is then
-	// bounded by its requests in flight, not by how many it served.
+	// bounded by its requests in flight, not by how many it served. A
+	// ClientRecordSink gets each record with what its HTTP client saw
+	// (RecordClient), once both the request ended and its response was
+	// written.
 	Records actors.RecordSink
 	// Cut, when set and done during the drain (a second SIGINT), stops
 	// waiting: the streams still open end with an error, the run stops
@@ -187,6 +193,14 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 			return 20 * time.Millisecond
 		}})
 
+	// A sink that takes client times gets each record joined with them.
+	records := o.Records
+	var join *clientJoin
+	if cs, ok := o.Records.(ClientRecordSink); ok {
+		join = newClientJoin(cs)
+		records = join
+		br.SetClientSink(join.client)
+	}
 	var feeder *serve.Feeder
 	ready := make(chan struct{})
 	opts := actors.Options{
@@ -194,7 +208,7 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		Source:      eofSource{},
 		WallTimeout: -1, // a server runs until it is stopped
 		FreshSystem: o.FreshSystem,
-		Records:     o.Records,
+		Records:     records,
 		Bounded:     o.Records != nil, // a server runs for ever: bounded summary too
 		Wrap: func(cl *cluster.Cluster, now func() time.Duration) error {
 			if es, ok := o.Records.(EvictionSink); ok {
@@ -298,6 +312,13 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 		<-runDone
 	}
 	br.Wait()
+	if join != nil {
+		// Every relay has reported (the HTTP server is shut down): the
+		// records still waiting go on with empty client columns.
+		if err := join.flush(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("writing the per-request records: %w", err)
+		}
+	}
 	if res != nil {
 		judgeServed(&res.Summary, br, s.Workload.TimeScale)
 		res.SampleInterval = seriesInterval(res)
@@ -323,8 +344,9 @@ const ServedBoundMin = 50 * time.Millisecond
 // judgeServed puts the lateness the clients saw into the summary and
 // lets it, not the wall clock's timer lateness, decide the distortion
 // verdict and warning: a served run is distorted when the first tokens'
-// p99 lateness passed max(ServedBoundMin, 5 % of the TTFT p50 in wall
-// time). An idle server (few or no requests, all on time) never warns.
+// p99 report lateness, or the p99 of per_request.csv's client_late_ms,
+// passed max(ServedBoundMin, 5 % of the TTFT p50 in wall time); the
+// warning then cites both figures (client lateness p90/p99/max). An idle server (few or no requests, all on time) never warns.
 func judgeServed(sum *metrics.Summary, br *serve.Bridge, scale float64) {
 	bound := max(ServedBoundMin, time.Duration(0.05*sum.TTFT.P50/scale*float64(time.Millisecond)))
 	sl := br.ServedLateness(bound)
@@ -341,9 +363,14 @@ func judgeServed(sum *metrics.Summary, br *serve.Bridge, scale float64) {
 	sum.Clock.Fidelity = metrics.FidelityOK
 	if sl != nil && sl.Late {
 		sum.Clock.Fidelity = metrics.FidelityDistorted
-		sum.Warnings = append(sum.Warnings, fmt.Sprintf("clients got their first tokens late: p50 %.1f / p99 %.1f / max %.1f wall ms behind the emulated times over %d requests (ends: p99 %.1f ms); bound %.1f ms. "+
+		client := ""
+		if c := sl.Client; c != nil {
+			client = fmt.Sprintf("; clients saw their first token (a stream) or response later than the emulated TTFT (E2E) by p90 %.1f / p99 %.1f / max %.1f wall ms over %d requests (per_request.csv client_late_ms)",
+				c.P90, c.P99, c.Max, c.Samples)
+		}
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("clients got their first tokens late: p50 %.1f / p99 %.1f / max %.1f wall ms behind the emulated times over %d requests (ends: p99 %.1f ms)%s; bound %.1f ms. "+
 			"The emulator could not keep up with this load at time-scale %g: client-side latencies are inflated; lower --time-scale or the load",
-			sl.FirstToken.P50, sl.FirstToken.P99, sl.FirstToken.Max, sl.FirstToken.Samples, sl.End.P99, sl.BoundMS, scale))
+			sl.FirstToken.P50, sl.FirstToken.P99, sl.FirstToken.Max, sl.FirstToken.Samples, sl.End.P99, client, sl.BoundMS, scale))
 	}
 }
 

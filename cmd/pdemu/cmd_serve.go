@@ -155,7 +155,7 @@ func cmdServe(cmd *cobra.Command, f *serveFlags, file string) error {
 	onSecondSignal.Store(func(name string) { cutNow(actors.StopCause(name)) })
 	// The records go to disk as the requests end: a server's memory is
 	// bounded by its requests in flight, not by how many it served.
-	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force}})
+	st, err := output.NewStream(f.out, output.StreamOptions{WriteOptions: output.WriteOptions{Force: f.force}, Client: true})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,294 @@
+package metrics
+
+import (
+	"encoding/binary"
+	"encoding/csv"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// LinkSample is one change point of a NIC (a row of links.csv).
+type LinkSample struct {
+	T             time.Duration
+	NIC           string
+	BytesInFlight int64
+	Rate          float64 // bytes/s being moved now (all transfers)
+	Active        int     // transfers in flight
+}
+
+// LinkRecorder collects links.csv: the state of every NIC each time it
+// changes. It is safe for concurrent use (each link actor calls it). Rows
+// are written in (time, NIC) order; past MaxLinkRows samples are dropped
+// and counted.
+//
+// The rows are stored compactly, about 10 bytes a row instead of a
+// 32-byte struct: the rows of the latest instant stay in a small pending
+// list (a second change of a NIC at that instant replaces its row), and
+// older rows are frozen into fixed-size chunks of varints (time as a
+// zig-zag delta from the previous row, bytes in flight, the rate as an
+// index into a table of the distinct rates seen — bit-exact —, active
+// transfers, NIC index). While the rows come in time order (they do under
+// the virtual clock) WriteLinks streams them, sorting only each instant's
+// rows by NIC; otherwise it decodes them all and sorts, as before.
+type LinkRecorder struct {
+	mu     sync.Mutex
+	capBps map[string]float64
+	last   map[string]LinkSample
+	nics   []string         // by index
+	nicIdx map[string]int32 // name -> index
+
+	frozen  linkChunks
+	pending []linkPt // the rows at the latest instant (pending[0].t), in the order stored
+	rates   []float64
+	rateIdx map[uint64]uint32 // math.Float64bits(rate) -> index into rates
+
+	unordered bool // a row came earlier than the one before it
+	n         int  // rows stored (frozen and pending)
+	dropped   int
+	max       int // rows kept (0: MaxLinkRows; SetMaxRows)
+}
+
+// SetMaxRows keeps at most n rows (n > 0; default MaxLinkRows): later
+// samples are dropped and counted (outputs.links_dropped), so a server's
+// links.csv memory is bounded however long it runs.
+func (r *LinkRecorder) SetMaxRows(n int) {
+	if r == nil || n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.max = n
+}
+
+// linkPt is a decoded row (the NIC by index).
+type linkPt struct {
+	t        time.Duration
+	inFlight int64
+	rate     float64
+	active   int32 // transfers in flight on one NIC: far below 2^31
+	nic      int32
+}
+
+// NewLinkRecorder returns an empty recorder.
+func NewLinkRecorder() *LinkRecorder {
+	return &LinkRecorder{capBps: map[string]float64{}, last: map[string]LinkSample{}, nicIdx: map[string]int32{},
+		rateIdx: map[uint64]uint32{}}
+}
+
+// NIC declares a NIC and its line rate in bytes/s (utilisation = rate / it).
+func (r *LinkRecorder) NIC(nic string, capBytesPerSec float64) {
+	r.mu.Lock()
+	r.capBps[nic] = capBytesPerSec
+	r.mu.Unlock()
+}
+
+// Link records the NIC's state at now: bytes still to move, the aggregate
+// rate in bytes/s and the active transfers. An unchanged state is not
+// stored; a second change at the same instant replaces the first.
+func (r *LinkRecorder) Link(now time.Duration, nic string, bytesInFlight int64, rate float64, active int) {
+	if r == nil {
+		return
+	}
+	s := LinkSample{T: now, NIC: nic, BytesInFlight: bytesInFlight, Rate: rate, Active: active}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l, ok := r.last[nic]; ok && l.BytesInFlight == bytesInFlight && l.Rate == rate && l.Active == active {
+		return
+	}
+	r.last[nic] = s
+	ni, ok := r.nicIdx[nic]
+	if !ok {
+		ni = int32(len(r.nics))
+		r.nicIdx[nic] = ni
+		r.nics = append(r.nics, nic)
+	}
+	p := linkPt{t: now, inFlight: bytesInFlight, rate: rate, active: int32(active), nic: ni}
+	if len(r.pending) > 0 && r.pending[0].t == now {
+		for i := len(r.pending) - 1; i >= 0; i-- {
+			if r.pending[i].nic == ni {
+				r.pending[i] = p
+				return
+			}
+		}
+	}
+	if r.n >= MaxLinkRows || r.max > 0 && r.n >= r.max {
+		r.dropped++
+		return
+	}
+	if len(r.pending) > 0 && r.pending[0].t != now {
+		if now < r.pending[0].t {
+			r.unordered = true
+		}
+		for _, q := range r.pending {
+			r.freeze(q)
+		}
+		r.pending = r.pending[:0]
+	}
+	r.pending = append(r.pending, p)
+	r.n++
+}
+
+// freeze appends a row to the chunks.
+func (r *LinkRecorder) freeze(p linkPt) {
+	bits := math.Float64bits(p.rate)
+	ri, ok := r.rateIdx[bits]
+	if !ok {
+		ri = uint32(len(r.rates))
+		r.rateIdx[bits] = ri
+		r.rates = append(r.rates, p.rate)
+	}
+	r.frozen.add(p, ri)
+}
+
+// Rows counts the stored and the dropped samples.
+func (r *LinkRecorder) Rows() (rows, dropped int) {
+	if r == nil {
+		return 0, 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n, r.dropped
+}
+
+// each calls f with every row in the order stored (frozen, then pending).
+func (r *LinkRecorder) each(f func(p linkPt) error) error {
+	it := r.frozen.iter(r.rates)
+	for p, ok := it.next(); ok; p, ok = it.next() {
+		if err := f(p); err != nil {
+			return err
+		}
+	}
+	for _, p := range r.pending {
+		if err := f(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LinksHeader is the header of links.csv.
+var LinksHeader = []string{"t_ms", "nic", "bytes_in_flight", "rate_gbps", "active_transfers", "utilisation"}
+
+// WriteLinks writes links.csv (a header only when r is nil or empty).
+func WriteLinks(w io.Writer, r *LinkRecorder) error {
+	return writeCSV(w, LinksHeader, func(cw *csv.Writer) error {
+		if r == nil {
+			return nil
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		row := make([]string, 6)
+		write := func(q linkPt) error {
+			nic := r.nics[q.nic]
+			util := ""
+			if c := r.capBps[nic]; c > 0 {
+				util = strconv.FormatFloat(q.rate/c, 'f', 4, 64)
+			}
+			row[0], row[1], row[2] = fms(q.t), nic, strconv.FormatInt(q.inFlight, 10)
+			row[3], row[4], row[5] = strconv.FormatFloat(q.rate*8/1e9, 'f', 3, 64), strconv.Itoa(int(q.active)), util
+			return cw.Write(row)
+		}
+		byName := func(g []linkPt) {
+			sort.SliceStable(g, func(i, j int) bool { return r.nics[g[i].nic] < r.nics[g[j].nic] })
+		}
+		if r.unordered {
+			all := make([]linkPt, 0, r.n)
+			r.each(func(p linkPt) error { all = append(all, p); return nil })
+			sort.SliceStable(all, func(i, j int) bool {
+				if all[i].t != all[j].t {
+					return all[i].t < all[j].t
+				}
+				return r.nics[all[i].nic] < r.nics[all[j].nic]
+			})
+			for _, q := range all {
+				if err := write(q); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		// In time order: a stable sort by (time, NIC) is a stable sort of
+		// each instant's rows by NIC.
+		var group []linkPt
+		flush := func() error {
+			byName(group)
+			for _, q := range group {
+				if err := write(q); err != nil {
+					return err
+				}
+			}
+			group = group[:0]
+			return nil
+		}
+		err := r.each(func(p linkPt) error {
+			if len(group) > 0 && group[0].t != p.t {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			group = append(group, p)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return flush()
+	})
+}
+
+// linkChunks is the frozen rows of a LinkRecorder.
+type linkChunks struct {
+	chunks [][]byte
+	prevT  time.Duration
+}
+
+const linkChunkBytes = 64 << 10
+
+func (lc *linkChunks) add(p linkPt, rate uint32) {
+	if len(lc.chunks) == 0 || len(lc.chunks[len(lc.chunks)-1])+5*binary.MaxVarintLen64 > linkChunkBytes {
+		lc.chunks = append(lc.chunks, make([]byte, 0, linkChunkBytes))
+	}
+	c := &lc.chunks[len(lc.chunks)-1]
+	*c = binary.AppendVarint(*c, int64(p.t-lc.prevT))
+	*c = binary.AppendVarint(*c, p.inFlight)
+	*c = binary.AppendUvarint(*c, uint64(rate))
+	*c = binary.AppendVarint(*c, int64(p.active))
+	*c = binary.AppendUvarint(*c, uint64(p.nic))
+	lc.prevT = p.t
+}
+
+func (lc *linkChunks) iter(rates []float64) linkIter { return linkIter{lc: lc, rates: rates} }
+
+type linkIter struct {
+	lc    *linkChunks
+	rates []float64
+	c     int
+	off   int
+	t     time.Duration
+}
+
+func (it *linkIter) next() (linkPt, bool) {
+	for it.c < len(it.lc.chunks) && it.off >= len(it.lc.chunks[it.c]) {
+		it.c, it.off = it.c+1, 0
+	}
+	if it.c >= len(it.lc.chunks) {
+		return linkPt{}, false
+	}
+	b := it.lc.chunks[it.c]
+	dt, n := binary.Varint(b[it.off:])
+	it.off += n
+	inFlight, n := binary.Varint(b[it.off:])
+	it.off += n
+	ri, n := binary.Uvarint(b[it.off:])
+	it.off += n
+	active, n := binary.Varint(b[it.off:])
+	it.off += n
+	nic, n := binary.Uvarint(b[it.off:])
+	it.off += n
+	it.t += time.Duration(dt)
+	return linkPt{t: it.t, inFlight: inFlight, rate: it.rates[ri], active: int32(active), nic: int32(nic)}, true
+}
