@@ -93,6 +93,8 @@ type ResidentIndex struct {
 	sparePseg []int32
 	spareFlag []uint8
 	newLo     []int32
+
+	compactions int // (tests)
 }
 
 const maxSpare = 32

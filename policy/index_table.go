@@ -141,8 +141,9 @@ func (x *ResidentIndex) markDup(p int32) {
 
 // keepDead is the dead positions the arena keeps beyond twice the live
 // ones: a removed session is revived in place when it is recorded again,
-// without a probe per block (about 8 MB of arena and table).
-const keepDead = 1 << 18
+// without a probe per block (about 8 MB of arena and table). A variable so
+// tests can make compaction frequent.
+var keepDead = 1 << 18
 
 // reserve makes room for need new positions: when the arena is used up,
 // by compacting it if its dead positions exceed 2·live + keepDead
@@ -194,6 +195,7 @@ func (x *ResidentIndex) grow(limit int) {
 // with room for need more positions and at least as many again, and
 // rebuilds the table, the dup flags and the canon entries from them.
 func (x *ResidentIndex) compact(need int) {
+	x.compactions++
 	limit := max(2*(x.live+need), 64)
 	keys := x.spareKeys[:0]
 	pseg := x.sparePseg[:0]
