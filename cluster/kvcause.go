@@ -223,8 +223,14 @@ func (c *Cluster) StreamEvictions(sink func(metrics.EvictionRow) error) {
 
 // Evictions returns every decode worker's evictions.csv rows, and the
 // fused workers' prefix-cache evictions, after the run, in time order
-// (ties: node order, then the order they happened).
+// (ties: node order, then the order they happened). The rows move from
+// the nodes into one slice of exactly their number (a run's end holds
+// them once, not twice and a doubling's slack); later calls return the
+// same slice.
 func (c *Cluster) Evictions() []metrics.EvictionRow {
+	if c.evMerged {
+		return c.evicted
+	}
 	n := 0
 	for _, nd := range c.Nodes {
 		switch dn := nd.(type) {
@@ -244,12 +250,15 @@ func (c *Cluster) Evictions() []metrics.EvictionRow {
 				r.Worker = c.Names[i]
 				out = append(out, r)
 			}
+			dn.evictions = nil
 		case *bucketNode:
 			runs = append(runs, len(out))
 			out = append(out, dn.evictions...)
+			dn.evictions = nil
 		}
 	}
-	return mergeByTime(out, runs)
+	c.evicted, c.evMerged = mergeByTime(out, runs), true
+	return c.evicted
 }
 
 // mergeByTime orders rows by time, stably (rows of equal time keep their
