@@ -84,21 +84,3 @@ func TestBinsBounded(t *testing.T) {
 		require.Equal(rt, sum(&full), sum(&b))
 	})
 }
-
-// BenchmarkRouterRecorderSparse: router events in about one second in
-// ten over 400k emulated seconds (the 1M-request run's), then the
-// windows written.
-func BenchmarkRouterRecorderSparse(b *testing.B) {
-	b.ReportAllocs()
-	var out bytes.Buffer
-	for b.Loop() {
-		r := NewRouterRecorder()
-		for i := range 40_000 {
-			r.Event(time.Duration(i)*10*time.Second+time.Duration(i%7)*time.Second, RouterFallback)
-		}
-		out.Reset()
-		if err := WriteRouterWindowsOf(&out, NewArrivals(), r, 5*time.Second); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
