@@ -37,11 +37,6 @@ type azRecord struct {
 	in, out int
 }
 
-// OpenAzure opens an Azure LLM inference CSV trace.
-func OpenAzure(path string, opts LoadOptions) (*Azure, error) {
-	return openStreaming(path, opts, NewAzure)
-}
-
 // NewAzure reads an Azure CSV trace from r (name is used in errors); it
 // reads the header at once.
 func NewAzure(r io.Reader, name string, opts LoadOptions) (*Azure, error) {

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"time"
 )
@@ -71,11 +70,6 @@ type blJSON struct {
 	HashIDs      *idList         `json:"hash_ids"`
 }
 
-// OpenBailian opens a Qwen Bailian JSONL trace file.
-func OpenBailian(path string, opts LoadOptions) (*Bailian, error) {
-	return openStreaming(path, opts, NewBailian)
-}
-
 // NewBailian reads a Qwen Bailian JSONL trace from r (name is used in errors).
 func NewBailian(r io.Reader, name string, opts LoadOptions) (*Bailian, error) {
 	s, err := newStream[*blRecord](name, opts, 16)
@@ -95,13 +89,9 @@ func (b *Bailian) Next() (*Request, error) {
 }
 
 func (b *Bailian) read() error {
-	line, err := b.lr.next()
-	if err == io.EOF {
-		b.eof = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("workload: %s: %w", b.name, err)
+	line, ok, err := b.readLine(b.lr)
+	if !ok {
+		return err
 	}
 	rec, err := b.parse(line)
 	if err == nil && b.q.tooLate(rec.at) {
@@ -159,11 +149,7 @@ func (b *Bailian) parse(line []byte) (*blRecord, error) {
 			return nil, err
 		}
 	}
-	if j.HashIDs == nil {
-		return nil, badField("hash_ids", "missing")
-	}
-	rec.blocks = []uint64(*j.HashIDs)
-	if err := checkBlocks("hash_ids", len(rec.blocks), rec.in, b.bt); err != nil {
+	if rec.blocks, err = requiredHashIDs(j.HashIDs, rec.in, b.bt); err != nil {
 		return nil, err
 	}
 	if fast { // the ids are in the scratch array

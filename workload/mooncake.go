@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -141,11 +140,6 @@ type mcSession struct {
 	keyed    bool
 }
 
-// OpenMooncake opens a Mooncake JSONL trace file.
-func OpenMooncake(path string, opts LoadOptions) (*Mooncake, error) {
-	return openStreaming(path, opts, NewMooncake)
-}
-
 // NewMooncake reads a Mooncake JSONL trace from r (name is used in errors).
 func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) {
 	s, err := newStream[*mcRecord](name, opts, 512)
@@ -180,13 +174,9 @@ func (m *Mooncake) release(rec *mcRecord) (*Request, error) {
 
 // read parses one line into the reorder buffer.
 func (m *Mooncake) read() error {
-	line, err := m.lr.next()
-	if err == io.EOF {
-		m.eof = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("workload: %s: %w", m.name, err)
+	line, ok, err := m.readLine(m.lr)
+	if !ok {
+		return err
 	}
 	m.badSess, m.badKnown = "", false
 	rec, err := m.parse(line)

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"cmp"
+	"fmt"
 	"io"
 )
 
@@ -66,4 +67,19 @@ func (s *stream[T]) next(read func() error, build func(T) (*Request, error)) (*R
 			return nil, err
 		}
 	}
+}
+
+// readLine reads the next line of a JSONL loader's input (Bailian,
+// Mooncake); at the end of the input it sets eof and returns ok false and
+// a nil error.
+func (s *stream[T]) readLine(lr *lineReader) (line []byte, ok bool, err error) {
+	line, err = lr.next()
+	if err == io.EOF {
+		s.eof = true
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("workload: %s: %w", s.name, err)
+	}
+	return line, true, nil
 }
