@@ -29,6 +29,8 @@ type Cluster struct {
 	faults    *clusterFaults // nil: no faults
 	links     *metrics.LinkRecorder
 	routerEv  *metrics.RouterRecorder
+	evicted   []metrics.EvictionRow // Evictions' merged rows (kvcause.go)
+	evMerged  bool
 }
 
 // Build builds the cluster of spec around the workload src. Nothing runs

@@ -223,20 +223,85 @@ func (c *Cluster) StreamEvictions(sink func(metrics.EvictionRow) error) {
 
 // Evictions returns every decode worker's evictions.csv rows, and the
 // fused workers' prefix-cache evictions, after the run, in time order
-// (ties: node order, then the order they happened).
+// (ties: node order, then the order they happened). The rows move from
+// the nodes into one slice of exactly their number (a run's end holds
+// them once, not twice and a doubling's slack); later calls return the
+// same slice.
 func (c *Cluster) Evictions() []metrics.EvictionRow {
-	var out []metrics.EvictionRow
-	for i, n := range c.Nodes {
-		switch dn := n.(type) {
+	if c.evMerged {
+		return c.evicted
+	}
+	n := 0
+	for _, nd := range c.Nodes {
+		switch dn := nd.(type) {
 		case *decodeNode:
+			n += len(dn.evictions)
+		case *bucketNode:
+			n += len(dn.evictions)
+		}
+	}
+	out := make([]metrics.EvictionRow, 0, n)
+	var runs []int // where each node's rows start in out
+	for i, nd := range c.Nodes {
+		switch dn := nd.(type) {
+		case *decodeNode:
+			runs = append(runs, len(out))
 			for _, r := range dn.evictions {
 				r.Worker = c.Names[i]
 				out = append(out, r)
 			}
+			dn.evictions = nil
 		case *bucketNode:
+			runs = append(runs, len(out))
 			out = append(out, dn.evictions...)
+			dn.evictions = nil
 		}
 	}
-	slices.SortStableFunc(out, func(a, b metrics.EvictionRow) int { return cmp.Compare(a.At, b.At) })
-	return out
+	c.evicted, c.evMerged = mergeByTime(out, runs), true
+	return c.evicted
+}
+
+// mergeByTime orders rows by time, stably (rows of equal time keep their
+// order in rows): what slices.SortStableFunc by At gives. rows is made of
+// runs starting at the offsets runs (one per node); each node's rows are
+// usually in time order already, and then the runs are merged pairwise
+// (O(n log k), no swaps) instead of sorted; otherwise they are sorted.
+func mergeByTime(rows []metrics.EvictionRow, runs []int) []metrics.EvictionRow {
+	byAt := func(a, b metrics.EvictionRow) int { return cmp.Compare(a.At, b.At) }
+	bounds := append(runs, len(rows))
+	for i := 0; i+1 < len(bounds); i++ {
+		if !slices.IsSortedFunc(rows[bounds[i]:bounds[i+1]], byAt) {
+			slices.SortStableFunc(rows, byAt)
+			return rows
+		}
+	}
+	buf := make([]metrics.EvictionRow, len(rows))
+	src, dst := rows, buf
+	for len(bounds) > 2 {
+		next := bounds[:1]
+		for i := 0; i+1 < len(bounds); i += 2 {
+			lo, mid := bounds[i], bounds[i+1]
+			hi := mid
+			if i+2 < len(bounds) {
+				hi = bounds[i+2]
+			}
+			a, b, k := lo, mid, lo
+			for a < mid && b < hi {
+				if src[b].At < src[a].At { // ties: the earlier run first
+					dst[k] = src[b]
+					b++
+				} else {
+					dst[k] = src[a]
+					a++
+				}
+				k++
+			}
+			k += copy(dst[k:], src[a:mid])
+			copy(dst[k:], src[b:hi])
+			next = append(next, hi)
+		}
+		bounds = next
+		src, dst = dst, src
+	}
+	return src
 }

@@ -227,7 +227,7 @@ func (t *Tally) boundCompleted(r *Record, bi uint16) {
 	}
 	if !b.sketched && t.completed > BoundExact {
 		b.sketched = true
-		t.ttft, t.e2e, t.tpot, t.parts = durs{}, durs{}, durs{}, [7]durs{}
+		t.ttft, t.e2e, t.tpot, t.parts = durs{}, durs{}, durs{}, partsList{}
 		t.noParts, t.bucketOf, t.slo = map[int]bool{}, nil, sloRows{}
 	}
 }

@@ -32,7 +32,7 @@ type Tally struct {
 
 	// Per completed request, in the order added.
 	ttft, e2e, tpot durs // tpot: only the defined ones (≥ 0)
-	parts           [7]durs
+	parts           partsList
 	noParts         map[int]bool // completed requests (by index) without TTFT parts
 	bucketOf        []uint16     // index into bucketNames
 
@@ -174,9 +174,7 @@ func (t *Tally) Add(r *Record) {
 		t.noParts[i] = true
 	}
 	p := &r.Parts
-	for k, d := range [7]time.Duration{p.Route, p.PQueue, p.Prefill, p.Transfer, p.KVWait, p.DPrefill, p.FirstToken} {
-		t.parts[k].add(d)
-	}
+	t.parts.add(r.TTFT, &[7]time.Duration{p.Route, p.PQueue, p.Prefill, p.Transfer, p.KVWait, p.DPrefill, p.FirstToken})
 }
 
 // AddUnfinished counts an unfinished request in the arrival windows (the
@@ -244,14 +242,12 @@ func (t *Tally) Summary() Summary {
 
 // partsWith returns part k of the completed requests that have parts.
 func (t *Tally) partsWith(k int) []time.Duration {
-	all := t.parts[k].slice()
-	if len(t.noParts) == 0 {
-		return all
-	}
-	out := all[:0]
-	for i, d := range all {
+	out := make([]time.Duration, 0, t.ttft.len()-len(t.noParts))
+	tt, pi := t.ttft.iter(), t.parts.iter()
+	for i := range t.ttft.len() {
+		p := pi.next(tt.next())
 		if !t.noParts[i] {
-			out = append(out, d)
+			out = append(out, p[k])
 		}
 	}
 	return out
@@ -262,17 +258,10 @@ func (t *Tally) partsWith(k int) []time.Duration {
 func (t *Tally) tailParts(p99 float64) TailParts {
 	tp := TailParts{Threshold: p99, MeanMS: map[string]float64{}}
 	sums := make([]time.Duration, len(TTFTPartNames))
-	var its [7]dursIter
-	for k := range its {
-		its[k] = t.parts[k].iter()
-	}
-	tt := t.ttft.iter()
+	tt, pi := t.ttft.iter(), t.parts.iter()
 	for i := range t.ttft.len() {
 		d := tt.next()
-		var p [7]time.Duration
-		for k := range its {
-			p[k] = its[k].next()
-		}
+		p := pi.next(d)
 		if t.noParts[i] || ms(d) < p99 {
 			continue
 		}

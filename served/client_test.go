@@ -1,10 +1,11 @@
 package served
 
 import (
+	"bufio"
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -21,7 +22,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/actors"
 	"github.com/pdemu/pdemu/internal/promtest"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
@@ -168,26 +171,21 @@ func TestServeClientLatenessColumns(t *testing.T) {
 	require.NoError(t, st.Write(out.Result))
 	require.Equal(t, n, out.Summary.Requests.Completed)
 
-	f, err := os.Open(filepath.Join(dir, "per_request.csv"))
-	require.NoError(t, err)
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	require.NoError(t, err)
-	hdr := rows[0]
+	col, rows := testkit.ReadCSV(t, filepath.Join(dir, "per_request.csv"))
+	hdr := make([]string, len(col))
+	for name, i := range col {
+		hdr[i] = name
+	}
 	base0 := len(metrics.PerRequestHeader)
 	require.Len(t, hdr, base0+len(metrics.ClientColumns))
 	assert.Equal(t, metrics.PerRequestHeader, hdr[:base0], "run's columns first, unchanged")
-	col := map[string]int{}
-	for i, h := range hdr {
-		col[h] = i
-	}
 	ms := func(row []string, name string) float64 {
 		v, err := strconv.ParseFloat(row[col[name]], 64)
 		require.NoError(t, err, "%s = %q", name, row[col[name]])
 		return v
 	}
 	var lates []float64
-	for _, row := range rows[1:] {
+	for _, row := range rows {
 		require.Equal(t, "completed", row[col["state"]])
 		ttft, e2e := ms(row, "ttft_ms"), ms(row, "e2e_ms")
 		cttft, ce2e, late := ms(row, "client_ttft_ms"), ms(row, "client_e2e_ms"), ms(row, "client_late_ms")
@@ -217,5 +215,46 @@ func TestServeClientLatenessColumns(t *testing.T) {
 			cited = cited || strings.Contains(w, fmt.Sprintf("p90 %.1f / p99 %.1f / max %.1f wall ms over %d requests (per_request.csv client_late_ms)", sl.Client.P90, sl.Client.P99, sl.Client.Max, n))
 		}
 		assert.True(t, cited, "the warning cites the computed figures: %q", out.Summary.Warnings)
+	}
+}
+
+// A cut drain (a second SIGINT) with client columns: the completed
+// request's row has what its client saw, the unfinished one's (its
+// record comes from Stream.Write, never through the join) has them empty,
+// and nothing waits in the join for ever.
+func TestServeClientColumnsOfACutDrain(t *testing.T) {
+	cut, cutNow := context.WithCancelCause(context.Background())
+	defer cutNow(nil)
+	dir := t.TempDir()
+	st, err := output.NewStream(dir, output.StreamOptions{Client: true})
+	require.NoError(t, err)
+	defer st.Close()
+	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1, Cut: cut, Records: st})
+	code, body := post(t, base, "done", "a short answer", 2)
+	require.Equal(t, http.StatusOK, code, body)
+	long := `{"model":"qwen3-coder-30b-a3b","stream":true,"max_tokens":3000,"messages":[{"role":"user","content":"a very long answer"}]}`
+	res, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(long))
+	require.NoError(t, err)
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	require.True(t, sc.Scan(), "first chunk")
+	stopped := stopAsync(stop)
+	time.Sleep(50 * time.Millisecond) // draining
+	cutNow(actors.StopCause("SIGINT"))
+	o := <-stopped
+	_, _ = io.ReadAll(res.Body)
+	var pe *actors.PartialError
+	require.ErrorAs(t, o.err, &pe)
+	require.NoError(t, st.Write(o.res.Result))
+	col, rows := testkit.ReadCSV(t, filepath.Join(dir, "per_request.csv"))
+	require.Len(t, rows, 2)
+	done, unfinished := rows[0], rows[1]
+	assert.Equal(t, "completed", done[col["state"]])
+	assert.NotEmpty(t, done[col["client_ttft_ms"]])
+	assert.NotEmpty(t, done[col["client_e2e_ms"]])
+	assert.NotEmpty(t, done[col["client_late_ms"]])
+	assert.Equal(t, "unfinished", unfinished[col["state"]])
+	for _, c := range metrics.ClientColumns {
+		assert.Empty(t, unfinished[col[c.Name]], c.Name)
 	}
 }
