@@ -32,12 +32,23 @@ func (x *ResidentIndex) run(blocks []uint64) (s *iseg, n int, dup bool) {
 	}
 	s = &x.segs[x.pseg[p]]
 	if p < s.lo || p >= s.hi {
-		// Dead, and so are the blocks after it that follow it here.
-		n = 1
-		for q := int(p) + 1; n < len(blocks) && q < len(x.keys) && x.keys[q] == blocks[n] && x.flag[q]&posDup == 0 && !x.valid(int32(q)); q++ {
-			n++
+		// Dead, and so are the blocks after it that follow it here (a
+		// removed chain): compare the hashes, then find the first live
+		// or dup position, reading each segment's range once.
+		m := 1 + commonPrefix(blocks[1:], x.keys[p+1:])
+		prev, lo, hi := int32(-1), int32(0), int32(0)
+		for q := p + 1; q < p+int32(m); q++ {
+			if x.flag[q]&posDup != 0 {
+				return nil, int(q - p), false
+			}
+			if id := x.pseg[q]; id != prev {
+				prev, lo, hi = id, x.segs[id].lo, x.segs[id].hi
+			}
+			if q >= lo && q < hi {
+				return nil, int(q - p), false
+			}
 		}
-		return nil, n, false
+		return nil, m, false
 	}
 	n = 1 + commonPrefix(blocks[1:], x.keys[p+1:s.hi])
 	if s.dupc != 0 {
