@@ -23,6 +23,13 @@
 //   - WallClock runs in real time scaled by a factor S (an emulated delay d
 //     fires after d/S of real time) and measures timer lateness.
 //
+// The clock's queue (vqueue.go) keeps the order in pointer-free keys, the
+// messages in slots beside them, and takes a message sent with no delay
+// (most of them) on a lane the next step sorts instead of through its
+// heap. A virtual run without faults leaves its actors spawned on the
+// pooled system (slots.go): the next run seats its shells in them instead
+// of spawning and stopping ~30 allocations' worth of actor per node.
+//
 // Per message the runtime allocates nothing of its own: the clocks hand a
 // node's message to protoactor as it is (no envelope; fromClock tells it
 // from protoactor's own messages), and the shells' mailbox (mailbox.go)

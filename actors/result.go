@@ -75,7 +75,7 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 					res.Summary.Trace.Warnings = append(res.Summary.Trace.Warnings, "no trace digest: standard input was not read to its end")
 				}()
 			}
-		} else if d, err := metrics.DigestPath(wl.Trace); err == nil {
+		} else if d, err := traceDigest(wl.Trace); err == nil {
 			sum.Trace.Digest = d
 		}
 	}

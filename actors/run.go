@@ -191,6 +191,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	ps := borrowSystem(log, opts.FreshSystem)
 	rs := &runState{done: make(chan struct{}), progress: opts.Progress}
 	clk := newClock(ps.sys, spec.Workload, rs)
+	if v, ok := clk.(*VirtualClock); ok {
+		v.adopt(&ps.queue) // the buffers of the system's previous virtual run
+	}
 	if opts.Wrap != nil {
 		if err := opts.Wrap(cl, clk.Now); err != nil {
 			ps.release()
@@ -229,6 +232,9 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 		stopped = stopped && ps.sys.Root.StopFuture(a.pid).Wait() == nil
 	}
 	ps.sys.EventStream.Unsubscribe(sub)
+	if v, ok := clk.(*VirtualClock); ok {
+		v.handBack(&ps.queue) // before the system goes back to the pool
+	}
 	if stopped && rs.panics.Load() == 0 {
 		ps.release() // every actor of this run is gone: the system is idle
 	} else {

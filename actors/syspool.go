@@ -31,6 +31,9 @@ type pooledSystem struct {
 	// parked are spawned actors no run occupies, for the wall clock [0]
 	// and the virtual clock [1] (slots.go); only the borrower touches them.
 	parked [2][]*slot
+	// queue is the empty queue of the last virtual run on this system,
+	// whose buffers the next one reuses (VirtualClock.adopt).
+	queue vqueue
 }
 
 var (

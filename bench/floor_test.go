@@ -148,6 +148,7 @@ func BenchmarkPerMessage(b *testing.B) {
 			if !ok {
 				b.Skip("trace not on this machine (../shared/traces)")
 			}
+			warmUp(b) // not the actor system's creation in the first case's figures
 			b.ReportAllocs()
 			var msgs int64
 			var wall, cpu time.Duration

@@ -37,7 +37,18 @@ type sessionLRU struct {
 	m          map[int32]*lruEntry
 	head, tail *lruEntry // head: most recent
 	free       *lruEntry
+	peak       int // the most entries m held since it was built
 }
+
+// A Go map keeps the buckets of its largest size and the free list the
+// entries of it: after a burst of sessions has expired, expire rebuilds
+// both at the size held (shrink), so the memory follows the sessions
+// known, not the most ever known. O(n) once per shrink by shrinkFactor,
+// so O(1) per forgotten session, amortised.
+const (
+	shrinkFactor = 4
+	shrinkMin    = 1024 // no rebuild of a map that never held more
+)
 
 type lruEntry struct {
 	s          int32
@@ -77,6 +88,7 @@ func (l *sessionLRU) touch(s int32, now time.Duration) {
 		}
 		e.s = s
 		l.m[s] = e
+		l.peak = max(l.peak, len(l.m))
 	}
 	e.last = now
 	e.next = l.head
@@ -92,6 +104,7 @@ func (l *sessionLRU) touch(s int32, now time.Duration) {
 // expire calls f, oldest first, for every session idle for more than the
 // TTL at now (ttl > 0) or beyond the count (max > 0), and forgets it.
 func (l *sessionLRU) expire(now time.Duration, f func(s int32)) {
+	defer l.shrink()
 	for e := l.tail; e != nil; e = l.tail {
 		if !(l.max > 0 && len(l.m) > l.max) && !(l.ttl > 0 && now-e.last > l.ttl) {
 			return
@@ -101,6 +114,19 @@ func (l *sessionLRU) expire(now time.Duration, f func(s int32)) {
 		e.next, l.free = l.free, e
 		f(e.s)
 	}
+}
+
+// shrink rebuilds the map and drops the free list when the map holds
+// less than 1/shrinkFactor of its peak (see shrinkFactor).
+func (l *sessionLRU) shrink() {
+	if l.peak < shrinkMin || len(l.m)*shrinkFactor > l.peak {
+		return
+	}
+	m := make(map[int32]*lruEntry, len(l.m))
+	for s, e := range l.m {
+		m[s] = e
+	}
+	l.m, l.free, l.peak = m, nil, len(m)
 }
 
 // forgotSessions sums what the router forgot.

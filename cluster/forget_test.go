@@ -39,6 +39,36 @@ func TestSessionLRU(t *testing.T) {
 	}
 }
 
+// After a burst of sessions expires, the LRU rebuilds its map and drops
+// its free list (the memory follows the sessions known), and goes on
+// forgetting in the same order.
+func TestSessionLRUShrinks(t *testing.T) {
+	l := newSessionLRU(time.Minute, 0)
+	var got []int32
+	f := func(s int32) { got = append(got, s) }
+	const burst = 4 * shrinkMin
+	for s := range int32(burst) {
+		l.touch(s, 0)
+	}
+	assert.Equal(t, burst, l.peak)
+	l.touch(burst, 30*time.Second)   // kept
+	l.touch(burst+1, 40*time.Second) // kept
+	l.expire(61*time.Second, f)
+	assert.Len(t, got, burst, "the burst forgotten")
+	assert.Equal(t, int32(0), got[0])
+	assert.Equal(t, int32(burst-1), got[burst-1])
+	assert.Len(t, l.m, 2)
+	assert.Equal(t, 2, l.peak, "rebuilt at the size held")
+	assert.Nil(t, l.free, "free list dropped")
+	got = nil
+	l.touch(7, 80*time.Second) // a new entry after the rebuild
+	l.expire(101*time.Second, f)
+	assert.Equal(t, []int32{burst, burst + 1}, got, "oldest first, as before")
+	assert.Len(t, l.m, 1)
+	assert.Same(t, l.head, l.m[7])
+	assert.Same(t, l.tail, l.m[7])
+}
+
 // A forgotten session's KV-cause track is dropped: a later request of it
 // is a first placement again.
 func TestKVCausesForget(t *testing.T) {

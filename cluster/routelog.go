@@ -95,9 +95,10 @@ func appendCand(b []byte, c *pdCand) []byte {
 	b = strconv.AppendInt(b, int64(c.Overlap), 10)
 	b = append(b, `,"rejects":`...)
 	b = strconv.AppendInt(b, int64(c.Rejects), 10)
-	b = append(b, `,"eligible":`...)
-	b = strconv.AppendBool(b, c.Eligible)
-	return append(b, '}')
+	if c.Eligible {
+		return append(b, `,"eligible":true}`...)
+	}
+	return append(b, `,"eligible":false}`...)
 }
 
 // appendJSONArray appends xs as encoding/json does a slice: null when nil,

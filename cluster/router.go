@@ -89,6 +89,11 @@ func (n *routerNode) observed(now time.Duration, job *gpu.Job, ds *policy.Dispat
 	case policy.ActNone:
 		// Direct: the decode worker owns and runs the job; do not touch it.
 	}
+	if st.Action != policy.ActAdmit && n.f == nil {
+		// Routing ended: nothing reads ds any more (the job copied its
+		// tries; faults, which re-dispatch, keep theirs).
+		n.dss.Recycle(ds)
+	}
 }
 
 func (n *routerNode) Handle(now time.Duration, msg any) Ready {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pdemu/pdemu/effect"
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/policy"
 )
@@ -97,11 +98,7 @@ func (f *Fleet) pull(now time.Duration, d *worker, j *gpu.Job, h *Handoff, hit i
 
 // stepPrefill collects what prefill worker w finished by now.
 func (f *Fleet) stepPrefill(now time.Duration, w *worker) {
-	w.p.Advance(now)
-	rd := w.p.Ready()
-	for _, ch := range w.p.TakeCacheChanges() {
-		f.prefillKV(w, ch)
-	}
+	rd := advance[*gpu.Job](f, w, w.p, now)
 	for _, j := range rd.Out {
 		j.FirstToken, j.Done = j.PrefillEnd, j.PrefillEnd
 		h := f.hints[j]
@@ -124,16 +121,31 @@ func (f *Fleet) stepPrefill(now time.Duration, w *worker) {
 	f.leaveIfIdle(now, w)
 }
 
-// stepFused collects what fused worker w did by now. It opens as
-// stepPrefill does but reads a fused worker's events (first token, done,
-// failed), not a prefill worker's finished jobs; the end of a job is one
-// endEvent.
-func (f *Fleet) stepFused(now time.Duration, w *worker) {
-	w.fu.Advance(now)
-	rd := w.fu.Ready()
-	for _, ch := range w.fu.TakeCacheChanges() {
+// engine is what advance needs of a worker whose prefix cache the fleet
+// publishes: a prefill worker (ready: finished jobs) or a fused worker
+// (ready: events).
+type engine[T any] interface {
+	Advance(now time.Duration)
+	Ready() effect.Ready[T]
+	TakeCacheChanges() []gpu.CacheChange
+}
+
+// advance moves w's engine e to now, publishes its prefix-cache changes
+// and returns what it made ready.
+func advance[T any](f *Fleet, w *worker, e engine[T], now time.Duration) effect.Ready[T] {
+	e.Advance(now)
+	rd := e.Ready()
+	for _, ch := range e.TakeCacheChanges() {
 		f.prefillKV(w, ch)
 	}
+	return rd
+}
+
+// stepFused collects what fused worker w did by now: its events (first
+// token, done, failed), not a prefill worker's finished jobs; the end of a
+// job is one endEvent.
+func (f *Fleet) stepFused(now time.Duration, w *worker) {
+	rd := advance[gpu.Event](f, w, w.fu, now)
 	for _, ev := range rd.Out {
 		switch ev.Kind {
 		case gpu.EvFirstToken:

@@ -44,15 +44,10 @@ type BlockLRU struct {
 	seg  []int32  // the segment of each position (meaningful when live)
 	bot  int32    // new blocks take positions below bot
 	idx  posMap   // hash → position, lazy (see valid)
+	runs []lruSeg // compact's scratch: the merged segments
 
 	segs     []lruSeg // segs[0] is the list sentinel: segs[0].next is most recent
 	freeSegs []int32
-
-	// The previous arena, table and segments, reused by the next compaction.
-	spareKeys []uint64
-	spareSeg  []int32
-	spareIdx  posMap
-	spareSegs []lruSeg
 
 	trackEvictions bool
 	evicted        []uint64
@@ -415,22 +410,33 @@ func (c *BlockLRU) add(s int32, n, blockTokens int) {
 	c.evictTo(c.capTokens)
 }
 
-// compact moves the live blocks to a new arena with room for n more
-// (blocks of blockTokens tokens), and rebuilds the hash table. The arena
-// doubles while it holds fewer than 4× the blocks the cache can hold, so
-// that evicted blocks keep their positions (are revived, not inserted
-// anew) for about three cache-fulls of other insertions: the agentic
-// workload's sessions come back after ~12 others; with an arena sized
-// only for the live blocks every re-read chain was new again. Otherwise it
-// keeps its size, at least 2×(live+n). The table gets twice as many slots
-// as the arena has positions (a power of two), so it is at most half full
-// until the next compaction: it holds at most one entry per position used.
-// At least live + 2n positions are free after a compaction, so they cost
-// O(1) per new block, amortised. Neither shrinks, so alternating sizes do
-// not reallocate.
+// compact moves the live blocks to the top of the arena, in LRU order,
+// with room for n more (blocks of blockTokens tokens) below them, and
+// rebuilds the hash table from them (the entries of evicted blocks go).
+// The arena doubles while it holds fewer than ghostCacheFulls× the blocks
+// the cache can hold, so that evicted blocks keep their positions (are
+// revived, not inserted anew) for about three cache-fulls of other
+// insertions: the agentic workload's sessions come back after ~12 others;
+// with an arena sized only for the live blocks every re-read chain was new
+// again. Otherwise it keeps its size, at least 2×(live+n). The table gets
+// twice as many slots as the arena has positions (a power of two), so it
+// is at most half full until the next compaction: it holds at most one
+// entry per position used. At least live + 2n positions are free after a
+// compaction, so they cost O(1) per new block, amortised.
+//
+// Memory: the arena, its segment ids and the table are the cache's only
+// per-position arrays (28 bytes a position), each held once: a compaction
+// that keeps the size rewrites them in place, one that grows them
+// allocates the new ones and drops the old. The live keys are parked in
+// the table's slot array while the arena is rewritten (the table is
+// rebuilt from them next, and has at least twice as many slots as there
+// are live blocks), so a compaction needs no scratch arena and, in place,
+// allocates nothing. The segment list and its free list keep their
+// longest length, which is at most one segment per live block at the
+// peak (plus the sentinel).
 func (c *BlockLRU) compact(n, blockTokens int) {
 	size := len(c.keys)
-	if size < 4*(c.capTokens/blockTokens) {
+	if size < ghostCacheFulls*(c.capTokens/blockTokens) {
 		size *= 2
 	}
 	size = max(size, 2*(c.live+n))
@@ -439,42 +445,52 @@ func (c *BlockLRU) compact(n, blockTokens int) {
 		slots <<= 1
 	}
 	size = slots / 2
-	keys, seg := c.spareKeys, c.spareSeg
-	if cap(keys) < size {
-		keys, seg = make([]uint64, size), make([]int32, size)
-	}
-	keys, seg = keys[:size], seg[:size]
-	c.spareIdx.init(slots)
-	c.spareIdx, c.idx = c.idx, c.spareIdx
-	// Copy the live segments in list order to the top of the new arena,
-	// merging neighbours of equal block size.
-	old := c.segs
-	c.segs = append(c.spareSegs[:0], lruSeg{})
-	c.freeSegs = c.freeSegs[:0]
-	p := int32(size - c.live)
-	c.bot = p
-	last := int32(0)
-	for s := old[0].next; s != 0; s = old[s].next {
-		S := old[s]
-		if last == 0 || c.segs[last].tokens != S.tokens {
-			c.segs = append(c.segs, lruSeg{lo: p, hi: p, tokens: S.tokens, prev: last})
-			t := int32(len(c.segs) - 1)
-			c.segs[last].next = t
-			last = t
+	// The live blocks in list order, parked in the table's slots, and the
+	// runs of neighbouring segments of equal block size (lengths in hi),
+	// which become the new segments.
+	park := c.idx.slots
+	runs := c.runs[:0]
+	k := 0
+	for s := c.segs[0].next; s != 0; s = c.segs[s].next {
+		S := &c.segs[s]
+		if len(runs) == 0 || runs[len(runs)-1].tokens != S.tokens {
+			runs = append(runs, lruSeg{tokens: S.tokens})
 		}
-		copy(keys[p:], c.keys[S.lo:S.hi])
+		runs[len(runs)-1].hi += S.hi - S.lo
 		for _, b := range c.keys[S.lo:S.hi] {
-			seg[p] = last
-			c.idx.add(pmHash(b), p)
-			p++
+			park[k] = pmSlot{fp: uint32(b >> 32), pos: int32(uint32(b))}
+			k++
 		}
-		c.segs[last].hi = p
+	}
+	c.runs = runs
+	if len(c.keys) != size {
+		c.keys, c.seg = make([]uint64, size), make([]int32, size)
+	}
+	c.bot = int32(size - c.live)
+	moved := c.keys[c.bot:]
+	for i, sl := range park[:k] {
+		moved[i] = uint64(sl.fp)<<32 | uint64(uint32(sl.pos))
+	}
+	c.idx.init(slots)
+	c.segs, c.freeSegs = c.segs[:1], c.freeSegs[:0]
+	c.segs[0] = lruSeg{}
+	p, last := c.bot, int32(0)
+	for _, r := range runs {
+		c.segs = append(c.segs, lruSeg{lo: p, hi: p + r.hi, tokens: r.tokens, prev: last})
+		t := int32(len(c.segs) - 1)
+		c.segs[last].next = t
+		c.relabel(t)
+		last, p = t, p+r.hi
 	}
 	c.segs[0].prev = last
-	c.spareSegs = old
-	c.spareKeys, c.spareSeg = c.keys, c.seg
-	c.keys, c.seg = keys, seg
+	for i, b := range moved {
+		c.idx.add(pmHash(b), c.bot+int32(i))
+	}
 }
+
+// ghostCacheFulls is how many cache-fulls of blocks the arena grows to
+// hold, live and evicted (see compact).
+const ghostCacheFulls = 4
 
 // keys lists c's blocks, most recent first.
 func (c *BlockLRU) list() []uint64 {

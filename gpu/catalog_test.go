@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -62,16 +63,9 @@ func TestGPUSpecs(t *testing.T) {
 		// The driver-reported total is within 8 % of the marketing figure
 		// read as GB or GiB (H100: 81,559 MiB = 85.5 GB = 79.6 GiB).
 		gib := g.Memory / (1 << 30)
-		assert.True(t, abs(gib/c.marketingMem-1) < 0.08 || abs(g.Memory/gb/c.marketingMem-1) < 0.08,
+		assert.True(t, math.Abs(gib/c.marketingMem-1) < 0.08 || math.Abs(g.Memory/gb/c.marketingMem-1) < 0.08,
 			"%s memory %.1f GiB vs %g GB", c.name, gib, c.marketingMem)
 	}
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 func TestLookupModel(t *testing.T) {

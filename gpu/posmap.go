@@ -8,9 +8,10 @@ package gpu
 // comparing the arena's key at its position. Nothing is ever deleted:
 // BlockLRU validates what it finds (an entry whose block was evicted is
 // stale, and is reused when the block comes back) and rebuilds the table
-// when it compacts its arena (rebuild reads the old table in slot order and
-// recovers each entry's home from its stored hash bits, so it is a
-// sequential pass).
+// from its live blocks when it compacts its arena, so the entries of
+// evicted blocks last until then: the table has at most one entry per
+// arena position used since the last compaction, and twice as many slots
+// as the arena has positions (BlockLRU.compact).
 type posMap struct {
 	slots []pmSlot
 	bits  uint // log2(len(slots)), at most 32

@@ -62,16 +62,26 @@ const inlineReasons = 4
 func NewDispatch(r *workload.Request) *Dispatch { return &Dispatch{Req: r} }
 
 // Dispatches hands out Dispatches allocated dispatchSlab at a time (one
-// allocation per request was a replay's second-largest share). It is not
-// safe for concurrent use; the zero value is ready.
-type Dispatches struct{ free []Dispatch }
+// allocation per request was a replay's second-largest share), and
+// Recycled ones first. It is not safe for concurrent use; the zero value
+// is ready.
+type Dispatches struct {
+	free  []Dispatch
+	spare []*Dispatch // Recycled
+}
 
 const dispatchSlab = 64
 
-// New is NewDispatch from a slab. A slab stays in memory while any of its
-// Dispatches (or Reasons slices into them) is referenced; a Dispatch is
-// never handed out twice.
+// New is NewDispatch from a slab (or a Recycled Dispatch). A slab stays
+// in memory while any of its Dispatches (or Reasons slices into them) is
+// referenced; a Dispatch is never handed out twice unless Recycled.
 func (p *Dispatches) New(r *workload.Request) *Dispatch {
+	if n := len(p.spare); n > 0 {
+		ds := p.spare[n-1]
+		p.spare = p.spare[:n-1]
+		ds.Req = r
+		return ds
+	}
 	if len(p.free) == 0 {
 		p.free = make([]Dispatch, dispatchSlab)
 	}
@@ -79,6 +89,18 @@ func (p *Dispatches) New(r *workload.Request) *Dispatch {
 	p.free = p.free[1:]
 	ds.Req = r
 	return ds
+}
+
+// Recycle gives ds back for a later New: the caller and the policy are
+// done with it (its request's routing ended; policies keep no Dispatch
+// past the Step that ends it). A Dispatch with Reasons is kept as it is
+// (a Job may hold them): only one no worker rejected is reused.
+func (p *Dispatches) Recycle(ds *Dispatch) {
+	if ds.Reasons != nil {
+		return
+	}
+	*ds = Dispatch{}
+	p.spare = append(p.spare, ds)
 }
 
 func (ds *Dispatch) wasTried(d int) bool {

@@ -1,33 +1,54 @@
 package policy
 
-import (
-	"math/bits"
-	"unsafe"
-)
+import "unsafe"
 
 // ResidentIndex is the router's estimate of which prefix blocks are resident
-// on which decode worker: an inverted index block hash → set of workers,
-// with per-(worker, session) ownership so that evicting a session removes
-// exactly the blocks it contributed (blocks shared by several sessions on
-// one worker, such as a system prompt, stay until the last owner goes).
+// on which decode worker: for every worker d, resident[d] is the set of
+// block hashes in the owner lists recorded for d, one list per (worker,
+// session), so that evicting a session removes exactly the blocks it
+// contributed (blocks shared by several sessions on one worker, such as a
+// system prompt, stay until the last owner goes).
 //
-// Layout (built for the router hot path, see Overlap and KVC.Route):
-//   - an open-addressing hash table (linear probing, backward-shift
-//     deletion) whose 1-byte tags live in their own array, so a lookup that
-//     misses usually touches one cache line of a small array;
-//   - a block held by one worker stores that worker and its owner count in
-//     its slot; a block held by several workers moves to an "ext" record with
-//     a bitset of its holders (⌈n/64⌉ words) and one owner count per holder,
-//     stored in bitset order (holder d's count is at the rank of bit d), so
-//     a shared block costs O(n/64 + holders) bytes, not O(n) (see extCounts);
-//   - every block remembers the position (depth) and predecessor (parent)
-//     it had in the owner list that created it, and the index counts owner
-//     occurrences that disagree. While that count is zero the index is a
-//     forest of prefix chains: a block's predecessors are resident wherever
-//     the block is, which lets Route count a verified chain with O(log n)
-//     lookups (see chainOverlap). Any disagreement (duplicates, blocks that
-//     are not prefix-chained, reused hashes) disables the shortcut, never
-//     the result.
+// Its answers are those of a per-block inverted index, hash → holders with
+// an owner count per holder (the reference, indexV1 in index_v1_test.go, is
+// the implementation this one replaced; index_diff_test.go checks them
+// against each other on random operation sequences), but its state is kept
+// per segment, radix-tree style:
+//
+//   - the owner lists form a trie (a list is a path from a root; lists with
+//     a common prefix share its nodes), stored as segments: runs of
+//     consecutive trie nodes, their hashes consecutive in one arena (keys);
+//     a segment is entered at its first node and ends where some list ends
+//     or branches, so every list is a chain of whole segments and every
+//     node of a segment has the same holders: the segment keeps, per
+//     holder worker, how many of its lists pass through (hd/hn inline for
+//     one holder, a small list for several);
+//   - so recording a session's next turn touches the segments of its new
+//     and dropped suffix (a segment per branch, not a node per block),
+//     removing a session touches the segments of its path, and Overlap and
+//     LongestPrefix look up one hash per segment of the request's path and
+//     compare the rest with the arena (vectorised), instead of one lookup
+//     per block;
+//   - a hash table maps a hash to its arena positions (nothing is deleted
+//     from it: a position holds a live node only if it lies in its
+//     segment's range, as in gpu.BlockLRU); a removed run keeps its
+//     positions until the next compaction, and a list that brings the same
+//     run back (a session re-recorded after an eviction) revives it in
+//     place: one probe per run. When the arena is used up, the live
+//     segments are copied to a fresh one and the table rebuilt: O(live
+//     nodes) once per ≥ live new positions;
+//   - a hash at one position (prefix chains: the hash of a block names its
+//     whole prefix) is the fast path. A hash at several positions (reused
+//     hashes, duplicates in a list, a chain recorded at another depth) is
+//     flagged dup at each; its holders are the union of its positions',
+//     computed on demand, so answers stay exact on any input;
+//   - Chained (the condition of the chain shortcut in OverlapOwned and
+//     LongestPrefixOwned, which the router counts) keeps the reference's
+//     exact meaning: a hash's canonical (predecessor, depth) is that of the
+//     occurrence that made it resident, and the index counts owner-list
+//     occurrences that disagree. A node knows its occurrences disagree
+//     (posOff) from the moment it is created, so the count moves by a
+//     segment's off nodes times its change in lists.
 //
 // Writes (Set, SetImmutable, Remove) need exclusive access; the read
 // methods other than LongestPrefix and LongestPrefixOwned (which use a
@@ -35,35 +56,45 @@ import (
 // KVC.RouteShared (and bench.SyncKVC) rely on.
 type ResidentIndex struct {
 	n     int // workers
-	words int // bitset words per ext record
+	words int // bitset words of a worker set
 
-	tags  []uint8 // 0: empty slot
-	slots []slot
-	shift uint // 64 - log2(len(slots))
-	// filter counts the blocks whose hash falls in each of its buckets
-	// (4 per slot; a count that reaches 255 sticks): a zero count proves a
-	// block absent with one byte load, which is what a cold request's
-	// lookups mostly are.
-	filter []uint8
-	fshift uint
-	mask   int
-	used   int // occupied slots
+	keys []uint64 // arena: the hash of each position
+	pseg []int32  // the segment of each position (meaningful while it is live)
+	flag []uint8  // per position: posDup, posOff, posCanon
+	// limit is the positions the arena may hold before the next
+	// compaction or growth; the table has at least 1.5·limit slots (a load
+	// of at most 2/3).
+	limit int
+	tab   []tabSlot
+	filt  []uint64 // see maybe
+	tbits uint
+	tmask uint32
 
-	extBits []uint64    // words per ext record
-	extCnt  []extCounts // per ext record: where its owner counts live in cnts
-	extFree []int32
-
-	// cnts holds the ext records' owner counts in blocks of 2<<class
-	// int32s; cntFree[class] lists the free blocks of that class.
-	cnts    []int32
-	cntFree [][]int32
+	segs    []iseg  // segs[0] is never live
+	segFree []int32 // free segment ids
+	hsets   [][]holder
+	hfree   []int32
 
 	owned     map[ownerKey]record // (worker, session) → its recorded blocks
-	perWorker []int               // distinct blocks per worker
-	bad       int                 // occurrences off their block's canonical (parent, depth)
+	perWorker []int               // distinct hashes per worker
+	used      int                 // distinct hashes resident somewhere
+	live      int                 // live positions
+	bad       int                 // occurrences off their hash's canonical (parent, depth)
+	dupLive   int                 // live positions flagged posDup (0: hint paths need no check)
+	// canon holds the canonical context of resident hashes at several
+	// positions (a hash at one position is canonical there).
+	canon map[uint64]posCtx
 
-	alive []uint64   // LongestPrefix scratch
+	alive []uint64   // LongestPrefix scratch (2 worker sets)
 	spare [][]uint64 // owner lists of removed records, for reuse
+
+	// The previous arena, reused by the next compaction.
+	spareKeys []uint64
+	sparePseg []int32
+	spareFlag []uint8
+	newLo     []int32
+
+	compactions int // (tests)
 }
 
 const maxSpare = 32
@@ -78,10 +109,12 @@ type ownerKey struct {
 // and src its first element's address (SetImmutable: the caller promised
 // that its elements never change), so the index never writes or recycles
 // it, and any slice starting at src agrees with blocks on their common
-// length without comparing them.
+// length without comparing them. tail is the arena position of the list's
+// last node + 1 (0: empty list).
 type record struct {
 	blocks []uint64
 	src    *uint64
+	tail   int32
 }
 
 // sharedPrefix is the length of the longest common prefix of blocks and
@@ -93,47 +126,19 @@ func (r record) sharedPrefix(blocks []uint64) int {
 	return commonPrefix(blocks, r.blocks)
 }
 
-// extCounts locates an ext record's owner counts: cnts[off : off+2<<class],
-// of which the first (holders) are in use, holder d's at rank(e, d).
-type extCounts struct {
-	off   int32
-	class int32
-}
-
-type slot struct {
-	key    uint64
-	parent uint64 // canonical predecessor (meaningful when depth > 0)
-	depth  int32  // canonical position in an owner list
-	bad    int32  // occurrences that disagree with (parent, depth)
-	holder int32  // >= 0: the only worker holding the block; < 0: ^ext record
-	cnt    int32  // single holder: its owner count; ext: number of holder workers
-}
-
-const (
-	golden        = 0x9E3779B97F4A7C15
-	minShift      = 64 - 4 // 16 slots
-	filterBits    = 2
-	filterPerSlot = 1 << filterBits
-)
+const golden = 0x9E3779B97F4A7C15
 
 // NewResidentIndex returns an empty index over n workers.
 func NewResidentIndex(n int) *ResidentIndex {
 	x := &ResidentIndex{
 		n: n, words: (n + 63) / 64,
+		segs:      make([]iseg, 1),
 		owned:     make(map[ownerKey]record),
 		perWorker: make([]int, n),
+		canon:     make(map[uint64]posCtx),
 	}
-	x.alloc(minShift)
+	x.compact(0)
 	return x
-}
-
-func (x *ResidentIndex) alloc(shift uint) {
-	size := 1 << (64 - shift)
-	x.tags = make([]uint8, size+8)
-	x.slots = make([]slot, size)
-	x.filter = make([]uint8, size*filterPerSlot)
-	x.shift, x.mask, x.used = shift, size-1, 0
-	x.fshift = shift - filterBits
 }
 
 // Workers is the number of workers the index covers.
@@ -144,6 +149,11 @@ func (x *ResidentIndex) Blocks() int { return x.used }
 
 // WorkerBlocks is the number of distinct blocks recorded on worker d.
 func (x *ResidentIndex) WorkerBlocks(d int) int { return x.perWorker[d] }
+
+// Chained reports whether every recorded block sits at one position after
+// one predecessor in every owner list that holds it (the condition for
+// Route's chain shortcut).
+func (x *ResidentIndex) Chained() bool { return x.bad == 0 }
 
 // Owned returns the blocks recorded for session s on worker d (nil if none).
 // The slice belongs to the index: read it, do not keep or modify it.
@@ -158,7 +168,7 @@ func (x *ResidentIndex) OwnedPrefix(d int, s int32, blocks []uint64) int {
 
 // Set records blocks as session s's resident blocks on worker d, replacing
 // whatever was recorded for (d, s). Blocks kept from the previous record are
-// not touched, so a growing prefix costs only its new blocks. The index
+// not touched, so a growing prefix costs only its new segments. The index
 // keeps its own copy: callers may reuse their slices.
 func (x *ResidentIndex) Set(d int, s int32, blocks []uint64) { x.set(d, s, blocks, nil) }
 
@@ -178,14 +188,19 @@ func (x *ResidentIndex) SetImmutable(d int, s int32, blocks []uint64) {
 func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 	k := ownerKey{int32(d), s}
 	rec := x.owned[k]
-	old := rec.blocks
 	common := rec.sharedPrefix(blocks)
-	for i := common; i < len(old); i++ {
-		x.unref(d, old, i)
+	if common < len(blocks) && x.reserve(len(blocks)-common) {
+		rec = x.owned[k] // compaction moved its tail
 	}
-	for i := common; i < len(blocks); i++ {
-		x.ref(d, blocks, i)
+	old := rec.blocks
+	q := rec.tail - 1 // the node at depth common-1, or -1
+	if common < len(old) {
+		q = x.release(d, q, common)
 	}
+	if common < len(blocks) {
+		q = x.extend(d, q, blocks, common)
+	}
+	tail := q + 1
 	if rec.src != nil {
 		// A borrowed list: never written or recycled, and none of it is
 		// ours to keep.
@@ -198,7 +213,7 @@ func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 	}
 	if src != nil {
 		x.recycle(old)
-		x.owned[k] = record{blocks: blocks, src: src}
+		x.owned[k] = record{blocks: blocks, src: src, tail: tail}
 		return
 	}
 	switch {
@@ -210,7 +225,7 @@ func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 		old = append(old[:common:common], make([]uint64, len(blocks)-common)...)
 	}
 	copy(old[common:], blocks[common:])
-	x.owned[k] = record{blocks: old}
+	x.owned[k] = record{blocks: old, tail: tail}
 }
 
 // buffer returns a list of length n, reusing a removed record's if one is
@@ -248,249 +263,15 @@ func (x *ResidentIndex) recycle(b []uint64) {
 // Remove forgets session s's blocks on worker d.
 func (x *ResidentIndex) Remove(d int, s int32) {
 	k := ownerKey{int32(d), s}
-	rec := x.owned[k]
-	old := rec.blocks
-	for i := range old {
-		x.unref(d, old, i)
+	rec, ok := x.owned[k]
+	if !ok {
+		return
+	}
+	if rec.tail > 0 {
+		x.release(d, rec.tail-1, 0)
 	}
 	if rec.src == nil {
-		x.recycle(old)
+		x.recycle(rec.blocks)
 	}
 	delete(x.owned, k)
-}
-
-// Has reports whether block b is recorded resident on worker d.
-func (x *ResidentIndex) Has(d int, b uint64) bool {
-	i := x.find(b)
-	return i >= 0 && x.holds(i, d)
-}
-
-func (x *ResidentIndex) holds(i, d int) bool {
-	h := x.slots[i].holder
-	if h >= 0 {
-		return int(h) == d
-	}
-	return x.extBits[int(^h)*x.words+d>>6]&(1<<(uint(d)&63)) != 0
-}
-
-// offChain reports whether occurrence list[i] disagrees with slot s's
-// canonical position.
-func offChain(s *slot, list []uint64, i int) bool {
-	return int(s.depth) != i || (i > 0 && s.parent != list[i-1])
-}
-
-func (x *ResidentIndex) ref(d int, list []uint64, i int) {
-	b := list[i]
-	j := x.find(b)
-	if j < 0 {
-		j = x.insert(b)
-		s := &x.slots[j]
-		s.depth, s.holder, s.cnt = int32(i), int32(d), 1
-		if i > 0 {
-			s.parent = list[i-1]
-		}
-		x.perWorker[d]++
-		return
-	}
-	s := &x.slots[j]
-	if offChain(s, list, i) {
-		s.bad++
-		x.bad++
-	}
-	if s.holder == int32(d) {
-		s.cnt++
-		return
-	}
-	if s.holder >= 0 {
-		e := x.newExt()
-		h := int(s.holder)
-		x.extBits[e*x.words+h>>6] |= 1 << (uint(h) & 63)
-		x.cnts[x.extCnt[e].off] = s.cnt
-		s.holder, s.cnt = ^int32(e), 1
-	}
-	e := int(^s.holder)
-	r := x.rank(e, d)
-	if x.holds(j, d) {
-		x.cnts[int(x.extCnt[e].off)+r]++
-		return
-	}
-	// A new holder: open a count at its rank.
-	c := x.extCnt[e]
-	held := int(s.cnt)
-	if held == 2<<c.class {
-		c = x.moveCounts(e, held, c.class+1)
-	}
-	cs := x.cnts[c.off : int(c.off)+held+1]
-	copy(cs[r+1:], cs[r:held])
-	cs[r] = 1
-	x.extBits[e*x.words+d>>6] |= 1 << (uint(d) & 63)
-	s.cnt++
-	x.perWorker[d]++
-}
-
-// rank is the number of holders of ext record e below worker d: the index
-// of d's owner count.
-func (x *ResidentIndex) rank(e, d int) int {
-	w := x.extBits[e*x.words : e*x.words+d>>6+1]
-	last := len(w) - 1
-	r := bits.OnesCount64(w[last] & (1<<(uint(d)&63) - 1))
-	for _, word := range w[:last] {
-		r += bits.OnesCount64(word)
-	}
-	return r
-}
-
-// moveCounts moves ext record e's held owner counts to a block of the
-// class and returns its new location. A record grows to the next class
-// when its block is full and shrinks to the previous one when a quarter
-// full, so it keeps at most 4× its holders and moves O(1) counts per
-// holder change, amortised.
-func (x *ResidentIndex) moveCounts(e, held int, class int32) extCounts {
-	old := x.extCnt[e]
-	c := extCounts{off: x.cntAlloc(int(class)), class: class}
-	copy(x.cnts[c.off:int(c.off)+held], x.cnts[old.off:int(old.off)+held])
-	x.cntRelease(old)
-	x.extCnt[e] = c
-	return c
-}
-
-// cntAlloc returns the offset of a free count block of the class.
-func (x *ResidentIndex) cntAlloc(class int) int32 {
-	for len(x.cntFree) <= class {
-		x.cntFree = append(x.cntFree, nil)
-	}
-	if f := x.cntFree[class]; len(f) > 0 {
-		off := f[len(f)-1]
-		x.cntFree[class] = f[:len(f)-1]
-		return off
-	}
-	off := len(x.cnts)
-	x.cnts = append(x.cnts, make([]int32, 2<<class)...)
-	return int32(off)
-}
-
-func (x *ResidentIndex) cntRelease(c extCounts) {
-	x.cntFree[c.class] = append(x.cntFree[c.class], c.off)
-}
-
-func (x *ResidentIndex) unref(d int, list []uint64, i int) {
-	j := x.lookup(list[i], list[i]*golden)
-	if j < 0 {
-		panic("policy: resident index lost a block")
-	}
-	s := &x.slots[j]
-	if offChain(s, list, i) {
-		s.bad--
-		x.bad--
-	}
-	if s.holder >= 0 {
-		if s.cnt--; s.cnt == 0 {
-			x.perWorker[d]--
-			x.del(j)
-		}
-		return
-	}
-	e := int(^s.holder)
-	c := x.extCnt[e]
-	r := x.rank(e, d)
-	cs := x.cnts[c.off : int(c.off)+int(s.cnt)]
-	if cs[r]--; cs[r] > 0 {
-		return
-	}
-	// d no longer holds the block: close its count.
-	copy(cs[r:], cs[r+1:])
-	x.extBits[e*x.words+d>>6] &^= 1 << (uint(d) & 63)
-	x.perWorker[d]--
-	if s.cnt--; s.cnt > 1 {
-		if c.class > 0 && int(s.cnt) <= 2<<c.class/4 {
-			x.moveCounts(e, int(s.cnt), c.class-1)
-		}
-		return
-	}
-	// One holder left: back to the inline representation.
-	w := x.extBits[e*x.words : (e+1)*x.words]
-	for k, word := range w {
-		if word != 0 {
-			h := k<<6 + bits.TrailingZeros64(word)
-			s.holder, s.cnt = int32(h), cs[0]
-			w[k] = 0
-			break
-		}
-	}
-	x.cntRelease(c)
-	x.extFree = append(x.extFree, int32(e))
-}
-
-// newExt returns an empty ext record (no holders) with a count block of
-// the smallest class.
-func (x *ResidentIndex) newExt() int {
-	c := extCounts{off: x.cntAlloc(0)}
-	if n := len(x.extFree); n > 0 {
-		e := x.extFree[n-1]
-		x.extFree = x.extFree[:n-1]
-		x.extCnt[e] = c
-		return int(e)
-	}
-	e := len(x.extBits) / x.words
-	x.extBits = append(x.extBits, make([]uint64, x.words)...)
-	x.extCnt = append(x.extCnt, c)
-	return e
-}
-
-// add adds v to out[d] for every worker d holding slot i.
-func (x *ResidentIndex) add(i int, v int, out []int) {
-	h := x.slots[i].holder
-	if h >= 0 {
-		out[h] += v
-		return
-	}
-	e := int(^h) * x.words
-	for w, word := range x.extBits[e : e+x.words] {
-		for word != 0 {
-			out[w<<6+bits.TrailingZeros64(word)] += v
-			word &= word - 1
-		}
-	}
-}
-
-// same reports whether slots i and j are held by the same workers.
-func (x *ResidentIndex) same(i, j int) bool {
-	hi, hj := x.slots[i].holder, x.slots[j].holder
-	if hi >= 0 || hj >= 0 || hi == hj {
-		return hi == hj
-	}
-	a, b := int(^hi)*x.words, int(^hj)*x.words
-	for w := 0; w < x.words; w++ {
-		if x.extBits[a+w] != x.extBits[b+w] {
-			return false
-		}
-	}
-	return true
-}
-
-// addDiff adds v to out[d] for every worker d holding slot i but not slot j.
-func (x *ResidentIndex) addDiff(i, j int, v int, out []int) {
-	hi := x.slots[i].holder
-	if hi >= 0 {
-		if !x.holds(j, int(hi)) {
-			out[hi] += v
-		}
-		return
-	}
-	a := int(^hi) * x.words
-	hj := x.slots[j].holder
-	for w := 0; w < x.words; w++ {
-		word := x.extBits[a+w]
-		if hj >= 0 {
-			if int(hj)>>6 == w {
-				word &^= 1 << (uint(hj) & 63)
-			}
-		} else {
-			word &^= x.extBits[int(^hj)*x.words+w]
-		}
-		for word != 0 {
-			out[w<<6+bits.TrailingZeros64(word)] += v
-			word &= word - 1
-		}
-	}
 }

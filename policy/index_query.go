@@ -2,108 +2,202 @@ package policy
 
 import (
 	"bytes"
-	"math/bits"
 	"unsafe"
 )
+
+// Has reports whether block b is recorded resident on worker d.
+func (x *ResidentIndex) Has(d int, b uint64) bool {
+	p := x.first(b)
+	if p < 0 {
+		return false
+	}
+	if x.flag[p]&posDup == 0 {
+		return x.valid(p) && x.holds(&x.segs[x.pseg[p]], int32(d))
+	}
+	return x.heldElsewhere(b, -1, int32(d))
+}
+
+// run locates blocks[0] (blocks non-empty) and the blocks that follow it
+// in the arena, each at its hash's only position: it returns their
+// segment and how many there are (n ≥ 1); or, for a dead run (a removed
+// chain), s == nil and its length; or a dup hash (dup, n = 1); or an
+// absent one (nil, 1).
+func (x *ResidentIndex) run(blocks []uint64) (s *iseg, n int, dup bool) {
+	p := x.first(blocks[0])
+	if p < 0 {
+		return nil, 1, false
+	}
+	if x.flag[p]&posDup != 0 {
+		return nil, 1, true
+	}
+	s = &x.segs[x.pseg[p]]
+	if p < s.lo || p >= s.hi {
+		// Dead, and so are the blocks after it that follow it here.
+		n = 1
+		for q := int(p) + 1; n < len(blocks) && q < len(x.keys) && x.keys[q] == blocks[n] && x.flag[q]&posDup == 0 && !x.valid(int32(q)); q++ {
+			n++
+		}
+		return nil, n, false
+	}
+	n = 1 + commonPrefix(blocks[1:], x.keys[p+1:s.hi])
+	if s.dupc != 0 {
+		for m := 1; m < n; m++ {
+			if x.flag[int(p)+m]&posDup != 0 {
+				return s, m, false
+			}
+		}
+	}
+	return s, n, false
+}
 
 // Overlap adds, for every worker d, |{i : blocks[i] ∈ resident[d]}| to
 // out[d] (len(out) must be Workers()). Duplicate hashes in blocks count
 // once each time they appear (the list reading of |prefix_hashes ∩
-// resident[d]|). It looks every block up; consecutive hits on blocks held by
-// the same workers are added in one go.
+// resident[d]|). It looks up one hash per run of blocks that follow each
+// other in a segment.
 func (x *ResidentIndex) Overlap(blocks []uint64, out []int) {
-	prev, run := -1, 0
-	slots, filter, fshift := x.slots, x.filter, x.fshift
-	for _, b := range blocks {
-		h := b * golden
-		if filter[h>>fshift] == 0 {
+	filt, fshift := x.filt, 64-x.tbits-2
+	for i := 0; i < len(blocks); {
+		// Most blocks of a request whose session was removed have no
+		// entry: the filter says so without a call (filterBit).
+		if h := (blocks[i] * golden) >> fshift; filt[h>>6]&(1<<(h&63)) == 0 {
+			i++
 			continue
 		}
-		i := x.lookup(b, h)
-		if i < 0 {
-			continue
+		s, n, dup := x.run(blocks[i:])
+		switch {
+		case dup:
+			x.addUnion(blocks[i], out)
+		case s != nil:
+			x.addHolders(s, n, out)
 		}
-		if prev >= 0 && (slots[i].holder == slots[prev].holder || x.same(i, prev)) {
-			run++
-			continue
-		}
-		if prev >= 0 {
-			x.add(prev, run, out)
-		}
-		prev, run = i, 1
-	}
-	if prev >= 0 {
-		x.add(prev, run, out)
+		i += n
 	}
 }
 
-// chainMin is the shortest verified chain worth the divide-and-conquer
-// (shorter ones are simply scanned). A variable so tests can set it to 1.
+// addHolders adds v to out[d] for every holder d of segment s.
+func (x *ResidentIndex) addHolders(s *iseg, v int, out []int) {
+	if s.hd >= 0 {
+		out[s.hd] += v
+		return
+	}
+	for _, h := range x.hsets[^s.hd] {
+		out[h.d] += v
+	}
+}
+
+// addUnion adds 1 to out[d] for every worker d holding hash k at one of
+// its positions.
+func (x *ResidentIndex) addUnion(k uint64, out []int) {
+	for e := range x.entries(k) {
+		if !x.valid(e) {
+			continue
+		}
+		s := &x.segs[x.pseg[e]]
+		x.eachHolder(s, func(d int32) {
+			if !x.heldBefore(k, e, d) {
+				out[d]++
+			}
+		})
+	}
+}
+
+// heldBefore reports whether d holds hash k at a live position whose
+// entry comes before e's in the table.
+func (x *ResidentIndex) heldBefore(k uint64, e, d int32) bool {
+	for f := range x.entries(k) {
+		if f == e {
+			return false
+		}
+		if x.valid(f) && x.holds(&x.segs[x.pseg[f]], d) {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *ResidentIndex) eachHolder(s *iseg, fn func(d int32)) {
+	if s.hd >= 0 {
+		fn(s.hd)
+		return
+	}
+	for _, h := range x.hsets[^s.hd] {
+		fn(h.d)
+	}
+}
+
+// chainMin is the shortest verified chain worth the chain shortcut (the
+// per-block index's; see OverlapOwned). A variable so tests can set it to 1.
 var chainMin = 8
 
 // OverlapOwned is Overlap using session s's record on worker d as a hint
-// (typically the session's pinned worker). If the index is Chained and
-// blocks shares a prefix of c ≥ chainMin blocks with that record, the
-// prefix is counted by chainOverlap in O(k·log c) lookups (k = distinct
-// worker sets along the chain) plus one memory comparison (none when the
-// record was SetImmutable from blocks' own backing array, see
-// record.sharedPrefix), and only the rest is looked up block by block. The result is always Overlap's. It
-// returns c (0 when the shortcut was not taken).
+// (typically the session's pinned worker). It returns c, the length of
+// the prefix blocks shares with that record, when the index is Chained and
+// c ≥ chainMin — the prefix the per-block index counted with its chain
+// shortcut, which the router counts as a chained route — and 0 otherwise.
+// The counts are always Overlap's (which walks segments, not blocks, with
+// or without a hint).
 func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int) int {
-	if d < 0 || x.bad != 0 || len(blocks) < chainMin {
+	c := x.chainHint(blocks, d, s)
+	p, n := x.hintPath(blocks, d, s)
+	if n == 0 {
 		x.Overlap(blocks, out)
-		return 0
+		return c
 	}
-	hint := x.owned[ownerKey{int32(d), s}]
-	c := 0
-	if len(hint.blocks) >= chainMin {
-		c = hint.sharedPrefix(blocks)
+	// blocks[:n] is the record's path from the root: walk it up, a
+	// segment at a time (its holders are its hashes').
+	for p >= 0 {
+		seg := &x.segs[x.pseg[p]]
+		if end := min(int(seg.depth+seg.hi-seg.lo), n); end > int(seg.depth) {
+			x.addHolders(seg, end-int(seg.depth), out)
+		}
+		p = seg.parent
 	}
-	if c < chainMin {
-		x.Overlap(blocks, out)
-		return 0
-	}
-	x.chainOverlap(blocks[:c], out)
-	x.Overlap(blocks[c:], out)
+	x.Overlap(blocks[n:], out)
 	return c
 }
 
-// chainOverlap counts a chain: chain must equal a prefix of an owner's
-// list and the index must be Chained. Then every chain[i]
-// is recorded at position i after chain[i-1] wherever it is recorded, so
-// the set of workers holding chain[i] shrinks as i grows, and worker d
-// holds exactly chain[0..p_d] for some p_d. Divide and conquer finds the
-// positions where the set changes. It returns chain[len-1]'s slot.
-func (x *ResidentIndex) chainOverlap(chain []uint64, out []int) int {
-	n := len(chain)
-	lo, hi := x.lookup(chain[0], chain[0]*golden), x.lookup(chain[n-1], chain[n-1]*golden)
-	if lo < 0 || hi < 0 {
-		panic("policy: chain hint is not recorded in the resident index")
+// hintPath returns the tail of session s's record on worker d and the
+// length n of the prefix it shares with blocks, when that prefix is worth
+// walking as a path: n > 0 and no segment of the record's path holds a
+// hash at several positions. Otherwise n is 0.
+func (x *ResidentIndex) hintPath(blocks []uint64, d int, s int32) (tail int32, n int) {
+	if d < 0 || len(blocks) == 0 {
+		return -1, 0
 	}
-	x.add(hi, n, out)
-	x.dc(chain, 0, n-1, lo, hi, out)
-	return hi
+	r := x.owned[ownerKey{int32(d), s}]
+	if r.tail == 0 {
+		return -1, 0
+	}
+	if n = r.sharedPrefix(blocks); n == 0 {
+		return -1, 0
+	}
+	if x.dupLive == 0 {
+		return r.tail - 1, n
+	}
+	for p := r.tail - 1; p >= 0; {
+		seg := &x.segs[x.pseg[p]]
+		if seg.dupc != 0 {
+			return -1, 0
+		}
+		p = seg.parent
+	}
+	return r.tail - 1, n
 }
 
-// dc handles workers that hold chain[lo] (slot sl) but not chain[hi] (slot
-// sh): each gets its last position + 1.
-func (x *ResidentIndex) dc(chain []uint64, lo, hi, sl, sh int, out []int) {
-	for {
-		if x.same(sl, sh) {
-			return
-		}
-		if hi == lo+1 {
-			x.addDiff(sl, sh, lo+1, out)
-			return
-		}
-		mid := int(uint(lo+hi) >> 1)
-		sm := x.lookup(chain[mid], chain[mid]*golden)
-		if sm < 0 {
-			panic("policy: chain hint is not recorded in the resident index")
-		}
-		x.dc(chain, lo, mid, sl, sm, out)
-		lo, sl = mid, sm
+// chainHint is the c of OverlapOwned and LongestPrefixOwned.
+func (x *ResidentIndex) chainHint(blocks []uint64, d int, s int32) int {
+	if d < 0 || x.bad != 0 || len(blocks) < chainMin {
+		return 0
 	}
+	hint := x.owned[ownerKey{int32(d), s}]
+	if len(hint.blocks) < chainMin {
+		return 0
+	}
+	if c := hint.sharedPrefix(blocks); c >= chainMin {
+		return c
+	}
+	return 0
 }
 
 func u64bytes(s []uint64) []byte {
@@ -132,46 +226,15 @@ func commonPrefix(a, b []uint64) int {
 
 // LongestPrefix sets out[d] to the length of the longest prefix of blocks
 // recorded on worker d (len(out) must be Workers()). It walks the prefix
-// until no worker matches any more.
+// run by run until no worker matches any more.
 func (x *ResidentIndex) LongestPrefix(blocks []uint64, out []int) {
 	clear(out)
 	x.walkPrefix(blocks, 0, x.aliveScratch(), out)
 }
 
-// LongestPrefixOwned is LongestPrefix using session s's record on worker d
-// as a hint, as OverlapOwned does: if the index is Chained and blocks
-// shares a prefix of c ≥ chainMin blocks with that record, every worker
-// holds a prefix of blocks[:c] (see chainOverlap), whose length
-// chainOverlap finds in O(k·log c) lookups; only the workers holding all
-// of it are followed further, block by block. The result is always
-// LongestPrefix's. It returns c (0 when the shortcut was not taken).
-func (x *ResidentIndex) LongestPrefixOwned(blocks []uint64, d int, s int32, out []int) int {
-	c := 0
-	if d >= 0 && x.bad == 0 && len(blocks) >= chainMin {
-		if hint := x.owned[ownerKey{int32(d), s}]; len(hint.blocks) >= chainMin {
-			c = hint.sharedPrefix(blocks)
-		}
-	}
-	if c < chainMin {
-		x.LongestPrefix(blocks, out)
-		return 0
-	}
-	clear(out)
-	hi := x.chainOverlap(blocks[:c], out)
-	alive := x.aliveScratch()
-	clear(alive)
-	if h := x.slots[hi].holder; h >= 0 {
-		alive[h>>6] = 1 << (uint(h) & 63)
-	} else {
-		copy(alive, x.extBits[int(^h)*x.words:])
-	}
-	x.walkPrefix(blocks, c, alive, out)
-	return c
-}
-
 func (x *ResidentIndex) aliveScratch() []uint64 {
-	if cap(x.alive) < x.words {
-		x.alive = make([]uint64, x.words)
+	if cap(x.alive) < 2*x.words {
+		x.alive = make([]uint64, 2*x.words)
 	}
 	return x.alive[:x.words]
 }
@@ -179,33 +242,69 @@ func (x *ResidentIndex) aliveScratch() []uint64 {
 // walkPrefix continues LongestPrefix at blocks[start]: for start > 0,
 // alive holds the workers that hold blocks[:start] (their out is start).
 func (x *ResidentIndex) walkPrefix(blocks []uint64, start int, alive []uint64, out []int) {
-	for i := start; i < len(blocks); i++ {
-		j := x.find(blocks[i])
-		if j < 0 {
+	next := x.alive[x.words : 2*x.words]
+	for i := start; i < len(blocks); {
+		s, n, dup := x.run(blocks[i:])
+		if s == nil && !dup {
 			return
 		}
-		live := uint64(0)
-		h := x.slots[j].holder
-		for w := range alive {
-			var m uint64
-			switch {
-			case h < 0:
-				m = x.extBits[int(^h)*x.words+w]
-			case int(h)>>6 == w:
-				m = 1 << (uint(h) & 63)
-			}
-			if i == 0 {
-				alive[w] = m
-			} else {
-				alive[w] &= m
-			}
-			live |= alive[w]
-			for word := alive[w]; word != 0; word &= word - 1 {
-				out[w<<6+bits.TrailingZeros64(word)] = i + 1
+		clear(next)
+		live := false
+		keep := func(d int32) {
+			if i == 0 || alive[d>>6]&(1<<(uint(d)&63)) != 0 {
+				next[d>>6] |= 1 << (uint(d) & 63)
+				out[d] = i + n
+				live = true
 			}
 		}
-		if live == 0 {
+		if dup {
+			for e := range x.entries(blocks[i]) {
+				if x.valid(e) {
+					x.eachHolder(&x.segs[x.pseg[e]], keep)
+				}
+			}
+		} else {
+			x.eachHolder(s, keep)
+		}
+		if !live {
 			return
 		}
+		alive, next = next, alive
+		i += n
 	}
+}
+
+// LongestPrefixOwned is LongestPrefix using session s's record on worker d
+// as a hint, as OverlapOwned does, and returns OverlapOwned's c. The result
+// is always LongestPrefix's.
+func (x *ResidentIndex) LongestPrefixOwned(blocks []uint64, d int, s int32, out []int) int {
+	c := x.chainHint(blocks, d, s)
+	p, n := x.hintPath(blocks, d, s)
+	if n == 0 {
+		x.LongestPrefix(blocks, out)
+		return c
+	}
+	// blocks[:n] is the record's path: along it holders only shrink, so a
+	// worker's prefix ends with the deepest path segment it holds.
+	clear(out)
+	alive := x.aliveScratch()
+	clear(alive)
+	deepest := true
+	for p >= 0 {
+		seg := &x.segs[x.pseg[p]]
+		if end := min(int(seg.depth+seg.hi-seg.lo), n); end > int(seg.depth) {
+			x.eachHolder(seg, func(w int32) {
+				if out[w] == 0 {
+					out[w] = end
+				}
+				if deepest {
+					alive[w>>6] |= 1 << (uint(w) & 63)
+				}
+			})
+			deepest = false
+		}
+		p = seg.parent
+	}
+	x.walkPrefix(blocks, n, alive, out)
+	return c
 }

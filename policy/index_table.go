@@ -1,147 +1,302 @@
 package policy
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
+import "iter"
 
-// Chained reports whether every recorded block sits at one position after
-// one predecessor in every owner list that holds it (the condition for
-// Route's chain shortcut).
-func (x *ResidentIndex) Chained() bool { return x.bad == 0 }
+// The resident index's hash table (hash → arena positions) and arena
+// compaction.
+//
+// The table is open addressing with linear probing and Fibonacci hashing
+// (trace hash ids can be small consecutive integers). A slot is 8 bytes —
+// the top 32 bits of the key's hash and the position + 1 (0: empty) — and a
+// candidate is confirmed by comparing the arena's key at its position.
+// Every arena position has exactly one entry and nothing is deleted: a
+// position whose segment no longer covers it is dead, and is revived when
+// its hash comes back (create), or dropped by the next compaction, which
+// rebuilds the table from the live positions.
 
-func (x *ResidentIndex) home(k uint64) (int, uint8) {
-	h := k * golden
-	return int(h >> x.shift), uint8(h>>(x.shift-8)) | 1
+type tabSlot struct {
+	fp  uint32 // top 32 bits of key·φ
+	pos int32  // position + 1; 0 = empty
 }
 
-// Tag groups: lookups load 8 tags at once and find the first empty slot
-// and the candidate matches with SWAR arithmetic (no per-slot branch).
-// tags has 8 trailing bytes mirroring tags[0:8], so a group that runs off
-// the end reads the wrapped-around tags.
-const (
-	lsb = 0x0101010101010101
-	msb = 0x8080808080808080
-)
+func tabHash(k uint64) uint32 { return uint32((k * golden) >> 32) }
 
-// zeroBytes marks (with 0x80) the zero bytes of w; the lowest mark is
-// exact, higher ones may be false positives.
-func zeroBytes(w uint64) uint64 { return (w - lsb) &^ w & msb }
+func (x *ResidentIndex) home(fp uint32) uint32 { return fp >> (32 - x.tbits) }
 
-// find returns the slot of block k, or -1.
-func (x *ResidentIndex) find(k uint64) int {
-	h := k * golden
-	if x.filter[h>>x.fshift] == 0 {
-		return -1
-	}
-	return x.lookup(k, h)
+// The filter is a bit per 1/4 table slot, set for every hash with an
+// entry (rebuilt with the table): a clear bit proves a hash has no
+// position with one load from a small array, which is what most lookups
+// of a request whose session's chain was removed are. Its index is the
+// top tbits+2 bits of the table hash, so it is rebuilt from the entries'
+// fingerprints alone.
+func (x *ResidentIndex) filterBit(k uint64) (int, uint64) {
+	return filterAt(tabHash(k), x.tbits)
 }
 
-// lookup is find without the filter (for blocks expected to be present);
-// h is k * golden.
-func (x *ResidentIndex) lookup(k, h uint64) int {
-	i, t := int(h>>x.shift), uint64(uint8(h>>(x.shift-8))|1)
-	for {
-		g := binary.LittleEndian.Uint64(x.tags[i:])
-		z := zeroBytes(g)
-		m := zeroBytes(g ^ (t * lsb))
-		if z != 0 {
-			m &= (z & -z) - 1 // matches before the first empty slot
-		}
-		for ; m != 0; m &= m - 1 {
-			j := (i + bits.TrailingZeros64(m)>>3) & x.mask
-			if x.slots[j].key == k {
-				return j
-			}
-		}
-		if z != 0 {
-			return -1
-		}
-		i = (i + 8) & x.mask
-	}
+func filterAt(fp uint32, tbits uint) (int, uint64) {
+	h := fp >> (32 - tbits - 2)
+	return int(h >> 6), 1 << (h & 63)
+}
+
+// maybe reports whether hash k may have a table entry.
+func (x *ResidentIndex) maybe(k uint64) bool {
+	w, b := x.filterBit(k)
+	return x.filt[w]&b != 0
 }
 
 func (x *ResidentIndex) filterAdd(k uint64) {
-	f := &x.filter[(k*golden)>>x.fshift]
-	if *f < 255 {
-		*f++
+	w, b := x.filterBit(k)
+	x.filt[w] |= b
+}
+
+// first returns the position of hash k's first entry, or -1. It is k's
+// only position unless that position is flagged posDup.
+func (x *ResidentIndex) first(k uint64) int32 {
+	if !x.maybe(k) {
+		return -1
+	}
+	fp := tabHash(k)
+	for i := x.home(fp); ; i = (i + 1) & x.tmask {
+		e := x.tab[i]
+		if e.pos == 0 {
+			return -1
+		}
+		if e.fp == fp && x.keys[e.pos-1] == k {
+			return e.pos - 1
+		}
 	}
 }
 
-func (x *ResidentIndex) filterDel(k uint64) {
-	f := &x.filter[(k*golden)>>x.fshift]
-	if *f < 255 {
-		*f--
+// entries yields every position of hash k, live or dead (the slow path of
+// hashes at several positions).
+func (x *ResidentIndex) entries(k uint64) iter.Seq[int32] {
+	return func(yield func(int32) bool) {
+		fp := tabHash(k)
+		for i := x.home(fp); ; i = (i + 1) & x.tmask {
+			e := x.tab[i]
+			if e.pos == 0 {
+				return
+			}
+			if e.fp == fp && x.keys[e.pos-1] == k && !yield(e.pos-1) {
+				return
+			}
+		}
 	}
 }
 
-func (x *ResidentIndex) setTag(i int, t uint8) {
-	x.tags[i] = t
-	if i < 8 {
-		x.tags[len(x.slots)+i] = t
-	}
-}
-
-// insert places k (absent) in an empty slot and returns it.
-func (x *ResidentIndex) insert(k uint64) int {
-	if (x.used+1)*4 > len(x.slots)*3 {
-		x.grow()
-	}
-	i, t := x.home(k)
-	for x.tags[i] != 0 {
-		i = (i + 1) & x.mask
-	}
-	x.setTag(i, t)
-	x.slots[i] = slot{key: k}
-	x.used++
-	x.filterAdd(k)
-	return i
-}
-
-func (x *ResidentIndex) grow() {
-	oldTags, oldSlots := x.tags, x.slots
-	x.alloc(x.shift - 1)
-	for j, tg := range oldTags[:len(oldSlots)] {
-		if tg == 0 {
+// place returns a dead position of hash k below busy (positions from busy
+// on belong to the run being created), or appends k to the arena, gives
+// the new position an entry and returns -1. A hash that gets a second
+// entry has all its positions flagged posDup, and its canonical context
+// recorded if it is resident.
+func (x *ResidentIndex) place(k uint64, busy int32) int32 {
+	fp := tabHash(k)
+	i := x.home(fp)
+	others, live := 0, int32(-1)
+	for ; x.tab[i].pos != 0; i = (i + 1) & x.tmask {
+		e := x.tab[i]
+		if e.fp != fp || x.keys[e.pos-1] != k {
 			continue
 		}
-		i, t := x.home(oldSlots[j].key)
-		for x.tags[i] != 0 {
-			i = (i + 1) & x.mask
+		p := e.pos - 1
+		if p < busy {
+			if !x.valid(p) {
+				return p
+			}
+			live = p
 		}
-		x.setTag(i, t)
-		x.slots[i] = oldSlots[j]
-		x.used++
-		x.filterAdd(oldSlots[j].key)
+		others++
+	}
+	np := int32(len(x.keys))
+	x.keys = append(x.keys, k)
+	x.pseg = append(x.pseg, 0)
+	x.flag = append(x.flag, 0)
+	x.tab[i] = tabSlot{fp: fp, pos: np + 1}
+	x.filterAdd(k)
+	if others == 0 {
+		return -1
+	}
+	if _, ok := x.canon[k]; !ok && live >= 0 {
+		// Resident at one position so far: that one is canonical.
+		x.canon[k] = x.ctx(live)
+	}
+	for e := range x.entries(k) {
+		x.markDup(e)
+	}
+	return -1
+}
+
+func (x *ResidentIndex) markDup(p int32) {
+	if x.flag[p]&posDup != 0 {
+		return
+	}
+	// posCanon marks a hash's only position; a dup hash keeps its canon
+	// entry until it stops being resident.
+	x.flag[p] = (x.flag[p] | posDup) &^ posCanon
+	if x.valid(p) {
+		x.segs[x.pseg[p]].dupc++
+		x.dupLive++
 	}
 }
 
-// del empties slot i with backward-shift deletion (no tombstones).
-func (x *ResidentIndex) del(i int) {
-	x.filterDel(x.slots[i].key)
-	mask := x.mask
-	j := i
-	for {
-		j = (j + 1) & mask
-		if x.tags[j] == 0 {
-			break
+// keepDead is the dead positions the arena keeps beyond twice the live
+// ones: a removed session is revived in place when it is recorded again,
+// without a probe per block (about 8 MB of arena and table). A variable so
+// tests can make compaction frequent.
+var keepDead = 1 << 18
+
+// reserve makes room for need new positions: when the arena is used up,
+// by compacting it if its dead positions exceed 2·live + keepDead
+// (positions move: it reports true), else by growing it (dead positions
+// stay revivable).
+func (x *ResidentIndex) reserve(need int) bool {
+	if len(x.keys)+need <= x.limit {
+		return false
+	}
+	if len(x.keys)-x.live > 2*x.live+keepDead {
+		x.compact(need)
+		return true
+	}
+	x.grow((len(x.keys)+need)*3/2 + 1024)
+	return false
+}
+
+// grow raises the arena's limit, doubling the table as often as needed
+// by moving its entries in slot order (each lands near twice its old
+// slot, so the writes are nearly sequential) and the filter with them.
+func (x *ResidentIndex) grow(limit int) {
+	x.limit = limit
+	bits := x.tbits
+	for 1<<bits < limit*3/2 {
+		bits++
+	}
+	if bits == x.tbits {
+		return
+	}
+	old := x.tab
+	x.tab = make([]tabSlot, 1<<bits)
+	x.filt = make([]uint64, 1<<(bits+2-6))
+	x.tbits, x.tmask = bits, uint32(1<<bits-1)
+	for _, e := range old {
+		if e.pos == 0 {
+			continue
 		}
-		h := int((x.slots[j].key * golden) >> x.shift)
-		// The entry at j may fill the hole at i unless its home lies
-		// cyclically in (i, j].
-		var stay bool
-		if i <= j {
-			stay = i < h && h <= j
-		} else {
-			stay = i < h || h <= j
+		i := x.home(e.fp)
+		for x.tab[i].pos != 0 {
+			i = (i + 1) & x.tmask
 		}
-		if !stay {
-			x.setTag(i, x.tags[j])
-			x.slots[i] = x.slots[j]
-			i = j
+		x.tab[i] = e
+		w, b := filterAt(e.fp, bits)
+		x.filt[w] |= b
+	}
+}
+
+// compact copies the live segments to a fresh arena (in segment id order)
+// with room for need more positions and at least as many again, and
+// rebuilds the table, the dup flags and the canon entries from them.
+func (x *ResidentIndex) compact(need int) {
+	x.compactions++
+	limit := max(2*(x.live+need), 64)
+	keys := x.spareKeys[:0]
+	pseg := x.sparePseg[:0]
+	flag := x.spareFlag[:0]
+	if cap(keys) < limit {
+		keys = make([]uint64, 0, limit)
+		pseg = make([]int32, 0, limit)
+		flag = make([]uint8, 0, limit)
+	}
+	newLo := x.newLo[:0]
+	for id := range x.segs {
+		s := &x.segs[id]
+		newLo = append(newLo, int32(len(keys)))
+		if s.lo == s.hi {
+			continue
+		}
+		keys = append(keys, x.keys[s.lo:s.hi]...)
+		for range s.hi - s.lo {
+			pseg = append(pseg, int32(id))
+		}
+		for _, f := range x.flag[s.lo:s.hi] {
+			flag = append(flag, f&posOff)
 		}
 	}
-	x.setTag(i, 0)
-	x.slots[i] = slot{}
-	x.used--
+	// Positions that outlive the move: parents and record tails (both
+	// live segments' ends).
+	move := func(p int32) int32 {
+		id := x.pseg[p]
+		return newLo[id] + p - x.segs[id].lo
+	}
+	for id := range x.segs {
+		if s := &x.segs[id]; s.lo != s.hi && s.parent >= 0 {
+			s.parent = move(s.parent)
+		}
+	}
+	for k, r := range x.owned {
+		if r.tail > 0 {
+			r.tail = move(r.tail-1) + 1
+			x.owned[k] = r
+		}
+	}
+	for id := range x.segs {
+		if s := &x.segs[id]; s.lo != s.hi {
+			s.hi = newLo[id] + s.hi - s.lo
+			s.lo = newLo[id]
+			s.dupc = 0
+		}
+	}
+	x.spareKeys, x.sparePseg, x.spareFlag = x.keys[:0], x.pseg[:0], x.flag[:0]
+	x.keys, x.pseg, x.flag, x.newLo, x.limit = keys, pseg, flag, newLo, limit
+	x.dupLive = 0 // rebuild flags the dups again
+
+	x.rebuild()
+
+	// Canonical contexts: only resident hashes keep theirs; one that is
+	// now at one position is flagged so, so that reviving it after it
+	// stops being resident drops the entry.
+	for k := range x.canon {
+		p := x.first(k)
+		switch {
+		case p < 0:
+			delete(x.canon, k)
+		case x.flag[p]&posDup == 0:
+			x.flag[p] |= posCanon
+		}
+	}
+}
+
+// rebuild sizes the table and the filter for the arena's limit and enters
+// every position again (live or dead; positions do not move), flagging
+// the positions of hashes entered more than once.
+func (x *ResidentIndex) rebuild() {
+	bits := uint(4)
+	for 1<<bits < x.limit*3/2 {
+		bits++
+	}
+	if len(x.tab) == 1<<bits {
+		clear(x.tab)
+	} else {
+		x.tab = make([]tabSlot, 1<<bits)
+	}
+	x.tbits, x.tmask = bits, uint32(1<<bits-1)
+	if words := 1 << (bits + 2 - 6); len(x.filt) == words {
+		clear(x.filt)
+	} else {
+		x.filt = make([]uint64, words)
+	}
+	for p, k := range x.keys {
+		fp := tabHash(k)
+		i := x.home(fp)
+		dup := false
+		for ; x.tab[i].pos != 0; i = (i + 1) & x.tmask {
+			if e := x.tab[i]; e.fp == fp && x.keys[e.pos-1] == k {
+				x.markDup(e.pos - 1)
+				dup = true
+			}
+		}
+		x.tab[i] = tabSlot{fp: fp, pos: int32(p) + 1}
+		x.filterAdd(k)
+		if dup {
+			x.markDup(int32(p))
+		}
+	}
 }

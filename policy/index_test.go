@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestIndexOwnership(t *testing.T) {
-	x := NewResidentIndex(130)
+func TestV1IndexOwnership(t *testing.T) {
+	x := newIndexV1(130)
 	require.Equal(t, 130, x.Workers())
 	sys := chainBlocks(99, 3)
 	a := append(slices.Clone(sys), chainBlocks(1, 4)[3:]...)
@@ -72,9 +72,9 @@ func TestIndexSetKeepsCommonPrefix(t *testing.T) {
 
 // inverseGolden returns g⁻¹ mod 2⁶⁴, to build keys with chosen hashes.
 func inverseGolden() uint64 {
-	inv := uint64(golden)
+	inv := uint64(v1golden)
 	for i := 0; i < 6; i++ {
-		inv *= 2 - golden*inv
+		inv *= 2 - v1golden*inv
 	}
 	return inv
 }
@@ -82,10 +82,10 @@ func inverseGolden() uint64 {
 // TestIndexCollisions builds a long probe cluster that wraps around the
 // end of the table and saturates a filter bucket, then removes it in an
 // order that exercises backward-shift deletion.
-func TestIndexCollisions(t *testing.T) {
+func TestV1IndexCollisions(t *testing.T) {
 	inv := inverseGolden()
-	require.Equal(t, uint64(1), inv*golden)
-	x := NewResidentIndex(3)
+	require.Equal(t, uint64(1), inv*v1golden)
+	x := newIndexV1(3)
 	var keys []uint64
 	for i := uint64(0); i < 400; i++ {
 		keys = append(keys, (^uint64(0)-i)*inv) // hashes at the very top: home = last slot
@@ -100,7 +100,7 @@ func TestIndexCollisions(t *testing.T) {
 	for i, k := range keys {
 		require.True(t, x.Has(i%3, k), "key %d", i)
 	}
-	require.Equal(t, uint8(255), x.filter[(keys[0]*golden)>>x.fshift], "saturated bucket")
+	require.Equal(t, uint8(255), x.filter[(keys[0]*v1golden)>>x.fshift], "saturated bucket")
 	// Remove every other key, then check the rest, then remove the rest.
 	for i := 0; i < len(keys); i += 2 {
 		x.Remove(i%3, int32(i))
@@ -118,7 +118,7 @@ func TestIndexCollisions(t *testing.T) {
 	for i, k := range keys {
 		require.False(t, x.Has(i%3, k))
 	}
-	require.Equal(t, uint8(255), x.filter[(keys[0]*golden)>>x.fshift], "a saturated count sticks")
+	require.Equal(t, uint8(255), x.filter[(keys[0]*v1golden)>>x.fshift], "a saturated count sticks")
 }
 
 func TestIndexOffChainCounting(t *testing.T) {
@@ -141,8 +141,8 @@ func TestIndexOffChainCounting(t *testing.T) {
 	require.True(t, x.Chained())
 }
 
-func TestIndexHelpers(t *testing.T) {
-	x := NewResidentIndex(70)
+func TestV1IndexHelpers(t *testing.T) {
+	x := newIndexV1(70)
 	x.Set(3, 0, []uint64{10})
 	x.Set(3, 1, []uint64{11})
 	x.Set(5, 1, []uint64{11})

@@ -217,14 +217,17 @@ func (b *Bridge) Submit(ctx context.Context, r *workload.Request) (<-chan Event,
 	r.ID = b.nextID
 	b.nextID++
 	st := &stream{b: b, req: r, out: make(chan Event, 64), notify: make(chan struct{}, 1)}
+	if ctx != nil && ctx.Done() != nil {
+		// Set before the request is queued: the run may take it and end
+		// it (Ended reads stopWatch under mu) before Submit returns. The
+		// watch calls cancel on its own goroutine, which waits for mu.
+		id := r.ID
+		st.stopWatch = context.AfterFunc(ctx, func() { b.cancel(id) })
+	}
 	b.streams[r.ID] = st
 	b.queue = append(b.queue, r)
 	b.wg.Add(1)
 	b.mu.Unlock()
-	if ctx != nil && ctx.Done() != nil {
-		id := r.ID
-		st.stopWatch = context.AfterFunc(ctx, func() { b.cancel(id) })
-	}
 	b.signal()
 	go st.run()
 	return st.out, nil

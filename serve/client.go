@@ -24,6 +24,17 @@ type clientReporter interface {
 	TimeScale() float64
 }
 
+// releaseKey is the request context key of the function that frees the
+// request's admission slot (post).
+type releaseKey struct{}
+
+// releaseSlot frees r's admission slot (its answer is written).
+func releaseSlot(r *http.Request) {
+	if f, ok := r.Context().Value(releaseKey{}).(func()); ok {
+		f()
+	}
+}
+
 // arrivedKey is the request context key of the wall time the request
 // reached the handler.
 type arrivedKey struct{}

@@ -17,7 +17,13 @@
 //     oversized bodies and prompts get OpenAI-style error bodies
 //     ({"error":{"message","type","param","code"}}) with the matching HTTP
 //     status; more than Options.MaxInFlight requests in flight get 429 with
-//     Retry-After; while draining, new requests get 503.
+//     Retry-After (a request holds its slot until its answer's last byte is
+//     written); while draining, new requests get 503. Every response has
+//     an X-Request-Id (echoed or generated).
+//   - What each client saw is measured, not assumed: a Cluster that runs on
+//     a wall clock (Bridge) is told, per emulated request, when its first
+//     token and its answer's end were written, counted from the request's
+//     arrival at the handler (metrics.ClientTimes; client.go).
 //   - Safe by default: Options.Listen defaults to a loopback address and a
 //     non-loopback one is refused unless Options.AllowRemote is set.
 //   - Metrics live on the server's own prometheus.Registry (never the

@@ -131,7 +131,7 @@ func NewMetricsWith(model string, snap func() Snapshot, labels prometheus.Labels
 		disconnects: prometheus.NewCounter(prometheus.CounterOpts{Name: "pdemu_client_disconnects_total",
 			Help: "Requests whose client went away (or stopped reading) before the end; the cluster aborted them (vllm:request_success_total{finished_reason=\"abort\"}) where it could."}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pdemu_http_requests_in_flight",
-			Help: "Requests admitted and not yet ended."}),
+			Help: "Requests admitted whose answer is not yet written (the admission limit counts these)."}),
 	}
 	r.MustRegister(m.ttft, m.itl, m.e2e, m.prompt, m.generation, m.cacheQ, m.cacheHit, m.success,
 		m.modes, m.failed, m.httpErrors, m.disconnects, m.inflight,

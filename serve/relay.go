@@ -155,6 +155,7 @@ func (rl *relay) wrote() {
 		return
 	}
 	now := time.Now()
+	releaseSlot(rl.r)
 	for _, ch := range rl.choices {
 		if ch.firstAt.IsZero() && !rl.c.stream && ch.ended && ch.end.Kind == EvDone {
 			ch.firstAt = now

@@ -139,12 +139,16 @@ func CheckListen(addr string, allowRemote bool) error {
 
 // Server is the HTTP front end of one cluster.
 type Server struct {
-	opts     Options
-	cl       Cluster
-	sess     *sessions
-	met      *Metrics
-	mux      *http.ServeMux
+	opts Options
+	cl   Cluster
+	sess *sessions
+	met  *Metrics
+	mux  *http.ServeMux
+	// inflight counts the requests admitted whose answer is not yet
+	// written (the admission limit); active the handlers of admitted
+	// requests still running (the drain waits for both).
 	inflight atomic.Int64
+	active   atomic.Int64
 	draining atomic.Bool
 	created  int64
 	// launch salts this process's request ids and text seeds (random at
@@ -178,6 +182,7 @@ func New(opts Options, cl Cluster) (*Server, error) {
 	s.mux.HandleFunc("/health/ready", s.get(s.health))
 	s.mux.Handle("/metrics", s.get(s.met.Handler().ServeHTTP))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.requestID(w, r)
 		s.fail(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: strp("not_found")})
 	})
@@ -224,7 +229,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	srv.SetKeepAlivesEnabled(false)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for s.InFlight() > 0 {
+	for s.InFlight() > 0 || s.active.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			_ = srv.Close()
@@ -301,8 +306,21 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow 
 		Message: fmt.Sprintf("%s %s: method not allowed (use %s)", r.Method, r.URL.Path, allow), Code: strp("method_not_allowed")})
 }
 
+// requestID puts r's X-Request-Id on the response, or a generated one
+// (then also on r, for the handler): every response has one, errors
+// included (the OpenAI SDKs report it as an error's request id).
+func (s *Server) requestID(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		id = s.newID()
+		r.Header.Set("X-Request-Id", id)
+	}
+	w.Header().Set("X-Request-Id", id)
+}
+
 func (s *Server) get(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		s.requestID(w, r)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.methodNotAllowed(w, r, "GET")
 			return
@@ -315,6 +333,7 @@ func (s *Server) get(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r = withArrival(r) // a client's TTFT counts from here
+		s.requestID(w, r)
 		if r.Method != http.MethodPost {
 			s.methodNotAllowed(w, r, "POST")
 			return
@@ -364,11 +383,23 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 			return
 		}
 		s.met.inflight.Inc()
+		s.active.Add(1)
+		// The slot is free once the answer is written (the relay calls
+		// release then), not when the handler returns: a client that got
+		// its data: [DONE] and sends its next request at once must not
+		// find its own finished request still holding the slot.
+		var released atomic.Bool
+		release := func() {
+			if released.CompareAndSwap(false, true) {
+				s.inflight.Add(-1)
+				s.met.inflight.Dec()
+			}
+		}
 		defer func() {
-			s.inflight.Add(-1)
-			s.met.inflight.Dec()
+			release()
+			s.active.Add(-1)
 		}()
-		h(w, r, body)
+		h(w, r.WithContext(context.WithValue(r.Context(), releaseKey{}, release)), body)
 	}
 }
 

@@ -1,11 +1,10 @@
 package served
 
 import (
-	"bufio"
-	"encoding/csv"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -17,9 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/actors"
+	"github.com/pdemu/pdemu/internal/promtest"
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/output"
 	"github.com/pdemu/pdemu/scenarios"
@@ -105,16 +109,21 @@ func TestClientJoinConcurrent(t *testing.T) {
 	}
 }
 
-// Issue 21 row 6: a burst of concurrent clients, streaming and not,
+// Issue 21 row 6: a burst of concurrent openai-go clients, streaming and not,
 // against `pdemu serve`'s own path (a Stream with client columns, as the
 // CLI writes it). Every completed row of per_request.csv has what its
 // client saw; client_late_ms is client_ttft_ms − ttft_ms (a stream at
 // time scale 1) or client_e2e_ms − e2e_ms (not streamed), and
 // summary.json served.client_late_ms summarises exactly that column.
+// PDEMU_CLIENT_BURST=N sets the number of clients (default 200, 120 with
+// -short).
 func TestServeClientLatenessColumns(t *testing.T) {
 	n := 200
 	if testing.Short() {
 		n = 120
+	}
+	if v, err := strconv.Atoi(os.Getenv("PDEMU_CLIENT_BURST")); err == nil && v > 0 {
+		n = v // e.g. 1000: issue 21 row 6's burst
 	}
 	dir := t.TempDir()
 	st, err := output.NewStream(dir, output.StreamOptions{Client: true})
@@ -124,56 +133,58 @@ func TestServeClientLatenessColumns(t *testing.T) {
 	tr := &http.Transport{MaxIdleConns: n, MaxIdleConnsPerHost: n}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
+	// Real clients: the official openai-go SDK, streaming and not.
+	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0), option.WithHTTPClient(hc))
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			stream := i%4 != 0 // a quarter not streamed
-			body := fmt.Sprintf(`{"model":"qwen3-coder-30b-a3b","stream":%v,"max_tokens":16,"messages":[{"role":"user","content":"burst %d %s"}]}`,
-				stream, i, strings.Repeat("words of context ", 30))
-			req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			res, err := hc.Do(req)
-			if !assert.NoError(t, err) {
+			p := openai.ChatCompletionNewParams{Model: "qwen3-coder-30b-a3b", MaxTokens: openai.Int(16),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(fmt.Sprintf("burst %d %s", i, strings.Repeat("words of context ", 30)))}}
+			if i%4 == 0 { // a quarter not streamed
+				r, err := c.Chat.Completions.New(context.Background(), p)
+				if assert.NoError(t, err, "client %d", i) {
+					assert.EqualValues(t, 16, r.Usage.CompletionTokens)
+				}
 				return
 			}
-			defer res.Body.Close()
-			assert.Equal(t, http.StatusOK, res.StatusCode)
-			var r reply
-			if stream {
-				assert.NoError(t, readSSE(bufio.NewScanner(res.Body), &r))
-				assert.True(t, r.done, "client %d: no [DONE]", i)
-			} else {
-				var v map[string]any
-				assert.NoError(t, json.NewDecoder(res.Body).Decode(&v))
+			stream := c.Chat.Completions.NewStreaming(context.Background(), p)
+			tokens := 0
+			for stream.Next() {
+				if ch := stream.Current(); len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
+					tokens++
+				}
 			}
+			assert.NoError(t, stream.Err(), "client %d", i)
+			assert.Equal(t, 16, tokens, "client %d", i)
 		})
 	}
 	wg.Wait()
+	// Every client's lateness is on /metrics too, once each (a stream's
+	// handler reports it just after its data: [DONE]).
+	assert.Eventually(t, func() bool {
+		fams := promtest.Scrape(t, base+"/metrics")
+		return promtest.Sum(fams, "pdemu_served_late_seconds", map[string]string{"event": "client"}) == float64(n)
+	}, 10*time.Second, 20*time.Millisecond)
 	out, err := stop()
 	require.NoError(t, err)
 	require.NoError(t, st.Write(out.Result))
 	require.Equal(t, n, out.Summary.Requests.Completed)
 
-	f, err := os.Open(filepath.Join(dir, "per_request.csv"))
-	require.NoError(t, err)
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	require.NoError(t, err)
-	hdr := rows[0]
+	col, rows := testkit.ReadCSV(t, filepath.Join(dir, "per_request.csv"))
+	hdr := make([]string, len(col))
+	for name, i := range col {
+		hdr[i] = name
+	}
 	base0 := len(metrics.PerRequestHeader)
 	require.Len(t, hdr, base0+len(metrics.ClientColumns))
 	assert.Equal(t, metrics.PerRequestHeader, hdr[:base0], "run's columns first, unchanged")
-	col := map[string]int{}
-	for i, h := range hdr {
-		col[h] = i
-	}
 	ms := func(row []string, name string) float64 {
 		v, err := strconv.ParseFloat(row[col[name]], 64)
 		require.NoError(t, err, "%s = %q", name, row[col[name]])
 		return v
 	}
 	var lates []float64
-	for _, row := range rows[1:] {
+	for _, row := range rows {
 		require.Equal(t, "completed", row[col["state"]])
 		ttft, e2e := ms(row, "ttft_ms"), ms(row, "e2e_ms")
 		cttft, ce2e, late := ms(row, "client_ttft_ms"), ms(row, "client_e2e_ms"), ms(row, "client_late_ms")
@@ -203,5 +214,42 @@ func TestServeClientLatenessColumns(t *testing.T) {
 			cited = cited || strings.Contains(w, fmt.Sprintf("p90 %.1f / p99 %.1f / max %.1f wall ms over %d requests (per_request.csv client_late_ms)", sl.Client.P90, sl.Client.P99, sl.Client.Max, n))
 		}
 		assert.True(t, cited, "the warning cites the computed figures: %q", out.Summary.Warnings)
+	}
+}
+
+// A cut drain (a second SIGINT) with client columns: the completed
+// request's row has what its client saw, the unfinished one's (its
+// record comes from Stream.Write, never through the join) has them empty,
+// and nothing waits in the join for ever.
+func TestServeClientColumnsOfACutDrain(t *testing.T) {
+	cut, cutNow := context.WithCancelCause(context.Background())
+	defer cutNow(nil)
+	dir := t.TempDir()
+	st, err := output.NewStream(dir, output.StreamOptions{Client: true})
+	require.NoError(t, err)
+	defer st.Close()
+	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1, Cut: cut, Records: st})
+	code, body := post(t, base, "done", "a short answer", 2)
+	require.Equal(t, http.StatusOK, code, body)
+	res := longStream(t, base)
+	defer res.Body.Close()
+	stopped := stopAsync(stop)
+	time.Sleep(50 * time.Millisecond) // draining
+	cutNow(actors.StopCause("SIGINT"))
+	o := <-stopped
+	_, _ = io.ReadAll(res.Body)
+	var pe *actors.PartialError
+	require.ErrorAs(t, o.err, &pe)
+	require.NoError(t, st.Write(o.res.Result))
+	col, rows := testkit.ReadCSV(t, filepath.Join(dir, "per_request.csv"))
+	require.Len(t, rows, 2)
+	done, unfinished := rows[0], rows[1]
+	assert.Equal(t, "completed", done[col["state"]])
+	assert.NotEmpty(t, done[col["client_ttft_ms"]])
+	assert.NotEmpty(t, done[col["client_e2e_ms"]])
+	assert.NotEmpty(t, done[col["client_late_ms"]])
+	assert.Equal(t, "unfinished", unfinished[col["state"]])
+	for _, c := range metrics.ClientColumns {
+		assert.Empty(t, unfinished[col[c.Name]], c.Name)
 	}
 }

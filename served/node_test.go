@@ -25,7 +25,8 @@ import (
 var nodeChecks = []string{
 	"models list and retrieve", "chat completion", "chat stream with usage", "chat stream without usage",
 	"completions", "max_completion_tokens", "stop", "logprobs", "n > 1", "tools refused",
-	"ranges and roles validated", "unknown model", "context length", "abort by AbortController",
+	"ranges and roles validated", "unknown model", "context length", "stream helper", "n > 1 streamed",
+	"request ids", "unsupported endpoint", "abort by AbortController",
 }
 
 // Issue 21 row 9: conformance through the official OpenAI Node SDK

@@ -13,6 +13,9 @@
 //   - Nothing is lost: every request submitted over HTTP is released into
 //     the cluster and ends there exactly once (Serve checks the count
 //     against the Bridge's), or is listed unfinished in a partial result.
+//   - A Records sink that is a ClientRecordSink gets each record joined
+//     with what its HTTP client saw (client.go): per_request.csv's
+//     client_* columns, held back only while the other half is in flight.
 //   - Serve returns when ctx is done and the drain is over: new requests
 //     get 503 while in-flight ones end; a drain that passes
 //     serve.Options.DrainTimeout, or Options.Cut, stops the run partial

@@ -54,17 +54,22 @@ local_router "cache_affinity" {
 }
 `
 
-// twoBuckets is a small valid bucket scenario: f0 serves [0, 99], f1
-// [100, 199].
-var twoBuckets = fusedBlocks("f0", "f1") + `
+// bucketA and bucketB are two buckets: f0 serves [0, 99], f1 [100, 199].
+const (
+	bucketA = `
 bucket "a" {
   input_tokens = [0, 99]
   instances    = ["f0"]
-}
+}`
+	bucketB = `
 bucket "b" {
   input_tokens = [100, 199]
   instances    = ["f1"]
-}
+}`
+)
+
+// twoBuckets is a small valid bucket scenario: bucketA then bucketB.
+var twoBuckets = fusedBlocks("f0", "f1") + bucketA + bucketB + `
 local_router "least_loaded" {}
 `
 
@@ -95,15 +100,7 @@ func TestBucketDefaults(t *testing.T) {
 
 	// Every local policy takes every parameter, and the buckets may come in
 	// any order (ids follow the file).
-	src := fusedBlocks("f0", "f1") + `
-bucket "b" {
-  input_tokens = [100, 199]
-  instances    = ["f1"]
-}
-bucket "a" {
-  input_tokens = [0, 99]
-  instances    = ["f0"]
-}
+	src := fusedBlocks("f0", "f1") + bucketB + bucketA + `
 global_router "strict_input_length" {}
 local_router "kvc" {
   alpha           = 2

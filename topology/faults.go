@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -78,20 +79,16 @@ func (c *checker) fault(fh *faultHCL) ([]LinkFault, bool) {
 		f.Factor = checkNum(c, fh.Degrade, fh.DegradeRange, 0, "degrade",
 			"factor the NIC's effective rate is multiplied by; degradations compound until a restore", unitInterval)
 		ok = ok && len(c.diags) == before
-	case FaultCut:
-		if fh.Cut == nil {
-			return nil, false
+	case FaultCut, FaultRestore:
+		v, rng, fix := fh.Cut, fh.CutRange, "Remove the block, or use restore = true to end a cut."
+		if f.Kind == FaultRestore {
+			v, rng, fix = fh.Restore, fh.RestoreRange, "Remove the block."
 		}
-		if !*fh.Cut {
-			c.errorf(fh.CutRange, "Invalid value for \"cut\"", "\"cut\" must be true: a fault with cut = false does nothing. Remove the block, or use restore = true to end a cut. %s", usage)
-			ok = false
+		if v == nil {
+			return nil, false // decoding failed; HCL said why
 		}
-	case FaultRestore:
-		if fh.Restore == nil {
-			return nil, false
-		}
-		if !*fh.Restore {
-			c.errorf(fh.RestoreRange, "Invalid value for \"restore\"", "\"restore\" must be true: a fault with restore = false does nothing. Remove the block. %s", usage)
+		if !*v {
+			c.errorf(rng, fmt.Sprintf("Invalid value for %q", f.Kind), "%q must be true: a fault with %s = false does nothing. %s %s", f.Kind, f.Kind, fix, usage)
 			ok = false
 		}
 	}

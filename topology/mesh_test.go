@@ -31,22 +31,28 @@ router "kvc" {}
 `, p, d)
 }
 
+// dynamicLinks is the dynamic "link" block over setproduct that base/pd.hcl
+// used before the mesh: one link p{i} -> d{j} per pair, each with attrs.
+func dynamicLinks(p, d int, attrs string) string {
+	return fmt.Sprintf(`
+dynamic "link" {
+  for_each = setproduct(range(%d), range(%d))
+  labels   = ["p${link.value[0]}", "d${link.value[1]}"]
+  content {%s
+  }
+}
+`, p, d, attrs)
+}
+
 // The mesh gives exactly the links the dynamic block over setproduct gave
 // (same order, same attributes): base/pd.hcl's switch changes no run.
 func TestMeshEqualsDynamicLinks(t *testing.T) {
-	dyn := meshWorkers(3, 5) + `
-dynamic "link" {
-  for_each = setproduct(range(3), range(5))
-  labels   = ["p${link.value[0]}", "d${link.value[1]}"]
-  content {
+	dyn := meshWorkers(3, 5) + dynamicLinks(3, 5, `
     transport = "tcp"
     device    = "mlx5_${link.value[1]}"
     bandwidth = "200Gbps"
     latency   = "7us"
-    max_rate  = "10GB/s"
-  }
-}
-`
+    max_rate  = "10GB/s"`)
 	mesh := meshWorkers(3, 5) + `
 mesh {
   transport = "tcp"
@@ -147,17 +153,10 @@ func BenchmarkMesh64P192D(b *testing.B) {
 // The dynamic "link" over setproduct that base/pd.hcl used before the
 // mesh, for the ratio (BenchmarkMesh64P192D).
 func BenchmarkDynamicLinks64P192D(b *testing.B) {
-	src := []byte(meshWorkers(64, 192) + `
-dynamic "link" {
-  for_each = setproduct(range(64), range(192))
-  labels   = ["p${link.value[0]}", "d${link.value[1]}"]
-  content {
+	src := []byte(meshWorkers(64, 192) + dynamicLinks(64, 192, `
     transport = "rdma"
     device    = "mlx5_${link.value[1]}"
-    bandwidth = "200Gbps"
-  }
-}
-`)
+    bandwidth = "200Gbps"`))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Parse("bench.hcl", src, Options{}); err != nil {

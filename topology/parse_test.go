@@ -407,26 +407,29 @@ workload {
   }
 }
 `
-	t.Run("defaults", func(t *testing.T) {
-		spec := mustParse(t, src, Options{})
-		assert.Equal(t, 16, spec.Workload.Generator.Sessions)
-		assert.Equal(t, 32, spec.Workload.Generator.Turns)
-		assert.Equal(t, 1, spec.Decode[0].TP)
-		assert.Equal(t, ClockVirtual, spec.Workload.Clock)
-		assert.False(t, spec.Router.V1)
-		assert.Equal(t, 0.95, spec.Router.Rho)
-	})
-	t.Run("override", func(t *testing.T) {
-		spec := mustParse(t, src, Options{Vars: map[string]string{
-			"sessions": "52", "tp": "4", "clock": "wall", "v1": "true", "rho": "0.5",
-		}})
-		assert.Equal(t, 52, spec.Workload.Generator.Sessions)
-		assert.Equal(t, 104, spec.Workload.Generator.Turns)
-		assert.Equal(t, 4, spec.Decode[0].TP)
-		assert.Equal(t, ClockWall, spec.Workload.Clock)
-		assert.True(t, spec.Router.V1)
-		assert.Equal(t, 0.5, spec.Router.Rho)
-	})
+	// what the variables set: the defaults, or the values given on the
+	// command line (turns follows sessions through var.sessions * 2)
+	type set struct {
+		Sessions, Turns, TP int
+		Clock               string
+		V1                  bool
+		Rho                 float64
+	}
+	for _, c := range []struct {
+		name string
+		vars map[string]string
+		want set
+	}{
+		{"defaults", nil, set{16, 32, 1, ClockVirtual, false, 0.95}},
+		{"override", map[string]string{"sessions": "52", "tp": "4", "clock": "wall", "v1": "true", "rho": "0.5"},
+			set{52, 104, 4, ClockWall, true, 0.5}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := mustParse(t, src, Options{Vars: c.vars})
+			assert.Equal(t, c.want, set{spec.Workload.Generator.Sessions, spec.Workload.Generator.Turns,
+				spec.Decode[0].TP, spec.Workload.Clock, spec.Router.V1, spec.Router.Rho})
+		})
+	}
 	t.Run("override with invalid value", func(t *testing.T) {
 		msg := parseErr(t, src, Options{Vars: map[string]string{"tp": "0"}})
 		assert.Contains(t, msg, `Invalid value for "tp"`)

@@ -18,20 +18,12 @@ func duplicates(names []string) []string {
 	return out
 }
 
-func routerNames(ps []policy) []string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, p.name)
-	}
-	return out
-}
-
 // Every policy name is listed once per tier, and a name that is both a
 // P/D and a local policy must be declared shared (sharesLocal), else the
 // router block table holds it twice and this test fails: a P/D policy
 // named least_loaded used to take over the fused least_loaded silently.
 func TestPolicyNamesOnce(t *testing.T) {
-	assert.Empty(t, duplicates(routerNames(policies)), "router block policies")
+	assert.Empty(t, duplicates(rowNames(policies)), "router block policies")
 	assert.Empty(t, duplicates(LocalPolicies()), "local_router policies")
 	assert.Empty(t, duplicates(GlobalPolicies()), "global_router policies")
 	assert.Equal(t, []string{"kvc"}, keys(SharedPolicyNames()))
@@ -41,7 +33,7 @@ func TestPolicyNamesOnce(t *testing.T) {
 	saved := disaggregatedPolicies
 	disaggregatedPolicies = clash
 	defer func() { disaggregatedPolicies = saved }()
-	assert.Equal(t, []string{"least_loaded"}, duplicates(routerNames(append(clash, singlePoolPolicies()...))))
+	assert.Equal(t, []string{"least_loaded"}, duplicates(rowNames(append(clash, singlePoolPolicies()...))))
 }
 
 func keys(m map[string]string) []string {

@@ -9,28 +9,10 @@ package tracefetch
 const rawBase = "https://raw.githubusercontent.com"
 
 var catalog = []Trace{
-	{
-		Name:    "mooncake",
-		Title:   "Mooncake FAST'25 synthetic trace: 3,993 requests, 512-token prefix blocks",
-		Repo:    "kvcache-ai/Mooncake",
-		Commit:  "3cca71daccf2a7afb8fe3f0295358f70e3a69fdb",
-		Licence: "Apache-2.0",
-		Main:    "synthetic_trace.jsonl",
-		Files: []File{
-			{"synthetic_trace.jsonl", "FAST25-release/traces/synthetic_trace.jsonl", 1136313, "bd070915a98fc0ed264d7cfef2ce746002eb3076a695ec31ba2674c0111ec131"},
-		},
-	},
-	{
-		Name:    "mooncake-conversation",
-		Title:   "Mooncake FAST'25 conversation trace",
-		Repo:    "kvcache-ai/Mooncake",
-		Commit:  "3cca71daccf2a7afb8fe3f0295358f70e3a69fdb",
-		Licence: "Apache-2.0",
-		Main:    "conversation_trace.jsonl",
-		Files: []File{
-			{"conversation_trace.jsonl", "FAST25-release/traces/conversation_trace.jsonl", 3029533, "b8cbb061a85206d729d91cdc2981f43c9e0d99209dce588d3af5f7934408b9df"},
-		},
-	},
+	mooncakeFAST25("mooncake", "Mooncake FAST'25 synthetic trace: 3,993 requests, 512-token prefix blocks",
+		File{"synthetic_trace.jsonl", "FAST25-release/traces/synthetic_trace.jsonl", 1136313, "bd070915a98fc0ed264d7cfef2ce746002eb3076a695ec31ba2674c0111ec131"}),
+	mooncakeFAST25("mooncake-conversation", "Mooncake FAST'25 conversation trace",
+		File{"conversation_trace.jsonl", "FAST25-release/traces/conversation_trace.jsonl", 3029533, "b8cbb061a85206d729d91cdc2981f43c9e0d99209dce588d3af5f7934408b9df"}),
 	{
 		Name:    "weka-claude-code",
 		Title:   "Claude Code sessions of kv-cache-tester: 40 sessions (every 18th of the published set), ~2,800 requests, 64-token blocks",
@@ -82,30 +64,10 @@ var catalog = []Trace{
 			{"trace_0738.json", "traces/trace_0738.json", 1041880, "349ad7797ffd62d8ee32c3238ab83200534450f2fedbe6c08b57dead1be1a449"},
 		},
 	},
-	{
-		Name:    "azure-2023",
-		Title:   "Azure LLM inference trace 2023, code: 8,819 requests",
-		Repo:    "Azure/AzurePublicDataset",
-		Commit:  "790921015d50dd6aae7f7e47f39ba0e235ad6b08",
-		Licence: "CC-BY-4.0",
-		Main:    "AzureLLMInferenceTrace_code.csv",
-		Files: []File{
-			{"AzureLLMInferenceTrace_code.csv", "data/AzureLLMInferenceTrace_code.csv", 320117, "54e9a6d2a4bd06ba1e060304b900abbc74cbea53de96506e60fe5bb4f2277fb6"},
-			{"LICENSE", "LICENSE", 18653, "9bbc1ea9fe5c96df01b311a2ac864d5b18fc87b9948bfd14770e4b44db755ee9"},
-		},
-	},
-	{
-		Name:    "azure-2023-conv",
-		Title:   "Azure LLM inference trace 2023, conversation",
-		Repo:    "Azure/AzurePublicDataset",
-		Commit:  "790921015d50dd6aae7f7e47f39ba0e235ad6b08",
-		Licence: "CC-BY-4.0",
-		Main:    "AzureLLMInferenceTrace_conv.csv",
-		Files: []File{
-			{"AzureLLMInferenceTrace_conv.csv", "data/AzureLLMInferenceTrace_conv.csv", 719188, "2f1e5b666d4e3055fdbba98598ce2ec307767b9064e03e2fa46676dbcc7d0bf8"},
-			{"LICENSE", "LICENSE", 18653, "9bbc1ea9fe5c96df01b311a2ac864d5b18fc87b9948bfd14770e4b44db755ee9"},
-		},
-	},
+	azure2023("azure-2023", "Azure LLM inference trace 2023, code: 8,819 requests",
+		File{"AzureLLMInferenceTrace_code.csv", "data/AzureLLMInferenceTrace_code.csv", 320117, "54e9a6d2a4bd06ba1e060304b900abbc74cbea53de96506e60fe5bb4f2277fb6"}),
+	azure2023("azure-2023-conv", "Azure LLM inference trace 2023, conversation",
+		File{"AzureLLMInferenceTrace_conv.csv", "data/AzureLLMInferenceTrace_conv.csv", 719188, "2f1e5b666d4e3055fdbba98598ce2ec307767b9064e03e2fa46676dbcc7d0bf8"}),
 	{
 		Name:    "tracelab",
 		Title:   "TraceLab sanitized example sessions: 19 rounds, 2 sessions",
@@ -119,4 +81,33 @@ var catalog = []Trace{
 			{"LICENSE-DATASET.md", "LICENSE-DATASET.md", 2061, "1e96a0ec55f98ee0e4e2432626c0201104ebfb7f98cecf0a31d5313ddad92e9a"},
 		},
 	},
+}
+
+// mooncakeFAST25 is one trace file of Mooncake's FAST'25 release, at the
+// pinned commit: the traces of one repository share its source, written once.
+func mooncakeFAST25(name, title string, trace File) Trace {
+	return Trace{
+		Name: name, Title: title,
+		Repo:    "kvcache-ai/Mooncake",
+		Commit:  "3cca71daccf2a7afb8fe3f0295358f70e3a69fdb",
+		Licence: "Apache-2.0",
+		Main:    trace.Name,
+		Files:   []File{trace},
+	}
+}
+
+// azure2023 is one trace file of the Azure LLM inference dataset 2023, at
+// the pinned commit, with the repository's licence file.
+func azure2023(name, title string, trace File) Trace {
+	return Trace{
+		Name: name, Title: title,
+		Repo:    "Azure/AzurePublicDataset",
+		Commit:  "790921015d50dd6aae7f7e47f39ba0e235ad6b08",
+		Licence: "CC-BY-4.0",
+		Main:    trace.Name,
+		Files: []File{
+			trace,
+			{"LICENSE", "LICENSE", 18653, "9bbc1ea9fe5c96df01b311a2ac864d5b18fc87b9948bfd14770e4b44db755ee9"},
+		},
+	}
 }

@@ -1,8 +1,6 @@
 package workload
 
 import (
-	"errors"
-	"io"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -72,22 +70,12 @@ func TestAgenticLazyStartsIsTheEagerStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []Request
-		for {
-			r, err := g.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, *r)
-		}
+		got := drain(t, g)
 		if len(got) != len(want) {
 			t.Fatalf("%d requests, the eager generator made %d", len(got), len(want))
 		}
 		for i := range got {
-			a, b := got[i], want[i]
+			a, b := *got[i], want[i]
 			if !slices.Equal(a.Blocks, b.Blocks) {
 				t.Fatalf("request %d: blocks differ", i)
 			}

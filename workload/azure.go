@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -22,17 +21,11 @@ import (
 // (default 16), so it has no prefix reuse at all. Arrivals are rebased so
 // that the first request arrives at 0.
 type Azure struct {
-	emitter
+	stream[azRecord]
 	fileCloser
-	name  string
 	cr    *csv.Reader
 	ll    *lineLimit // under cr: bounds a record's size
-	opts  LoadOptions
-	bt    int
-	cols  [3]int // TIMESTAMP, ContextTokens, GeneratedTokens
-	q     reorder[azRecord]
-	eof   bool
-	err   error
+	cols  [3]int     // TIMESTAMP, ContextTokens, GeneratedTokens
 	base  time.Duration
 	based bool
 	salt  uint64
@@ -44,26 +37,19 @@ type azRecord struct {
 	in, out int
 }
 
-// OpenAzure opens an Azure LLM inference CSV trace.
-func OpenAzure(path string, opts LoadOptions) (*Azure, error) {
-	return openStreaming(path, opts, NewAzure)
-}
-
 // NewAzure reads an Azure CSV trace from r (name is used in errors); it
 // reads the header at once.
 func NewAzure(r io.Reader, name string, opts LoadOptions) (*Azure, error) {
-	if err := opts.validate(); err != nil {
+	s, err := newStream[azRecord](name, opts, 16)
+	if err != nil {
 		return nil, err
 	}
-	bt := cmp.Or(opts.BlockTokens, 16)
 	ll := newLineLimit(r, maxLine)
 	cr := csv.NewReader(ll)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
 	a := &Azure{
-		emitter: emitter{max: opts.MaxRequests},
-		name:    name, cr: cr, ll: ll, opts: opts, bt: bt,
-		q:    newReorder[azRecord](opts.ReorderWindow),
+		stream: s, cr: cr, ll: ll,
 		salt: splitmix.Mix64(opts.Seed ^ 0xa2a2e0c5d1f3b7e1),
 	}
 	head, err := cr.Read()
@@ -95,24 +81,7 @@ func NewAzure(r io.Reader, name string, opts LoadOptions) (*Azure, error) {
 
 // Next implements Source.
 func (a *Azure) Next() (*Request, error) {
-	if a.err != nil {
-		return nil, a.err
-	}
-	if a.capped() {
-		return nil, io.EOF
-	}
-	for {
-		if rec, ok := a.q.pop(a.eof); ok {
-			return a.stamp(a.build(rec)), nil
-		}
-		if a.eof {
-			return nil, io.EOF
-		}
-		if err := a.read(); err != nil {
-			a.err = err
-			return nil, err
-		}
-	}
+	return a.next(a.read, func(rec azRecord) (*Request, error) { return a.build(rec), nil })
 }
 
 func (a *Azure) read() error {

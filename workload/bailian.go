@@ -1,9 +1,7 @@
 package workload
 
 import (
-	"cmp"
 	"encoding/json"
-	"fmt"
 	"io"
 	"time"
 )
@@ -26,15 +24,9 @@ import (
 // Arrivals are rebased so that the first request arrives at 0. Memory holds
 // the chats seen within SessionIdle (default one hour of trace time).
 type Bailian struct {
-	emitter
+	stream[*blRecord]
 	fileCloser
-	name    string
 	lr      *lineReader
-	opts    LoadOptions
-	bt      int
-	q       reorder[*blRecord]
-	eof     bool
-	err     error
 	base    time.Duration
 	based   bool
 	chats   map[string]*blChat
@@ -78,23 +70,13 @@ type blJSON struct {
 	HashIDs      *idList         `json:"hash_ids"`
 }
 
-// OpenBailian opens a Qwen Bailian JSONL trace file.
-func OpenBailian(path string, opts LoadOptions) (*Bailian, error) {
-	return openStreaming(path, opts, NewBailian)
-}
-
 // NewBailian reads a Qwen Bailian JSONL trace from r (name is used in errors).
 func NewBailian(r io.Reader, name string, opts LoadOptions) (*Bailian, error) {
-	if err := opts.validate(); err != nil {
+	s, err := newStream[*blRecord](name, opts, 16)
+	if err != nil {
 		return nil, err
 	}
-	bt := cmp.Or(opts.BlockTokens, 16)
-	return &Bailian{
-		emitter: emitter{max: opts.MaxRequests},
-		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
-		q:     newReorder[*blRecord](opts.ReorderWindow),
-		chats: map[string]*blChat{},
-	}, nil
+	return &Bailian{stream: s, lr: newLineReader(r), chats: map[string]*blChat{}}, nil
 }
 
 // Orphans is the number of chats whose parent_chat_id named a chat that was
@@ -103,34 +85,13 @@ func (b *Bailian) Orphans() int { return b.orphans }
 
 // Next implements Source.
 func (b *Bailian) Next() (*Request, error) {
-	if b.err != nil {
-		return nil, b.err
-	}
-	if b.capped() {
-		return nil, io.EOF
-	}
-	for {
-		if rec, ok := b.q.pop(b.eof); ok {
-			return b.stamp(b.build(rec)), nil
-		}
-		if b.eof {
-			return nil, io.EOF
-		}
-		if err := b.read(); err != nil {
-			b.err = err
-			return nil, err
-		}
-	}
+	return b.next(b.read, func(rec *blRecord) (*Request, error) { return b.build(rec), nil })
 }
 
 func (b *Bailian) read() error {
-	line, err := b.lr.next()
-	if err == io.EOF {
-		b.eof = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("workload: %s: %w", b.name, err)
+	line, ok, err := b.readLine(b.lr)
+	if !ok {
+		return err
 	}
 	rec, err := b.parse(line)
 	if err == nil && b.q.tooLate(rec.at) {
@@ -188,11 +149,7 @@ func (b *Bailian) parse(line []byte) (*blRecord, error) {
 			return nil, err
 		}
 	}
-	if j.HashIDs == nil {
-		return nil, badField("hash_ids", "missing")
-	}
-	rec.blocks = []uint64(*j.HashIDs)
-	if err := checkBlocks("hash_ids", len(rec.blocks), rec.in, b.bt); err != nil {
+	if rec.blocks, err = requiredHashIDs(j.HashIDs, rec.in, b.bt); err != nil {
 		return nil, err
 	}
 	if fast { // the ids are in the scratch array

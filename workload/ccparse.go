@@ -159,11 +159,7 @@ func (p *ccParser) request(j *ccReqJSON, prev *ccRaw) (ccRaw, error) {
 	if r.out, err = outputField("out", j.Out, &p.zeroOutputs); err != nil {
 		return r, err
 	}
-	if j.HashIDs == nil {
-		return r, badField("hash_ids", "missing")
-	}
-	r.ids = []uint64(*j.HashIDs)
-	if err := checkBlocks("hash_ids", len(r.ids), r.in, p.bt); err != nil {
+	if r.ids, err = requiredHashIDs(j.HashIDs, r.in, p.bt); err != nil {
 		return r, err
 	}
 	if j.API != nil {

@@ -140,6 +140,18 @@ func durField(name string, v float64, unit time.Duration) (time.Duration, error)
 	return time.Duration(math.Round(d)), nil
 }
 
+// requiredHashIDs is a record's hash_ids field where the format requires
+// it (Bailian, Claude Code): present, and at most checkBlocks allows.
+func requiredHashIDs(ids *idList, in, bt int) ([]uint64, error) {
+	if ids == nil {
+		return nil, badField("hash_ids", "missing")
+	}
+	if err := checkBlocks("hash_ids", len(*ids), in, bt); err != nil {
+		return nil, err
+	}
+	return []uint64(*ids), nil
+}
+
 // checkBlocks validates the number of hash ids against the prompt length:
 // at most ceil(in/bt) (traces such as Mooncake also hash the last, partial
 // block).

@@ -2,6 +2,8 @@ package workload
 
 import (
 	"bufio"
+	"io"
+	"os"
 	"strings"
 )
 
@@ -18,23 +20,29 @@ type traceFormat struct {
 
 // traceFormats is the table of trace formats, sorted by name (Formats).
 var traceFormats = []traceFormat{
-	{FormatAzure, []string{"azure-2023", "azure-csv"},
-		func(p string, o LoadOptions) (Source, error) { return asSource(OpenAzure(p, o)) },
-		func(r *bufio.Reader, n string, o LoadOptions) (Source, error) { return asSource(NewAzure(r, n, o)) }},
-	{FormatBailian, []string{"qwen", "qwen-bailian"},
-		func(p string, o LoadOptions) (Source, error) { return asSource(OpenBailian(p, o)) },
-		func(r *bufio.Reader, n string, o LoadOptions) (Source, error) { return asSource(NewBailian(r, n, o)) }},
+	streamingFormat(FormatAzure, []string{"azure-2023", "azure-csv"}, NewAzure),
+	streamingFormat(FormatBailian, []string{"qwen", "qwen-bailian"}, NewBailian),
 	{FormatClaudeCode, []string{"claudecode", "claude_code", "weka", "weka-claude-code"},
 		func(p string, o LoadOptions) (Source, error) { return asSource(OpenClaudeCode(p, o)) },
 		func(r *bufio.Reader, n string, o LoadOptions) (Source, error) {
 			return asSource(NewClaudeCodeSession(r, n, o))
 		}},
-	{FormatMooncake, nil,
-		func(p string, o LoadOptions) (Source, error) { return asSource(OpenMooncake(p, o)) },
-		func(r *bufio.Reader, n string, o LoadOptions) (Source, error) { return asSource(NewMooncake(r, n, o)) }},
+	streamingFormat(FormatMooncake, nil, NewMooncake),
 	{FormatTraceLab, nil,
 		func(p string, o LoadOptions) (Source, error) { return asSource(OpenTraceLab(p, o)) },
 		func(r *bufio.Reader, n string, o LoadOptions) (Source, error) { return asSource(NewTraceLab(r, n, o)) }},
+}
+
+// streamingFormat is the row of a streaming loader (Azure, Bailian,
+// Mooncake): a path is opened with openStreaming over the same constructor
+// that reads a reader, and the loader closes the file.
+func streamingFormat[L interface {
+	Source
+	own(*os.File)
+}](name string, aliases []string, newLoader func(io.Reader, string, LoadOptions) (L, error)) traceFormat {
+	return traceFormat{name, aliases,
+		func(p string, o LoadOptions) (Source, error) { return asSource(openStreaming(p, o, newLoader)) },
+		func(r *bufio.Reader, n string, o LoadOptions) (Source, error) { return asSource(newLoader(r, n, o)) }}
 }
 
 // Formats returns the trace format names Open accepts, sorted.

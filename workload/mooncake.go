@@ -1,8 +1,6 @@
 package workload
 
 import (
-	"cmp"
-	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -43,15 +41,9 @@ const nominalTokenTime = 20 * time.Millisecond
 // bounded by the reorder window and the live sessions (SessionIdle; a
 // compact-form session's latest blocks are kept until its last line).
 type Mooncake struct {
-	emitter
+	stream[*mcRecord]
 	fileCloser
-	name  string
 	lr    *lineReader
-	opts  LoadOptions
-	bt    int
-	q     reorder[*mcRecord]
-	eof   bool
-	err   error
 	base  time.Duration
 	based bool
 	// sessions named by session_id
@@ -148,21 +140,14 @@ type mcSession struct {
 	keyed    bool
 }
 
-// OpenMooncake opens a Mooncake JSONL trace file.
-func OpenMooncake(path string, opts LoadOptions) (*Mooncake, error) {
-	return openStreaming(path, opts, NewMooncake)
-}
-
 // NewMooncake reads a Mooncake JSONL trace from r (name is used in errors).
 func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) {
-	if err := opts.validate(); err != nil {
+	s, err := newStream[*mcRecord](name, opts, 512)
+	if err != nil {
 		return nil, err
 	}
-	bt := cmp.Or(opts.BlockTokens, 512)
 	return &Mooncake{
-		emitter: emitter{max: opts.MaxRequests},
-		name:    name, lr: newLineReader(r), opts: opts, bt: bt,
-		q:        newReorder[*mcRecord](opts.ReorderWindow),
+		stream: s, lr: newLineReader(r),
 		sessions: map[string]*mcSession{},
 		inferred: map[uint64]*mcSession{},
 		chains:   map[string]*mcChain{},
@@ -171,45 +156,27 @@ func NewMooncake(r io.Reader, name string, opts LoadOptions) (*Mooncake, error) 
 
 // Next implements Source.
 func (m *Mooncake) Next() (*Request, error) {
-	if m.err != nil {
-		return nil, m.err
+	return m.next(m.read, m.release)
+}
+
+// release builds a request from a record the reorder window released and
+// recycles the record; a record that fails to build is skipped (nil, nil)
+// under SkipBad.
+func (m *Mooncake) release(rec *mcRecord) (*Request, error) {
+	r, err := m.build(rec)
+	m.freeRecs = append(m.freeRecs, rec)
+	if err != nil && m.opts.SkipBad {
+		m.skipped++
+		return nil, nil
 	}
-	if m.capped() {
-		return nil, io.EOF
-	}
-	for {
-		if rec, ok := m.q.pop(m.eof); ok {
-			r, err := m.build(rec)
-			m.freeRecs = append(m.freeRecs, rec)
-			if err != nil {
-				if m.opts.SkipBad {
-					m.skipped++
-					continue
-				}
-				m.err = err
-				return nil, err
-			}
-			return m.stamp(r), nil
-		}
-		if m.eof {
-			return nil, io.EOF
-		}
-		if err := m.read(); err != nil {
-			m.err = err
-			return nil, err
-		}
-	}
+	return r, err
 }
 
 // read parses one line into the reorder buffer.
 func (m *Mooncake) read() error {
-	line, err := m.lr.next()
-	if err == io.EOF {
-		m.eof = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("workload: %s: %w", m.name, err)
+	line, ok, err := m.readLine(m.lr)
+	if !ok {
+		return err
 	}
 	m.badSess, m.badKnown = "", false
 	rec, err := m.parse(line)

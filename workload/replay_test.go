@@ -35,7 +35,7 @@ func TestDriverReplaysLoaders(t *testing.T) {
 			return src
 		},
 		"bailian-testdata": func(t *testing.T) Source {
-			src, err := OpenBailian(filepath.Join("testdata", "bailian_small.jsonl"), LoadOptions{})
+			src, err := Open(filepath.Join("testdata", "bailian_small.jsonl"), FormatBailian, LoadOptions{})
 			require.NoError(t, err)
 			return src
 		},

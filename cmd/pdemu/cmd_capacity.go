@@ -100,13 +100,9 @@ one line per scenario and policy, the target dashed).
 		Example: `  pdemu capacity 1p3d-mlx5 --out cap
   pdemu capacity 1p3d-mlx5 --router kvc,vanilla --min 8 --max 128 --out cap
   pdemu capacity claude-code --load max_concurrent --min 2 --max 32 --slo ttft=30s --out cap-cc`,
-		Args:              atLeastOne("capacity", "SCENARIO", "see 'pdemu scenarios'"),
-		ValidArgsFunction: completeScenarios,
-		RunE:              func(cmd *cobra.Command, args []string) error { return cmdCapacity(cmd, f, args) },
+		RunE: func(cmd *cobra.Command, args []string) error { return cmdCapacity(cmd, f, args) },
 	}
-	f.sloFlags.register(c)
-	fl := c.Flags()
-	fl.StringVar(&f.out, "out", "pdemu-capacity", "output directory")
+	fl := f.planCommand(c, "capacity")
 	fl.StringVar(&f.load, "load", "", "the load to search: sessions, max_concurrent, session_rate or client_cap (default: the scenario's)")
 	fl.Float64Var(&f.lo, "min", 0, "smallest load of round 1 (default: a quarter of the scenario's)")
 	fl.Float64Var(&f.hi, "max", 0, "largest load of round 1 (default: four times the scenario's)")

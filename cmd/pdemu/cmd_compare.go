@@ -81,13 +81,9 @@ merge Job, --emit slurm an sbatch --array script, instead of running.
   pdemu compare claude-code claude-code-vanilla claude-code-dp4 --trace ../shared/traces/weka-claude-code,swe.jsonl --out study
   pdemu compare claude-code --router kvc,vanilla,sticky_only --max-requests 1000 --out cc
   pdemu compare 1p3d-mlx5 --router vanilla --set workload.loop=open,closed --out loop --json`,
-		Args:              atLeastOne("compare", "SCENARIO", "see 'pdemu scenarios'"),
-		ValidArgsFunction: completeScenarios,
-		RunE:              func(cmd *cobra.Command, args []string) error { return cmdCompare(cmd, f, args) },
+		RunE: func(cmd *cobra.Command, args []string) error { return cmdCompare(cmd, f, args) },
 	}
-	f.sloFlags.register(c)
-	fl := c.Flags()
-	fl.StringVar(&f.out, "out", "pdemu-compare", "output directory")
+	fl := f.planCommand(c, "compare")
 	fl.StringVar(&f.trace, "trace", "", "replay this trace instead of each scenario's workload; a comma list T1,T2 compares the traces")
 	fl.IntVar(&f.seeds, "seeds", 1, "run seeds 1..N (1 = each scenario's own seed)")
 	f.registerPlanFlags(fl)
@@ -99,6 +95,19 @@ merge Job, --emit slurm an sbatch --array script, instead of running.
 	f.scenarioFlags.register(c, "override an HCL attribute in every run, sweeping comma-separated values: --set PATH=V[,V...] (repeatable)")
 	c.Flags().Lookup("router").Usage = "swap the routing policy (with its defaults; the scenario's own policy keeps its settings); a comma list P1,P2 compares the policies"
 	return c
+}
+
+// planCommand makes c (compare, capacity) a command running a plan over
+// one or more SCENARIOs: its arguments and their completion, the SLO
+// flags and --out (default pdemu-NAME). It returns c's flags for the
+// command's own.
+func (f *compareFlags) planCommand(c *cobra.Command, name string) *pflag.FlagSet {
+	c.Args = atLeastOne(name, "SCENARIO", "see 'pdemu scenarios'")
+	c.ValidArgsFunction = completeScenarios
+	f.sloFlags.register(c)
+	fl := c.Flags()
+	fl.StringVar(&f.out, "out", "pdemu-"+name, "output directory")
+	return fl
 }
 
 // registerPlanFlags registers the flags that mean the same for every

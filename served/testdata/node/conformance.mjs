@@ -216,6 +216,49 @@ await check('context length', async () => {
     OpenAI.BadRequestError, 400, undefined, 'context_length_exceeded');
 });
 
+await check('stream helper', async () => {
+  // The SDK's higher-level helper assembles the streamed chunks.
+  const runner = client.chat.completions.stream({ model, messages: user, max_tokens: 6 });
+  let deltas = 0;
+  runner.on('content', () => deltas++);
+  const final = await runner.finalChatCompletion();
+  const content = final.choices[0].message.content;
+  assert(deltas === 6, `${deltas} content events`);
+  assert(content.length > 0 && final.choices[0].finish_reason === 'length', JSON.stringify(final.choices[0]));
+  return `final ${JSON.stringify(content)}`;
+});
+
+await check('n > 1 streamed', async () => {
+  const stream = await client.chat.completions.create({ model, messages: user, max_tokens: 4, n: 2, stream: true });
+  const per = [0, 0], finished = [false, false];
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      if (c.delta?.content) per[c.index]++;
+      if (c.finish_reason) finished[c.index] = true;
+    }
+  }
+  assert(per[0] === 4 && per[1] === 4 && finished[0] && finished[1], `per choice ${per}, finished ${finished}`);
+  return `per choice ${per}`;
+});
+
+await check('request ids', async () => {
+  // Generated ids differ; an error carries the response's X-Request-Id.
+  const a = await client.chat.completions.create({ model, messages: user, max_tokens: 1 });
+  const b = await client.chat.completions.create({ model, messages: user, max_tokens: 1 });
+  assert(a.id !== b.id && a.id.startsWith('chatcmpl-'), `${a.id} ${b.id}`);
+  try {
+    await client.chat.completions.create({ model, messages: user, temperature: 9 }, { headers: { 'X-Request-Id': 'node-err' } });
+  } catch (e) {
+    assert(e.requestID === 'node-err', `requestID ${e.requestID}`);
+    return `${a.id}, ${b.id}; error requestID ${e.requestID}`;
+  }
+  throw new Error('temperature 9 was accepted');
+});
+
+await check('unsupported endpoint', async () => {
+  return await expectError(() => client.embeddings.create({ model, input: 'embed me' }), OpenAI.NotFoundError, 404, undefined, 'not_found');
+});
+
 await check('abort by AbortController', async () => {
   const before = await metric('vllm:request_success_total', 'finished_reason="abort"');
   const controller = new AbortController();

@@ -33,7 +33,7 @@ func refCounts(r *refIndex) map[uint64]map[int]int32 {
 // checkHolders compares every slot's holders and owner counts with ref and
 // checks that the count arena is exactly the live records' blocks plus the
 // free lists.
-func checkHolders(t interface{ Fatalf(string, ...any) }, x *ResidentIndex, ref *refIndex) {
+func checkHolders(t interface{ Fatalf(string, ...any) }, x *indexV1, ref *refIndex) {
 	want := refCounts(ref)
 	if x.Blocks() != len(want) {
 		t.Fatalf("Blocks() = %d, want %d", x.Blocks(), len(want))
@@ -132,7 +132,7 @@ func TestIndexWideMatchesReference(t *testing.T) {
 			}
 			return chains[s][:rapid.IntRange(0, 30).Draw(t, "len")]
 		}
-		x, ref := NewResidentIndex(n), newRefIndex(n)
+		x, ref := newIndexV1(n), newRefIndex(n)
 		ops := rapid.IntRange(0, 400).Draw(t, "ops")
 		for op := 0; op < ops; op++ {
 			d := rapid.IntRange(lo, hi).Draw(t, "d")
@@ -198,7 +198,7 @@ func TestIndexWideMatchesReference(t *testing.T) {
 // holders, counts and count arena after every step.
 func TestIndexManyHolders(t *testing.T) {
 	const n = 300
-	x, ref := NewResidentIndex(n), newRefIndex(n)
+	x, ref := newIndexV1(n), newRefIndex(n)
 	sys := chainBlocks(9, 3)
 	set := func(d int, s int32, l []uint64) {
 		x.Set(d, s, l)

@@ -1,0 +1,443 @@
+package policy
+
+// The resident index's segments (see ResidentIndex): runs of consecutive
+// trie nodes with the same holders, and the operations that walk, split,
+// create, revive and free them.
+
+// iseg is a segment: arena positions [lo, hi), the nodes at depths depth,
+// depth+1, ... of every list through it. A free segment has lo == hi.
+type iseg struct {
+	lo, hi int32
+	parent int32 // the position before lo on every path through it; -1: a root
+	depth  int32
+	occ    int32 // lists through the segment (the sum of its holder counts)
+	offc   int32 // positions flagged posOff
+	dupc   int32 // positions flagged posDup
+	hd     int32 // >= 0: the only holder; < 0: ^index of its list in hsets
+	hn     int32 // the only holder's count of lists
+}
+
+// holder is one worker's count of lists through a segment.
+type holder struct{ d, n int32 }
+
+// Position flags.
+const (
+	posDup   = 1 << iota // the hash has other positions in the table
+	posOff               // its occurrences are off the hash's canonical context
+	posCanon             // the hash has a canon entry (set by compaction only)
+)
+
+// posCtx is an occurrence's context: its predecessor (0 at depth 0) and
+// its depth.
+type posCtx struct {
+	parent uint64
+	depth  int32
+}
+
+// valid reports whether position p holds a live node.
+func (x *ResidentIndex) valid(p int32) bool {
+	s := &x.segs[x.pseg[p]]
+	return p >= s.lo && p < s.hi
+}
+
+// ctx is the context of live (or being born) position p.
+func (x *ResidentIndex) ctx(p int32) posCtx {
+	s := &x.segs[x.pseg[p]]
+	c := posCtx{depth: s.depth + p - s.lo}
+	switch {
+	case c.depth == 0:
+	case p > s.lo:
+		c.parent = x.keys[p-1]
+	default:
+		c.parent = x.keys[s.parent]
+	}
+	return c
+}
+
+// holds reports whether segment s has d among its holders.
+func (x *ResidentIndex) holds(s *iseg, d int32) bool {
+	if s.hd >= 0 {
+		return s.hd == d
+	}
+	for _, h := range x.hsets[^s.hd] {
+		if h.d == d {
+			return true
+		}
+	}
+	return false
+}
+
+// addHolder adds a list of d through segment id and returns d's count.
+func (x *ResidentIndex) addHolder(id int32, d int32) int32 {
+	s := &x.segs[id]
+	if s.hd >= 0 {
+		if s.hd == d {
+			s.hn++
+			return s.hn
+		}
+		h := x.newHset()
+		x.hsets[h] = append(x.hsets[h], holder{s.hd, s.hn}, holder{d, 1})
+		s.hd = ^h
+		return 1
+	}
+	l := x.hsets[^s.hd]
+	for i := range l {
+		if l[i].d == d {
+			l[i].n++
+			return l[i].n
+		}
+	}
+	x.hsets[^s.hd] = append(l, holder{d, 1})
+	return 1
+}
+
+// removeHolder removes a list of d through segment id and returns d's
+// count. A segment whose only holder's count reaches 0 is dead (occ == 0).
+func (x *ResidentIndex) removeHolder(id int32, d int32) int32 {
+	s := &x.segs[id]
+	if s.hd >= 0 {
+		s.hn--
+		return s.hn
+	}
+	h := ^s.hd
+	l := x.hsets[h]
+	i := 0
+	for l[i].d != d {
+		i++
+	}
+	l[i].n--
+	n := l[i].n
+	if n > 0 {
+		return n
+	}
+	copy(l[i:], l[i+1:])
+	l = l[:len(l)-1]
+	x.hsets[h] = l
+	if len(l) == 1 {
+		s.hd, s.hn = l[0].d, l[0].n
+		x.hsets[h] = l[:0]
+		x.hfree = append(x.hfree, h)
+	}
+	return 0
+}
+
+func (x *ResidentIndex) newHset() int32 {
+	if n := len(x.hfree); n > 0 {
+		h := x.hfree[n-1]
+		x.hfree = x.hfree[:n-1]
+		return h
+	}
+	x.hsets = append(x.hsets, make([]holder, 0, 4))
+	return int32(len(x.hsets) - 1)
+}
+
+// copyHolders gives segment to the holders of segment from (a copy).
+func (x *ResidentIndex) copyHolders(to, from int32) {
+	f := x.segs[from]
+	if f.hd >= 0 {
+		x.segs[to].hd, x.segs[to].hn = f.hd, f.hn
+		return
+	}
+	h := x.newHset()
+	x.hsets[h] = append(x.hsets[h], x.hsets[^f.hd]...)
+	x.segs[to].hd = ^h
+}
+
+func (x *ResidentIndex) newSeg() int32 {
+	if n := len(x.segFree); n > 0 {
+		id := x.segFree[n-1]
+		x.segFree = x.segFree[:n-1]
+		return id
+	}
+	x.segs = append(x.segs, iseg{})
+	return int32(len(x.segs) - 1)
+}
+
+// release takes one list of d off the path ending at position p (a
+// segment's end) from depth common on, and returns the position at depth
+// common-1 (-1 when common is 0), a segment's end.
+func (x *ResidentIndex) release(d int, p int32, common int) int32 {
+	c := int32(common)
+	for p >= 0 {
+		id := x.pseg[p]
+		s := &x.segs[id]
+		if s.depth >= c {
+			p = s.parent
+			x.decr(id, int32(d))
+			continue
+		}
+		if s.depth+s.hi-s.lo > c {
+			low, up := x.split(id, s.lo+c-s.depth)
+			x.decr(up, int32(d))
+			return x.segs[low].hi - 1
+		}
+		return p
+	}
+	return -1
+}
+
+// extend adds one list of d along blocks[i:] after position q (a
+// segment's end, or -1 for a root) and returns the position of its last
+// node, a segment's end. The arena has room for len(blocks)-i new
+// positions (reserve).
+func (x *ResidentIndex) extend(d int, q int32, blocks []uint64, i int) int32 {
+	for i < len(blocks) {
+		id := x.child(q, blocks[i])
+		if id < 0 {
+			break
+		}
+		s := &x.segs[id]
+		m := 1 + commonPrefix(blocks[i+1:], x.keys[s.lo+1:s.hi])
+		if m < int(s.hi-s.lo) {
+			id, _ = x.split(id, s.lo+int32(m))
+		}
+		x.incr(id, int32(d))
+		q = x.segs[id].hi - 1
+		i += m
+	}
+	if i < len(blocks) {
+		q = x.create(int32(d), q, blocks, i)
+	}
+	return q
+}
+
+// child returns the live segment that starts with hash k after position q
+// (a segment's end, or -1: a root segment), or -1.
+func (x *ResidentIndex) child(q int32, k uint64) int32 {
+	if !x.maybe(k) {
+		return -1
+	}
+	fp := tabHash(k)
+	for i := x.home(fp); ; i = (i + 1) & x.tmask {
+		e := x.tab[i]
+		if e.pos == 0 {
+			return -1
+		}
+		if e.fp != fp || x.keys[e.pos-1] != k {
+			continue
+		}
+		p := e.pos - 1
+		id := x.pseg[p]
+		if s := &x.segs[id]; s.lo == p && s.hi > p && s.parent == q {
+			return id
+		}
+		if x.flag[p]&posDup == 0 {
+			return -1 // the hash's only position
+		}
+	}
+}
+
+// create adds one list of d along blocks[i:], none of whose nodes exist,
+// after position q, reviving runs of dead positions that hold the same
+// hashes and appending the rest, and returns the last node's position.
+func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int) int32 {
+	n := len(blocks)
+	depth := int32(i)
+	for i < n {
+		// A run: revived in place if the first hash has a dead position,
+		// else appended up to the next hash that has one.
+		lo := int32(len(x.keys))
+		var hi int32
+		if p := x.place(blocks[i], lo); p >= 0 {
+			hi = p + 1
+			for i+int(hi-p) < n && int(hi) < len(x.keys) && x.keys[hi] == blocks[i+int(hi-p)] && !x.valid(hi) {
+				hi++
+			}
+			lo = p
+		} else {
+			hi = lo + 1
+			for i+int(hi-lo) < n && x.place(blocks[i+int(hi-lo)], lo) < 0 {
+				hi++
+			}
+		}
+		x.birth(lo, hi, q, depth, d)
+		i += int(hi - lo)
+		depth += hi - lo
+		q = hi - 1
+	}
+	return q
+}
+
+// birth makes positions [lo, hi) a live segment after position q at depth
+// depth, with one list of d through it.
+func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
+	id := x.newSeg()
+	s := &x.segs[id]
+	*s = iseg{lo: lo, hi: hi, parent: q, depth: depth, occ: 1, hd: d, hn: 1}
+	dups := int32(0)
+	for p := lo; p < hi; p++ {
+		x.pseg[p] = id
+		f := x.flag[p] &^ posOff
+		if f&posCanon != 0 {
+			// The only position of a hash that was resident at the last
+			// compaction: it is canonical now.
+			delete(x.canon, x.keys[p])
+			f &^= posCanon
+		}
+		x.flag[p] = f
+		if f&posDup != 0 {
+			dups++
+		}
+	}
+	s.dupc = dups
+	x.dupLive += int(dups)
+	x.live += int(hi - lo)
+	if dups == 0 {
+		x.used += int(hi - lo)
+		x.perWorker[d] += int(hi - lo)
+		return
+	}
+	offs := int32(0)
+	for p := lo; p < hi; p++ {
+		if x.flag[p]&posDup == 0 {
+			x.used++
+			x.perWorker[d]++
+			continue
+		}
+		// Positions of this segment from p on are not resident yet.
+		k := x.keys[p]
+		resident, heldByD := false, false
+		for e := range x.entries(k) {
+			if e == p || !x.valid(e) || x.pseg[e] == id && e > p {
+				continue
+			}
+			resident = true
+			if x.pseg[e] == id || x.holds(&x.segs[x.pseg[e]], d) {
+				heldByD = true
+			}
+		}
+		if !resident {
+			x.canon[k] = x.ctx(p)
+			x.used++
+		} else if x.ctx(p) != x.canon[k] {
+			x.flag[p] |= posOff
+			offs++
+		}
+		if !heldByD {
+			x.perWorker[d]++
+		}
+	}
+	x.segs[id].offc = offs
+	x.bad += int(offs)
+}
+
+// incr adds one list of d through segment id.
+func (x *ResidentIndex) incr(id, d int32) {
+	s := &x.segs[id]
+	s.occ++
+	x.bad += int(s.offc)
+	if x.addHolder(id, d) == 1 {
+		x.gain(id, d, 1)
+	}
+}
+
+// decr removes one list of d through segment id, freeing it when it was
+// the last.
+func (x *ResidentIndex) decr(id, d int32) {
+	s := &x.segs[id]
+	s.occ--
+	x.bad -= int(s.offc)
+	if x.removeHolder(id, d) == 0 {
+		x.gain(id, d, -1)
+	}
+	if x.segs[id].occ == 0 {
+		x.death(id)
+	}
+}
+
+// gain counts the hashes of segment id into (v = 1) or out of (v = -1)
+// worker d's distinct blocks when d starts or stops holding it (its
+// holders already say so).
+func (x *ResidentIndex) gain(id, d, v int32) {
+	s := &x.segs[id]
+	if s.dupc == 0 {
+		x.perWorker[d] += int(v * (s.hi - s.lo))
+		return
+	}
+	for p := s.lo; p < s.hi; p++ {
+		if x.flag[p]&posDup == 0 || x.firstIn(p, id, s.lo) && !x.heldElsewhere(x.keys[p], id, d) {
+			x.perWorker[d] += int(v)
+		}
+	}
+}
+
+// firstIn reports whether p is the first position of its hash in segment
+// id (which starts at lo).
+func (x *ResidentIndex) firstIn(p, id, lo int32) bool {
+	for e := range x.entries(x.keys[p]) {
+		if e >= lo && e < p && x.pseg[e] == id {
+			return false
+		}
+	}
+	return true
+}
+
+// heldElsewhere reports whether a live position of hash k outside segment
+// id is held by d (d < 0: by anyone).
+func (x *ResidentIndex) heldElsewhere(k uint64, id, d int32) bool {
+	for e := range x.entries(k) {
+		if x.pseg[e] == id || !x.valid(e) {
+			continue
+		}
+		if d < 0 || x.holds(&x.segs[x.pseg[e]], d) {
+			return true
+		}
+	}
+	return false
+}
+
+// death frees segment id, which no list passes through any more.
+func (x *ResidentIndex) death(id int32) {
+	s := &x.segs[id]
+	lo, hi := s.lo, s.hi
+	x.live -= int(hi - lo)
+	if s.hd < 0 {
+		x.hsets[^s.hd] = x.hsets[^s.hd][:0]
+		x.hfree = append(x.hfree, ^s.hd)
+	}
+	dups := s.dupc
+	x.dupLive -= int(dups)
+	*s = iseg{}
+	x.segFree = append(x.segFree, id)
+	if dups == 0 {
+		x.used -= int(hi - lo)
+		return
+	}
+	for p := lo; p < hi; p++ {
+		if x.flag[p]&posDup == 0 || x.firstIn(p, id, lo) && !x.heldElsewhere(x.keys[p], id, -1) {
+			x.used--
+		}
+	}
+}
+
+// split cuts segment id at position k (lo < k < hi) into [lo, k) and
+// [k, hi) and returns their ids; the smaller side takes a new id.
+func (x *ResidentIndex) split(id, k int32) (low, up int32) {
+	nid := x.newSeg()
+	s := x.segs[id]
+	lower := iseg{lo: s.lo, hi: k, parent: s.parent, depth: s.depth, occ: s.occ}
+	upper := iseg{lo: k, hi: s.hi, parent: k - 1, depth: s.depth + k - s.lo, occ: s.occ}
+	small, big := &lower, &upper
+	low, up = nid, id
+	if k-s.lo > s.hi-k {
+		small, big = &upper, &lower
+		low, up = id, nid
+	}
+	for p := small.lo; p < small.hi; p++ {
+		x.pseg[p] = nid
+		if f := x.flag[p]; f != 0 {
+			if f&posOff != 0 {
+				small.offc++
+			}
+			if f&posDup != 0 {
+				small.dupc++
+			}
+		}
+	}
+	big.offc, big.dupc = s.offc-small.offc, s.dupc-small.dupc
+	big.hd, big.hn = s.hd, s.hn
+	x.segs[id] = *big
+	x.segs[nid] = *small
+	x.copyHolders(nid, id)
+	return low, up
+}

@@ -1,0 +1,55 @@
+package serve
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every response has an X-Request-Id, errors included (found by the
+// OpenAI Node SDK: an error's requestID was null, the header was set only
+// once a request reached the cluster): echoed when the client sent one,
+// else generated, distinct per request.
+func TestRequestIDOnEveryResponse(t *testing.T) {
+	_, base := start(t, Options{}, newFake(1))
+	seen := map[string]bool{}
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+	}{
+		{"completion", "POST", "/v1/chat/completions", `{"model":"pdemu","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`, 200},
+		{"bad parameter", "POST", "/v1/chat/completions", `{"model":"pdemu","temperature":9,"messages":[{"role":"user","content":"hi"}]}`, 400},
+		{"malformed JSON", "POST", "/v1/completions", `{`, 400},
+		{"wrong method", "GET", "/v1/chat/completions", ``, 405},
+		{"models", "GET", "/v1/models", ``, 200},
+		{"health", "GET", "/health", ``, 200},
+		{"metrics", "GET", "/metrics", ``, 200},
+		{"no such endpoint", "POST", "/v1/embeddings", `{}`, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, echo := range []string{"", "client-" + strings.ReplaceAll(tc.name, " ", "-")} {
+				req, err := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+				require.NoError(t, err)
+				req.Header.Set("Content-Type", "application/json")
+				if echo != "" {
+					req.Header.Set("X-Request-Id", echo)
+				}
+				res, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				res.Body.Close()
+				assert.Equal(t, tc.status, res.StatusCode)
+				id := res.Header.Get("X-Request-Id")
+				if echo != "" {
+					assert.Equal(t, echo, id, "echoed")
+					continue
+				}
+				require.NotEmpty(t, id, "generated")
+				assert.False(t, seen[id], "generated ids are distinct: %s twice", id)
+				seen[id] = true
+			}
+		})
+	}
+}
