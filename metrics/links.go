@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"encoding/binary"
-	"encoding/csv"
 	"io"
 	"math"
 	"slices"
@@ -177,23 +176,39 @@ var LinksHeader = []string{"t_ms", "nic", "bytes_in_flight", "rate_gbps", "activ
 
 // WriteLinks writes links.csv (a header only when r is nil or empty).
 func WriteLinks(w io.Writer, r *LinkRecorder) error {
-	return writeCSV(w, LinksHeader, func(cw *csv.Writer) error {
-		if r == nil {
-			return nil
+	if err := writeHeader(w, LinksHeader); err != nil {
+		return err
+	}
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Rows are appended (csvappend.go): the NIC column encoded once per NIC
+	// as csv.Writer quotes it; numbers never need quotes.
+	seg, capOf := make([]string, len(r.nics)), make([]float64, len(r.nics))
+	for i, nic := range r.nics {
+		seg[i], capOf[i] = csvSeg(nic), r.capBps[nic]
+	}
+	rb := newRowBuf(w)
+	write := func(q linkPt) error {
+		b := appendFMS(rb.b, q.t)
+		b = append(b, ',')
+		b = append(b, seg[q.nic]...)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, q.inFlight, 10)
+		b = append(b, ',')
+		b = strconv.AppendFloat(b, q.rate*8/1e9, 'f', 3, 64)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(q.active), 10)
+		b = append(b, ',')
+		if c := capOf[q.nic]; c > 0 {
+			b = strconv.AppendFloat(b, q.rate/c, 'f', 4, 64)
 		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		row := make([]string, 6)
-		write := func(q linkPt) error {
-			nic := r.nics[q.nic]
-			util := ""
-			if c := r.capBps[nic]; c > 0 {
-				util = strconv.FormatFloat(q.rate/c, 'f', 4, 64)
-			}
-			row[0], row[1], row[2] = fms(q.t), nic, strconv.FormatInt(q.inFlight, 10)
-			row[3], row[4], row[5] = strconv.FormatFloat(q.rate*8/1e9, 'f', 3, 64), strconv.Itoa(int(q.active)), util
-			return cw.Write(row)
-		}
+		rb.b = b
+		return rb.row()
+	}
+	err := func() error {
 		byName := func(g []linkPt) {
 			if len(g) > 1 {
 				slices.SortStableFunc(g, func(a, b linkPt) int { return strings.Compare(r.nics[a.nic], r.nics[b.nic]) })
@@ -241,7 +256,11 @@ func WriteLinks(w io.Writer, r *LinkRecorder) error {
 			return err
 		}
 		return flush()
-	})
+	}()
+	if err != nil {
+		return err
+	}
+	return rb.flush()
 }
 
 // linkChunks is the frozen rows of a LinkRecorder.

@@ -77,7 +77,7 @@ func TestLinksEqualReference(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := NewLinkRecorder()
 		ref := &refLinks{capBps: map[string]float64{}, last: map[string]LinkSample{}}
-		nics := []string{"p0/mlx5_0", "d1/mlx5_0", "a", "b b", "d0/mlx5_1"}
+		nics := []string{"p0/mlx5_0", "d1/mlx5_0", "a", "b b", " lead", `q"uote`, "com,ma", `\.`, "", "new\nline"}
 		for _, n := range nics[:rapid.IntRange(0, len(nics)).Draw(t, "caps")] {
 			c := float64(rapid.IntRange(0, 3).Draw(t, "cap")) * 25e9
 			r.NIC(n, c)

@@ -43,31 +43,48 @@ var InstancesHeader = []string{"t_ms", "worker", "kind", "bucket", "kv_tokens", 
 // cap_kv_tokens column; empty when unknown or 0). Callers bound the rows
 // with InstancesPlan.
 func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration, caps map[string]int) error {
-	return writeCSV(w, InstancesHeader, func(cw *csv.Writer) error {
-		capOf := make([]string, len(series))
-		for i, s := range series {
-			if c := caps[s.Worker]; c > 0 {
-				capOf[i] = strconv.Itoa(c)
+	if err := writeHeader(w, InstancesHeader); err != nil {
+		return err
+	}
+	// Rows are appended, not csv.Writer'd: the string columns are encoded
+	// once per series (csvSeg, as csv.Writer quotes them), the numbers
+	// never need quotes.
+	mid, capOf := make([]string, len(series)), make([]string, len(series))
+	for i, s := range series {
+		mid[i] = csvSeg(s.Worker, s.Kind, s.Bucket)
+		if c := caps[s.Worker]; c > 0 {
+			capOf[i] = strconv.Itoa(c)
+		}
+	}
+	if interval <= 0 {
+		interval = time.Second
+	}
+	cur := make([]*seriesCursor, len(series)) // the times only grow: no search
+	for i, s := range series {
+		cur[i] = s.cursor()
+	}
+	rb := newRowBuf(w)
+	for k, n := int64(0), samples(interval, end); k < n; k++ {
+		t := sampleAt(k, interval)
+		for i := range series {
+			p := cur[i].at(t)
+			b := appendFMS(rb.b, t)
+			b = append(b, ',')
+			b = append(b, mid[i]...)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(p.KV), 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(p.Queue), 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(p.Running), 10)
+			b = append(b, ',')
+			rb.b = append(b, capOf[i]...)
+			if err := rb.row(); err != nil {
+				return err
 			}
 		}
-		if interval <= 0 {
-			interval = time.Second
-		}
-		cur := make([]*seriesCursor, len(series)) // the times only grow: no search
-		for i, s := range series {
-			cur[i] = s.cursor()
-		}
-		for k, n := int64(0), samples(interval, end); k < n; k++ {
-			t := sampleAt(k, interval)
-			for i, s := range series {
-				p := cur[i].at(t)
-				if err := cw.Write([]string{fms(t), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running), capOf[i]}); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	}
+	return rb.flush()
 }
 
 // writeCSV writes a CSV file: header, then the records rows writes to cw.

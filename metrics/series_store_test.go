@@ -1,8 +1,11 @@
 package metrics
 
 import (
+	"bytes"
+	"encoding/csv"
 	"math"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -124,6 +127,51 @@ func TestSeriesEqualsReference(t *testing.T) {
 			if got, want := c.at(p), ref.At(p); got != want {
 				t.Fatalf("cursor at(%d) = %+v, want %+v", p, got, want)
 			}
+		}
+	})
+}
+
+// TestWriteInstancesEqualsCSV: the append-style instances.csv is what
+// csv.Writer wrote from At at every sample time, names that need quoting
+// included.
+func TestWriteInstancesEqualsCSV(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		names := []string{"d0", " lead", `q"uote`, "com,ma", `\.`, "", "new\nline", "bucket:short"}
+		var series []*Series
+		caps := map[string]int{}
+		for range rapid.IntRange(0, 4).Draw(t, "series") {
+			s := NewSeries(rapid.SampledFrom(names).Draw(t, "worker"), rapid.SampledFrom(names).Draw(t, "kind"))
+			s.Bucket = rapid.SampledFrom(names).Draw(t, "bucket")
+			caps[s.Worker] = rapid.IntRange(-1, 2).Draw(t, "cap") * 87498
+			now := time.Duration(0)
+			for range rapid.IntRange(0, 50).Draw(t, "n") {
+				now += time.Duration(rapid.Int64Range(0, 3e9).Draw(t, "dt"))
+				s.Observe(now, rapid.IntRange(-3, 1<<20).Draw(t, "kv"), rapid.IntRange(0, 9).Draw(t, "q"), rapid.IntRange(0, 9).Draw(t, "r"))
+			}
+			series = append(series, s)
+		}
+		end := time.Duration(rapid.Int64Range(0, 60e9).Draw(t, "end"))
+		iv := time.Duration(rapid.Int64Range(max(1, int64(end)/300), 4e9).Draw(t, "iv")) // at most ~300 sample times
+		var got, want bytes.Buffer
+		if err := WriteInstances(&got, series, iv, end, caps); err != nil {
+			t.Fatal(err)
+		}
+		cw := csv.NewWriter(&want)
+		_ = cw.Write(InstancesHeader)
+		for k, n := int64(0), samples(iv, end); k < n; k++ {
+			at := sampleAt(k, iv)
+			for _, s := range series {
+				p := s.At(at)
+				c := ""
+				if caps[s.Worker] > 0 {
+					c = strconv.Itoa(caps[s.Worker])
+				}
+				_ = cw.Write([]string{fms(at), s.Worker, s.Kind, s.Bucket, strconv.Itoa(p.KV), strconv.Itoa(p.Queue), strconv.Itoa(p.Running), c})
+			}
+		}
+		cw.Flush()
+		if got.String() != want.String() {
+			t.Fatalf("instances.csv\n got %q\nwant %q", got.String(), want.String())
 		}
 	})
 }
