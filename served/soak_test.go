@@ -159,8 +159,11 @@ func TestSoak(t *testing.T) {
 					req.Header.Set("X-Session-Id", fmt.Sprintf("soak-%d-%d", c, conv))
 					res, err := hc.Do(req)
 					if err != nil {
-						if failures.Add(1) <= 5 {
+						if k := failures.Add(1); k <= 5 {
 							t.Logf("request %d: %v", i, err)
+							if k == 1 {
+								stallEvidence(t)
+							}
 						}
 						continue
 					}
@@ -229,6 +232,26 @@ func TestSoak(t *testing.T) {
 	// last, sampled once the clients stopped), not only at the end.
 	for _, p := range curve[1:] {
 		assert.LessOrEqual(t, p.rss, 1.5*curve[0].rss, "RSS after %d requests within 1.5x of RSS after 10k", p.requests)
+	}
+}
+
+// stallEvidence records, at the soak's first failed call, where the
+// process's goroutines wait (a goroutine dump, to a file named in the
+// log) and the machine's pressure stall information, so that a timeout
+// can be told apart: a server stuck on a lock, or a machine stalled.
+func stallEvidence(t *testing.T) {
+	for _, r := range []string{"cpu", "memory", "io"} {
+		if b, err := os.ReadFile("/proc/pressure/" + r); err == nil {
+			t.Logf("/proc/pressure/%s: %s", r, strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", "; "))
+		}
+	}
+	f, err := os.CreateTemp("", "pdemu-soak-goroutines-*.txt")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if pprof.Lookup("goroutine").WriteTo(f, 1) == nil {
+		t.Logf("goroutines at the first failure: %s", f.Name())
 	}
 }
 
