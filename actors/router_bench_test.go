@@ -11,8 +11,8 @@ import (
 
 	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/internal/routebench"
 	"github.com/pdemu/pdemu/policy"
-	"github.com/pdemu/pdemu/workload"
 )
 
 // instantDecode answers every admission at once (Direct) and reports the
@@ -94,14 +94,7 @@ func (c *counter) Receive(ctx actor.Context) {
 // ratio in CPU time. At most windowSize requests are in flight.
 func BenchmarkRouterActor(b *testing.B) {
 	const nd = 8
-	reqs := make([]*workload.Request, 1024)
-	for i := range reqs {
-		blocks := make([]uint64, 64)
-		for j := range blocks {
-			blocks[j] = uint64(i%64+1)<<32 | uint64(j+1)
-		}
-		reqs[i] = &workload.Request{ID: int64(i), Session: int32(i % 64), Turn: i / 64, InputLen: 64 * 24, OutputLen: 10, Blocks: blocks, BlockTokens: 24}
-	}
+	reqs := routebench.Requests()
 
 	var routed, routedCPU float64
 	b.Run("router", func(b *testing.B) {

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/internal/routebench"
 	"github.com/pdemu/pdemu/policy"
-	"github.com/pdemu/pdemu/workload"
 )
 
 // BenchmarkRouterNode: what a routed request costs in the P/D router node
@@ -18,14 +18,7 @@ import (
 // node's share of that benchmark's sends per routed request.
 func BenchmarkRouterNode(b *testing.B) {
 	const nd = 8
-	reqs := make([]*workload.Request, 1024)
-	for i := range reqs {
-		blocks := make([]uint64, 64)
-		for j := range blocks {
-			blocks[j] = uint64(i%64+1)<<32 | uint64(j+1)
-		}
-		reqs[i] = &workload.Request{ID: int64(i), Session: int32(i % 64), Turn: i / 64, InputLen: 64 * 24, OutputLen: 10, Blocks: blocks, BlockTokens: 24}
-	}
+	reqs := routebench.Requests()
 	k, err := policy.NewKVC(policy.KVCConfig{Alpha: 1, TauReject: 3, Epsilon: 2, Prefill: 1, Decode: nd})
 	if err != nil {
 		b.Fatal(err)

@@ -24,6 +24,23 @@ func pow2ceil(n int) int {
 	return p
 }
 
+// churn sends 40 cache-fulls of chains of chainLen blocks through c: fresh
+// chains, and now and then an old one come back (revived); after, if not
+// nil, runs after each chain.
+func churn(c *BlockLRU, capBlocks, chainLen, bt int, after func()) {
+	for s := range 40 * capBlocks / chainLen {
+		ch := lruChain(s, chainLen)
+		if s%3 == 2 {
+			ch = lruChain(s-2, chainLen)
+		}
+		c.Match(ch)
+		c.Insert(ch, bt)
+		if after != nil {
+			after()
+		}
+	}
+}
+
 // The cache's memory is bounded by its capacity, however many blocks go
 // through it: an arena of the smallest power of two ≥ ghostCacheFulls
 // cache-fulls of positions, 28 bytes each (key, segment id, two table
@@ -37,17 +54,10 @@ func TestBlockLRUMemoryBoundedByCapacity(t *testing.T) {
 		c := NewBlockLRU(capBlocks * bt)
 		c.trackEvictions = true
 		peakSegs := 0
-		for s := range 40 * capBlocks / chainLen {
-			// Fresh chains, and now and then an old one come back (revived).
-			ch := lruChain(s, chainLen)
-			if s%3 == 2 {
-				ch = lruChain(s-2, chainLen)
-			}
-			c.Match(ch)
-			c.Insert(ch, bt)
+		churn(c, capBlocks, chainLen, bt, func() {
 			c.evictedSince()
 			peakSegs = max(peakSegs, len(c.segs))
-		}
+		})
 		size := pow2ceil(ghostCacheFulls * capBlocks)
 		if len(c.keys) > size {
 			t.Fatalf("arena of %d positions, want at most %d (cache of %d blocks)", len(c.keys), size, capBlocks)
@@ -102,14 +112,7 @@ func TestBlockLRUHeapBoundedByCapacity(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapAlloc
 	c := NewBlockLRU(capBlocks * bt)
-	for s := range 40 * capBlocks / chainLen {
-		ch := lruChain(s, chainLen)
-		if s%3 == 2 {
-			ch = lruChain(s-2, chainLen)
-		}
-		c.Match(ch)
-		c.Insert(ch, bt)
-	}
+	churn(c, capBlocks, chainLen, bt, nil)
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	held := int64(ms.HeapAlloc) - int64(before)

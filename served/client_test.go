@@ -1,7 +1,6 @@
 package served
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -232,12 +231,8 @@ func TestServeClientColumnsOfACutDrain(t *testing.T) {
 	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1, Cut: cut, Records: st})
 	code, body := post(t, base, "done", "a short answer", 2)
 	require.Equal(t, http.StatusOK, code, body)
-	long := `{"model":"qwen3-coder-30b-a3b","stream":true,"max_tokens":3000,"messages":[{"role":"user","content":"a very long answer"}]}`
-	res, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(long))
-	require.NoError(t, err)
+	res := longStream(t, base)
 	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	require.True(t, sc.Scan(), "first chunk")
 	stopped := stopAsync(stop)
 	time.Sleep(50 * time.Millisecond) // draining
 	cutNow(actors.StopCause("SIGINT"))

@@ -1,7 +1,6 @@
 package served
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -27,12 +26,8 @@ func TestServeSecondSignalCutsTheDrain(t *testing.T) {
 	cut, cutNow := context.WithCancelCause(context.Background())
 	defer cutNow(nil)
 	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1, Cut: cut})
-	body := `{"model":"qwen3-coder-30b-a3b","stream":true,"max_tokens":3000,"messages":[{"role":"user","content":"a very long answer"}]}`
-	res, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
-	require.NoError(t, err)
+	res := longStream(t, base)
 	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	require.True(t, sc.Scan(), "first chunk")
 
 	stopped := stopAsync(stop) // the first signal: drain
 	require.Eventually(t, func() bool {
@@ -43,7 +38,7 @@ func TestServeSecondSignalCutsTheDrain(t *testing.T) {
 		r.Body.Close()
 		return r.StatusCode == http.StatusServiceUnavailable && r.Header.Get("Retry-After") != ""
 	}, 5*time.Second, 10*time.Millisecond, "/health is 503 with Retry-After while draining")
-	r, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	r, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(longBody))
 	require.NoError(t, err, "the listener is still open while draining")
 	r.Body.Close()
 	assert.Equal(t, http.StatusServiceUnavailable, r.StatusCode)

@@ -30,39 +30,12 @@ func scanObject(b []byte, i int, known []string, value func(k, i int) int) int {
 		return i + 1
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
+		k, j := scanKey(b, i, known)
+		if j < 0 {
 			return -1
 		}
-		ks := i + 1
-		i = ks
-		for i < len(b) && b[i] != '"' {
-			if c := b[i]; c < 0x20 || c >= 0x80 || c == '\\' {
-				return -1
-			}
-			i++
-		}
-		if i >= len(b) {
-			return -1
-		}
-		key := b[ks:i]
-		i = skipSpace(b, i+1)
-		if i >= len(b) || b[i] != ':' {
-			return -1
-		}
-		i = skipSpace(b, i+1)
-		k := -1
-		for n, name := range known {
-			if string(key) == name {
-				k = n
-				break
-			}
-		}
+		i = j
 		if k < 0 {
-			for _, name := range known {
-				if asciiEqualFold(key, name) {
-					return -1
-				}
-			}
 			i = skipValue(b, i, 0)
 		} else {
 			if seen&(1<<k) != 0 {

@@ -124,40 +124,12 @@ func (f *mcFields) scan(line []byte, ids, newIDs []uint64) bool {
 		return skipSpace(b, i+1) == len(b)
 	}
 	for {
-		// key
-		if i >= len(b) || b[i] != '"' {
+		k, j := scanKey(b, i, mcKeys[:])
+		if j < 0 {
 			return false
 		}
-		ks := i + 1
-		i = ks
-		for i < len(b) && b[i] != '"' {
-			if c := b[i]; c < 0x20 || c >= 0x80 || c == '\\' {
-				return false
-			}
-			i++
-		}
-		if i >= len(b) {
-			return false
-		}
-		key := b[ks:i]
-		i = skipSpace(b, i+1)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		k := -1
-		for n, name := range mcKeys {
-			if string(key) == name {
-				k = n
-				break
-			}
-		}
+		i = j
 		if k < 0 {
-			for _, name := range mcKeys {
-				if asciiEqualFold(key, name) {
-					return false // encoding/json would match it case-insensitively
-				}
-			}
 			if i = skipValue(b, i, 0); i < 0 {
 				return false
 			}
@@ -241,6 +213,46 @@ func (f *mcFields) scan(line []byte, ids, newIDs []uint64) bool {
 
 func hasLit(b []byte, i int, lit string) bool {
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// scanKey reads the object key at b[i] and its colon for the fast
+// scanners (mcFields.scan, scanObject): it returns the key's index in
+// known (-1: not a known key) and the index of its value. It declines
+// (j < 0) on an escaped or non-ASCII key, a key that only case-folds to a
+// known one (encoding/json would match it case-insensitively) and
+// malformed JSON.
+func scanKey(b []byte, i int, known []string) (k, j int) {
+	if i >= len(b) || b[i] != '"' {
+		return -1, -1
+	}
+	ks := i + 1
+	i = ks
+	for i < len(b) && b[i] != '"' {
+		if c := b[i]; c < 0x20 || c >= 0x80 || c == '\\' {
+			return -1, -1
+		}
+		i++
+	}
+	if i >= len(b) {
+		return -1, -1
+	}
+	key := b[ks:i]
+	i = skipSpace(b, i+1)
+	if i >= len(b) || b[i] != ':' {
+		return -1, -1
+	}
+	i = skipSpace(b, i+1)
+	for n, name := range known {
+		if string(key) == name {
+			return n, i
+		}
+	}
+	for _, name := range known {
+		if asciiEqualFold(key, name) {
+			return -1, -1
+		}
+	}
+	return -1, i
 }
 
 func asciiEqualFold(b []byte, s string) bool {

@@ -18,6 +18,7 @@ import (
 // testify, into pdemu.
 var testOnly = []string{
 	"github.com/pdemu/pdemu/internal/promtest",
+	"github.com/pdemu/pdemu/internal/routebench",
 	"github.com/pdemu/pdemu/internal/testkit",
 	"github.com/pdemu/pdemu/internal/testlog",
 }
