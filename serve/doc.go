@@ -17,8 +17,8 @@
 //     oversized bodies and prompts get OpenAI-style error bodies
 //     ({"error":{"message","type","param","code"}}) with the matching HTTP
 //     status; more than Options.MaxInFlight requests in flight get 429 with
-//     Retry-After (a request holds its slot until its answer's last byte is
-//     written); while draining, new requests get 503. Every response has
+//     Retry-After (a request holds its slot until its answer's last bytes
+//     are written, a stream's just before its data: [DONE]); while draining, new requests get 503. Every response has
 //     an X-Request-Id (echoed or generated).
 //   - What each client saw is measured, not assumed: a Cluster that runs on
 //     a wall clock (Bridge) is told, per emulated request, when its first

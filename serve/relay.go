@@ -149,7 +149,10 @@ func (rl *relay) run(events <-chan indexed) {
 }
 
 // wrote notes that the response's last bytes reached the client now (and,
-// not streamed, its first token with them).
+// not streamed, its first token with them), and frees the admission slot
+// if the last write did not (a streamed answer frees it just before its
+// data: [DONE]; a non-streamed one reaches the client only once the
+// handler returns).
 func (rl *relay) wrote() {
 	if rl.gone {
 		return
@@ -298,6 +301,9 @@ func (rl *relay) done() {
 			u.Usage = rl.usage()
 			rl.sse(u)
 		}
+		// Free the slot before the last bytes go out: a client that sends
+		// its next request at [DONE] must find it free.
+		releaseSlot(rl.r)
 		rl.sse("[DONE]")
 		rl.wrote()
 		return
@@ -349,6 +355,7 @@ func (rl *relay) failed(end Event) {
 		rl.sse(struct {
 			Error *apiError `json:"error"`
 		}{e})
+		releaseSlot(rl.r)
 		rl.sse("[DONE]")
 		rl.wrote()
 		return
