@@ -19,6 +19,7 @@ type hopNode struct {
 	next cluster.Addr
 	out  []cluster.Envelope
 	seen int64
+	zero bool // every other hop without delay (BenchmarkVirtualHopZeroDelay)
 }
 
 type hopToken struct {
@@ -33,6 +34,9 @@ func (n *hopNode) Handle(_ time.Duration, msg any) cluster.Ready {
 		if *t.hops > 0 {
 			*t.hops--
 			d := time.Duration(1+(*t.hops*7+int64(t.id)*13)%97) * time.Microsecond
+			if n.zero && *t.hops%2 == 0 {
+				d = 0
+			}
 			n.out = append(n.out, cluster.Envelope{To: n.next, Msg: t, Delay: d})
 		}
 	}
@@ -50,11 +54,15 @@ type hopRing struct {
 	left []int64
 }
 
-func newHopRing(nodes, tokens int) *hopRing {
+func newHopRing(nodes, tokens int) *hopRing { return newHopRingZero(nodes, tokens, false) }
+
+// newHopRingZero is newHopRing whose nodes pass every other hop on
+// without delay when zero is set.
+func newHopRingZero(nodes, tokens int, zero bool) *hopRing {
 	r := &hopRing{ps: borrowSystem(hclog.NewNullLogger(), false), left: make([]int64, tokens)}
 	cl := &cluster.Cluster{Names: make([]string, nodes)}
 	for i := range nodes {
-		cl.Nodes = append(cl.Nodes, &hopNode{next: cluster.Addr((i + 1) % nodes)})
+		cl.Nodes = append(cl.Nodes, &hopNode{next: cluster.Addr((i + 1) % nodes), zero: zero})
 	}
 	rs := &runState{done: make(chan struct{}), abort: func() {}}
 	r.clk = NewVirtualClock(r.ps.sys)
@@ -79,9 +87,16 @@ func (r *hopRing) stop() {
 // the runtime's floor under every run's per-message figure
 // (bench.BenchmarkPerMessage): heap, step bookkeeping, protoactor delivery,
 // mailbox and shell.
-func BenchmarkVirtualHop(b *testing.B) {
+func BenchmarkVirtualHop(b *testing.B) { benchVirtualHop(b, false) }
+
+// BenchmarkVirtualHopZeroDelay is BenchmarkVirtualHop with every other
+// hop sent without delay, as most messages of a run are (the admission
+// round trips): the clock's lane instead of its heap (vqueue.go).
+func BenchmarkVirtualHopZeroDelay(b *testing.B) { benchVirtualHop(b, true) }
+
+func benchVirtualHop(b *testing.B, zero bool) {
 	const nodes, tokens, hops = 64, 32, 4096
-	r := newHopRing(nodes, tokens)
+	r := newHopRingZero(nodes, tokens, zero)
 	defer r.stop()
 	clk, pids, toks, left := r.clk, r.pids, r.toks, r.left
 	b.ReportAllocs()

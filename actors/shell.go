@@ -15,9 +15,9 @@ import (
 // reports the message as handled to the clock, and turns a panic into a
 // run failure instead of a silent supervisor restart.
 type shell struct {
-	host *cluster.Host
-	id   int32  // sender id for deterministic ordering
-	seq  uint64 // this actor's send counter
+	host cluster.Host // inside the shell: one allocation per node
+	id   int32        // sender id for deterministic ordering
+	seq  uint64       // this actor's send counter
 	name string
 	pids []*actor.PID // by cluster.Addr, shared by the run's shells
 	clk  Clock
@@ -119,7 +119,8 @@ func occupy(ps *pooledSystem, sys *actor.ActorSystem, cl *cluster.Cluster, clk C
 	var root *actor.RootContext
 	var opts []actor.PropsOption
 	for i, n := range cl.Nodes {
-		sh := &shell{host: cluster.NewHost(n, cluster.Addr(i)), id: int32(i + 1), name: cl.Names[i], pids: pids, clk: clk, run: rs}
+		sh := &shell{id: int32(i + 1), name: cl.Names[i], pids: pids, clk: clk, run: rs}
+		sh.host.Init(n, cluster.Addr(i))
 		shells[i] = sh
 		if i < len(parked) {
 			a := parked[i]

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/internal/minheap"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/policy"
 )
@@ -231,77 +232,84 @@ func (c *Cluster) Evictions() []metrics.EvictionRow {
 	if c.evMerged {
 		return c.evicted
 	}
+	// Each node's rows, with the worker name decode rows take.
+	var runs []evRun
 	n := 0
-	for _, nd := range c.Nodes {
-		switch dn := nd.(type) {
-		case *decodeNode:
-			n += len(dn.evictions)
-		case *bucketNode:
-			n += len(dn.evictions)
-		}
-	}
-	out := make([]metrics.EvictionRow, 0, n)
-	var runs []int // where each node's rows start in out
 	for i, nd := range c.Nodes {
 		switch dn := nd.(type) {
 		case *decodeNode:
-			runs = append(runs, len(out))
-			for _, r := range dn.evictions {
-				r.Worker = c.Names[i]
-				out = append(out, r)
-			}
+			runs = append(runs, evRun{rows: dn.evictions, name: c.Names[i], named: true})
+			n += len(dn.evictions)
 			dn.evictions = nil
 		case *bucketNode:
-			runs = append(runs, len(out))
-			out = append(out, dn.evictions...)
+			runs = append(runs, evRun{rows: dn.evictions})
+			n += len(dn.evictions)
 			dn.evictions = nil
 		}
 	}
-	c.evicted, c.evMerged = mergeByTime(out, runs), true
+	c.evicted, c.evMerged = mergeByTime(runs, n), true
 	return c.evicted
 }
 
-// mergeByTime orders rows by time, stably (rows of equal time keep their
-// order in rows): what slices.SortStableFunc by At gives. rows is made of
-// runs starting at the offsets runs (one per node); each node's rows are
-// usually in time order already, and then the runs are merged pairwise
-// (O(n log k), no swaps) instead of sorted; otherwise they are sorted.
-func mergeByTime(rows []metrics.EvictionRow, runs []int) []metrics.EvictionRow {
+// evRun is one node's eviction rows (named: they take name as Worker).
+type evRun struct {
+	rows  []metrics.EvictionRow
+	name  string
+	named bool
+	idx   int // the run's place among the runs (ties: the earlier first)
+}
+
+// mergeByTime returns the n rows of runs in one exactly-sized slice,
+// ordered by time stably (rows of equal time in run order, then row
+// order): what slices.SortStableFunc by At of their concatenation gives.
+// Each node's rows are usually in time order already: they are then
+// merged through a heap of the runs' heads (O(n log k), no swaps of rows
+// and no second copy); otherwise concatenated and sorted.
+func mergeByTime(runs []evRun, n int) []metrics.EvictionRow {
+	out := make([]metrics.EvictionRow, 0, n)
 	byAt := func(a, b metrics.EvictionRow) int { return cmp.Compare(a.At, b.At) }
-	bounds := append(runs, len(rows))
-	for i := 0; i+1 < len(bounds); i++ {
-		if !slices.IsSortedFunc(rows[bounds[i]:bounds[i+1]], byAt) {
-			slices.SortStableFunc(rows, byAt)
-			return rows
+	sorted := true
+	for i := range runs {
+		runs[i].idx = i
+		sorted = sorted && slices.IsSortedFunc(runs[i].rows, byAt)
+	}
+	take := func(r *evRun) {
+		row := r.rows[0]
+		if r.named {
+			row.Worker = r.name
+		}
+		out = append(out, row)
+		r.rows = r.rows[1:]
+	}
+	if !sorted {
+		for i := range runs {
+			for len(runs[i].rows) > 0 {
+				take(&runs[i])
+			}
+		}
+		slices.SortStableFunc(out, byAt)
+		return out
+	}
+	live := runs[:0]
+	for _, r := range runs {
+		if len(r.rows) > 0 {
+			live = append(live, r)
 		}
 	}
-	buf := make([]metrics.EvictionRow, len(rows))
-	src, dst := rows, buf
-	for len(bounds) > 2 {
-		next := bounds[:1]
-		for i := 0; i+1 < len(bounds); i += 2 {
-			lo, mid := bounds[i], bounds[i+1]
-			hi := mid
-			if i+2 < len(bounds) {
-				hi = bounds[i+2]
-			}
-			a, b, k := lo, mid, lo
-			for a < mid && b < hi {
-				if src[b].At < src[a].At { // ties: the earlier run first
-					dst[k] = src[b]
-					b++
-				} else {
-					dst[k] = src[a]
-					a++
-				}
-				k++
-			}
-			k += copy(dst[k:], src[a:mid])
-			copy(dst[k:], src[b:hi])
-			next = append(next, hi)
+	h := minheap.New(func(a, b *evRun) bool {
+		if a.rows[0].At != b.rows[0].At {
+			return a.rows[0].At < b.rows[0].At
 		}
-		bounds = next
-		src, dst = dst, src
+		return a.idx < b.idx
+	})
+	h.Init(live)
+	for h.Len() > 0 {
+		take(h.Min())
+		if len(h.Min().rows) == 0 {
+			h.Pop()
+		} else {
+			h.Fix(0)
+		}
 	}
-	return src
+	return out
 }

@@ -86,10 +86,28 @@ type Host struct {
 	has   bool
 	out   []Envelope // the node's sends and the Wake, reused
 	wakes []*Wake    // delivered Wakes, for reuse
+	// The first buffers, inside the Host (Init): most nodes never have
+	// more than a Wake or two out, and a run of 835 nodes allocated
+	// ~3 of them per node.
+	wake0   Wake
+	wakeBuf [2]*Wake
+	outBuf  [4]Envelope
 }
 
 // NewHost hosts node at address self.
-func NewHost(node Node, self Addr) *Host { return &Host{node: node, self: self} }
+func NewHost(node Node, self Addr) *Host {
+	h := &Host{}
+	h.Init(node, self)
+	return h
+}
+
+// Init makes h (a zero Host, e.g. a field of the runtime's actor) host
+// node at address self. A Host must not be copied once initialised.
+func (h *Host) Init(node Node, self Addr) {
+	*h = Host{node: node, self: self}
+	h.wakes = append(h.wakeBuf[:0], &h.wake0)
+	h.out = h.outBuf[:0]
+}
 
 // Deliver hands msg to the node at now and returns the envelopes to send,
 // in order, the node's Wake (if one is needed) last. The slice is valid

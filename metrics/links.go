@@ -5,8 +5,10 @@ import (
 	"encoding/csv"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -193,7 +195,9 @@ func WriteLinks(w io.Writer, r *LinkRecorder) error {
 			return cw.Write(row)
 		}
 		byName := func(g []linkPt) {
-			sort.SliceStable(g, func(i, j int) bool { return r.nics[g[i].nic] < r.nics[g[j].nic] })
+			if len(g) > 1 {
+				slices.SortStableFunc(g, func(a, b linkPt) int { return strings.Compare(r.nics[a.nic], r.nics[b.nic]) })
+			}
 		}
 		if r.unordered {
 			all := make([]linkPt, 0, r.n)

@@ -125,25 +125,3 @@ func TestLinksEqualReference(t *testing.T) {
 		}
 	})
 }
-
-// BenchmarkLinkRecorder: a million NIC changes (three NICs, transfers
-// starting and ending) recorded and written as links.csv.
-func BenchmarkLinkRecorder(b *testing.B) {
-	b.ReportAllocs()
-	nics := []string{"p0/mlx5_0", "d0/mlx5_0", "d1/mlx5_0"}
-	var buf bytes.Buffer
-	for b.Loop() {
-		r := NewLinkRecorder()
-		for _, n := range nics {
-			r.NIC(n, 25e9)
-		}
-		for i := range 1 << 20 {
-			act := i % 4
-			r.Link(time.Duration(i)*137*time.Microsecond, nics[i%3], int64(i%7)*67_108_864, float64(act)*2e10/float64(max(act, 1)), act)
-		}
-		buf.Reset()
-		if err := WriteLinks(&buf, r); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

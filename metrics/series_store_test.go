@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"math"
 	"sort"
 	"testing"
@@ -127,22 +126,4 @@ func TestSeriesEqualsReference(t *testing.T) {
 			}
 		}
 	})
-}
-
-// BenchmarkSeriesObserve: a decode worker's observations (several per
-// second, a few kept per sampled second) and instances.csv's read.
-func BenchmarkSeriesObserve(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		s := NewSeries("d0", "decode")
-		s.SetGrid(time.Second)
-		for i := range 1 << 20 {
-			t := time.Duration(i) * 300 * time.Millisecond
-			s.Observe(t, 40000+i%5000, i%3, i%17)
-		}
-		var buf bytes.Buffer
-		if err := WriteInstances(&buf, []*Series{s}, time.Second, time.Duration(1<<20)*300*time.Millisecond, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

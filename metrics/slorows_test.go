@@ -122,22 +122,3 @@ func TestSLORowsEqualReference(t *testing.T) {
 		}
 	})
 }
-
-// BenchmarkTallySLO: adding a million requests and computing the SLO
-// (allocations: the compact rows' chunks and the quarters' sort).
-func BenchmarkTallySLO(b *testing.B) {
-	b.ReportAllocs()
-	recs := make([]Record, 1<<20)
-	for i := range recs {
-		recs[i] = Record{ID: int64(i), SessionIdx: int32(i % 40000), Arrival: time.Duration(i) * 7 * time.Millisecond,
-			TTFT: time.Duration(i%977) * 311 * time.Microsecond, TPOT: 3 * time.Millisecond, E2E: time.Second, State: StateCompleted, Mode: "Direct"}
-	}
-	slo := SLO{TTFT: 200 * time.Millisecond, TPOT: 50 * time.Millisecond, Attainment: 0.9}
-	for b.Loop() {
-		tl := NewTally(false)
-		for i := range recs {
-			tl.Add(&recs[i])
-		}
-		_ = tl.SLO(slo, Summary{EmulatedSeconds: 1000})
-	}
-}

@@ -34,7 +34,7 @@ type Tally struct {
 	ttft, e2e, tpot durs // tpot: only the defined ones (≥ 0)
 	parts           partsList
 	noParts         map[int]bool // completed requests (by index) without TTFT parts
-	bucketOf        []uint16     // index into bucketNames
+	bucketOf        []uint16     // index into bucketNames; nil while every one is 0 (bucketIdxOf)
 
 	bucketed    bool
 	bucketNames []string
@@ -166,7 +166,12 @@ func (t *Tally) Add(r *Record) {
 	i := t.ttft.len()
 	t.ttft.add(r.TTFT)
 	t.e2e.add(r.E2E)
-	t.bucketOf = append(t.bucketOf, bi)
+	if bi != 0 && t.bucketOf == nil {
+		t.bucketOf = make([]uint16, i, i+1) // the requests before: bucket 0
+	}
+	if t.bucketOf != nil {
+		t.bucketOf = append(t.bucketOf, bi)
+	}
 	if r.TPOT >= 0 {
 		t.tpot.add(r.TPOT)
 	}
@@ -289,7 +294,8 @@ func (t *Tally) Buckets() []BucketSummary {
 	for _, bi := range order {
 		b := t.buckets[bi]
 		var bt, be []time.Duration
-		for i, x := range t.bucketOf {
+		for i := range ttft {
+			x := t.bucketIdxOf(i)
 			if int(x) == bi {
 				bt, be = append(bt, ttft[i]), append(be, e2e[i])
 			}
@@ -306,6 +312,14 @@ func (t *Tally) Buckets() []BucketSummary {
 		out = append(out, s)
 	}
 	return out
+}
+
+// bucketIdxOf is the bucket index of the i-th completed request.
+func (t *Tally) bucketIdxOf(i int) uint16 {
+	if t.bucketOf == nil {
+		return 0
+	}
+	return t.bucketOf[i]
 }
 
 // AttachWorkers is AttachWorkers with the records tallied.

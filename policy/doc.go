@@ -66,12 +66,13 @@
 //
 // Route is exact (tests compare it with a literal transcription of
 // Algorithm 1 on arbitrary inputs) and allocation-free. The ResidentIndex
-// is an open-addressing table with a tag array and a counting filter, so a
-// block that is resident nowhere costs one byte load; and when the index
-// is a forest of prefix chains (it tracks whether it is), the part of a
-// request that repeats the session's record on its pinned worker is
-// counted with O(log n) lookups after one memory comparison, so a warm
-// request costs about its new blocks. KVC keeps the overlap it last
+// keeps per-segment state: the owner lists as a radix trie whose segments
+// (runs of blocks with the same holders, hashes consecutive in an arena)
+// carry the holder counts, so recording, removing and counting a session
+// cost its segments, not its blocks; a block known nowhere costs a filter
+// bit, and the part of a request that repeats the session's record on its
+// pinned worker is counted by walking that record's path, after one memory
+// comparison. Its answers are the per-block index's (index_diff_test.go). KVC keeps the overlap it last
 // computed, keyed by dispatch, request and a version of the state it
 // reads, so the routing log's Explain and the Route of the same try
 // count it once, in either order.

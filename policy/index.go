@@ -62,7 +62,8 @@ type ResidentIndex struct {
 	pseg []int32  // the segment of each position (meaningful while it is live)
 	flag []uint8  // per position: posDup, posOff, posCanon
 	// limit is the positions the arena may hold before the next
-	// compaction; the table has at least 2·limit slots.
+	// compaction or growth; the table has at least 1.5·limit slots (a load
+	// of at most 2/3).
 	limit int
 	tab   []tabSlot
 	filt  []uint64 // see maybe
@@ -79,6 +80,7 @@ type ResidentIndex struct {
 	used      int                 // distinct hashes resident somewhere
 	live      int                 // live positions
 	bad       int                 // occurrences off their hash's canonical (parent, depth)
+	dupLive   int                 // live positions flagged posDup (0: hint paths need no check)
 	// canon holds the canonical context of resident hashes at several
 	// positions (a hash at one position is canonical there).
 	canon map[uint64]posCtx
@@ -91,6 +93,8 @@ type ResidentIndex struct {
 	sparePseg []int32
 	spareFlag []uint8
 	newLo     []int32
+
+	compactions int // (tests)
 }
 
 const maxSpare = 32

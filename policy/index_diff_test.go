@@ -162,6 +162,7 @@ func compareIndexes(t *rapid.T, w *diffWorld, x *ResidentIndex, v *indexV1, prob
 func TestIndexMatchesV1(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		withChainMin(t, rapid.SampledFrom([]int{1, 2, 8}).Draw(t, "chainMin"))
+		withKeepDead(t, rapid.SampledFrom([]int{0, 8, 1 << 18}).Draw(t, "keepDead"))
 		w := drawDiffWorld(t)
 		x, v := NewResidentIndex(w.n), newIndexV1(w.n)
 		ops := rapid.IntRange(1, 60).Draw(t, "ops")
@@ -205,6 +206,12 @@ func TestIndexMatchesV1(t *testing.T) {
 	})
 }
 
+func withKeepDead(t interface{ Cleanup(func()) }, v int) {
+	old := keepDead
+	keepDead = v
+	t.Cleanup(func() { keepDead = old })
+}
+
 // checkSegs checks the segment structure against itself: positions and
 // their segments, the dup and off counts, holder counts against the
 // records' paths, and the derived totals.
@@ -242,6 +249,13 @@ func checkSegs(x *ResidentIndex) error {
 			return fmt.Errorf("segment %d: depth %d after parent %d", id, s.depth, s.parent)
 		}
 		occ[int32(id)] = map[int32]int32{}
+	}
+	dupLive := 0
+	for id := 1; id < len(x.segs); id++ {
+		dupLive += int(x.segs[id].dupc)
+	}
+	if dupLive != x.dupLive {
+		return fmt.Errorf("dupLive %d, segments hold %d", x.dupLive, dupLive)
 	}
 	if live != x.live {
 		return fmt.Errorf("live %d, segments hold %d", x.live, live)
@@ -294,13 +308,14 @@ func checkSegs(x *ResidentIndex) error {
 // TestIndexCompaction records and removes sessions until the arena has
 // been compacted many times, checking the structure and the answers.
 func TestIndexCompaction(t *testing.T) {
+	withKeepDead(t, 0)
 	x, v := NewResidentIndex(4), newIndexV1(4)
 	chains := make([][]uint64, 20)
 	for s := range chains {
 		chains[s] = sharedChain(s, 5, 200)
 	}
 	out, want := make([]int, 4), make([]int, 4)
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < 6000; i++ {
 		s := i * 7 % len(chains)
 		d := i % 4
 		switch i % 5 {
@@ -309,6 +324,12 @@ func TestIndexCompaction(t *testing.T) {
 			v.Remove(d, int32(s))
 		default:
 			l := chains[s][:(i*13)%200]
+			if i%3 == 0 { // a fresh tail: dead positions pile up
+				l = slices.Clone(l)
+				for j := range 30 {
+					l = append(l, uint64(1<<32+i*64+j))
+				}
+			}
 			x.SetImmutable(d, int32(s), l)
 			v.SetImmutable(d, int32(s), l)
 		}
@@ -325,7 +346,11 @@ func TestIndexCompaction(t *testing.T) {
 			t.Fatalf("op %d: Overlap %v, want %v; Blocks %d, want %d", i, out, want, x.Blocks(), v.Blocks())
 		}
 	}
-	if x.limit > 4*(x.live+keepDead)+1000 {
+	if x.compactions < 8 {
+		t.Fatalf("%d compactions", x.compactions)
+	}
+	t.Logf("%d compactions", x.compactions)
+	if x.limit > 4*x.live+1000 {
 		t.Fatalf("arena limit %d for %d live positions", x.limit, x.live)
 	}
 }

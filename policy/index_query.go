@@ -59,8 +59,8 @@ func (x *ResidentIndex) Overlap(blocks []uint64, out []int) {
 	filt, fshift := x.filt, 64-x.tbits-2
 	for i := 0; i < len(blocks); {
 		// Most blocks of a request whose session was removed have no
-		// entry: the filter says so without a call.
-		if h := (blocks[i] * filterMul) >> fshift; filt[h>>6]&(1<<(h&63)) == 0 {
+		// entry: the filter says so without a call (filterBit).
+		if h := (blocks[i] * golden) >> fshift; filt[h>>6]&(1<<(h&63)) == 0 {
 			i++
 			continue
 		}
@@ -139,8 +139,50 @@ var chainMin = 8
 // or without a hint).
 func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int) int {
 	c := x.chainHint(blocks, d, s)
-	x.Overlap(blocks, out)
+	p, n := x.hintPath(blocks, d, s)
+	if n == 0 {
+		x.Overlap(blocks, out)
+		return c
+	}
+	// blocks[:n] is the record's path from the root: walk it up, a
+	// segment at a time (its holders are its hashes').
+	for p >= 0 {
+		seg := &x.segs[x.pseg[p]]
+		if end := min(int(seg.depth+seg.hi-seg.lo), n); end > int(seg.depth) {
+			x.addHolders(seg, end-int(seg.depth), out)
+		}
+		p = seg.parent
+	}
+	x.Overlap(blocks[n:], out)
 	return c
+}
+
+// hintPath returns the tail of session s's record on worker d and the
+// length n of the prefix it shares with blocks, when that prefix is worth
+// walking as a path: n > 0 and no segment of the record's path holds a
+// hash at several positions. Otherwise n is 0.
+func (x *ResidentIndex) hintPath(blocks []uint64, d int, s int32) (tail int32, n int) {
+	if d < 0 || len(blocks) == 0 {
+		return -1, 0
+	}
+	r := x.owned[ownerKey{int32(d), s}]
+	if r.tail == 0 {
+		return -1, 0
+	}
+	if n = r.sharedPrefix(blocks); n == 0 {
+		return -1, 0
+	}
+	if x.dupLive == 0 {
+		return r.tail - 1, n
+	}
+	for p := r.tail - 1; p >= 0; {
+		seg := &x.segs[x.pseg[p]]
+		if seg.dupc != 0 {
+			return -1, 0
+		}
+		p = seg.parent
+	}
+	return r.tail - 1, n
 }
 
 // chainHint is the c of OverlapOwned and LongestPrefixOwned.
@@ -187,11 +229,21 @@ func commonPrefix(a, b []uint64) int {
 // run by run until no worker matches any more.
 func (x *ResidentIndex) LongestPrefix(blocks []uint64, out []int) {
 	clear(out)
+	x.walkPrefix(blocks, 0, x.aliveScratch(), out)
+}
+
+func (x *ResidentIndex) aliveScratch() []uint64 {
 	if cap(x.alive) < 2*x.words {
 		x.alive = make([]uint64, 2*x.words)
 	}
-	alive, next := x.alive[:x.words], x.alive[x.words:2*x.words]
-	for i := 0; i < len(blocks); {
+	return x.alive[:x.words]
+}
+
+// walkPrefix continues LongestPrefix at blocks[start]: for start > 0,
+// alive holds the workers that hold blocks[:start] (their out is start).
+func (x *ResidentIndex) walkPrefix(blocks []uint64, start int, alive []uint64, out []int) {
+	next := x.alive[x.words : 2*x.words]
+	for i := start; i < len(blocks); {
 		s, n, dup := x.run(blocks[i:])
 		if s == nil && !dup {
 			return
@@ -227,6 +279,32 @@ func (x *ResidentIndex) LongestPrefix(blocks []uint64, out []int) {
 // is always LongestPrefix's.
 func (x *ResidentIndex) LongestPrefixOwned(blocks []uint64, d int, s int32, out []int) int {
 	c := x.chainHint(blocks, d, s)
-	x.LongestPrefix(blocks, out)
+	p, n := x.hintPath(blocks, d, s)
+	if n == 0 {
+		x.LongestPrefix(blocks, out)
+		return c
+	}
+	// blocks[:n] is the record's path: along it holders only shrink, so a
+	// worker's prefix ends with the deepest path segment it holds.
+	clear(out)
+	alive := x.aliveScratch()
+	clear(alive)
+	deepest := true
+	for p >= 0 {
+		seg := &x.segs[x.pseg[p]]
+		if end := min(int(seg.depth+seg.hi-seg.lo), n); end > int(seg.depth) {
+			x.eachHolder(seg, func(w int32) {
+				if out[w] == 0 {
+					out[w] = end
+				}
+				if deepest {
+					alive[w>>6] |= 1 << (uint(w) & 63)
+				}
+			})
+			deepest = false
+		}
+		p = seg.parent
+	}
+	x.walkPrefix(blocks, n, alive, out)
 	return c
 }

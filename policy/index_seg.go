@@ -280,6 +280,7 @@ func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
 		}
 	}
 	s.dupc = dups
+	x.dupLive += int(dups)
 	x.live += int(hi - lo)
 	if dups == 0 {
 		x.used += int(hi - lo)
@@ -395,6 +396,7 @@ func (x *ResidentIndex) death(id int32) {
 		x.hfree = append(x.hfree, ^s.hd)
 	}
 	dups := s.dupc
+	x.dupLive -= int(dups)
 	*s = iseg{}
 	x.segFree = append(x.segFree, id)
 	if dups == 0 {

@@ -24,13 +24,17 @@ func tabHash(k uint64) uint32 { return uint32((k * golden) >> 32) }
 func (x *ResidentIndex) home(fp uint32) uint32 { return fp >> (32 - x.tbits) }
 
 // The filter is a bit per 1/4 table slot, set for every hash with an
-// entry (rebuilt by compaction): a clear bit proves a hash has no
+// entry (rebuilt with the table): a clear bit proves a hash has no
 // position with one load from a small array, which is what most lookups
-// of a request whose session's chain was removed are.
-const filterMul = 0xC2B2AE3D27D4EB4F
-
+// of a request whose session's chain was removed are. Its index is the
+// top tbits+2 bits of the table hash, so it is rebuilt from the entries'
+// fingerprints alone.
 func (x *ResidentIndex) filterBit(k uint64) (int, uint64) {
-	h := (k * filterMul) >> (64 - x.tbits - 2)
+	return filterAt(tabHash(k), x.tbits)
+}
+
+func filterAt(fp uint32, tbits uint) (int, uint64) {
+	h := fp >> (32 - tbits - 2)
 	return int(h >> 6), 1 << (h & 63)
 }
 
@@ -131,13 +135,15 @@ func (x *ResidentIndex) markDup(p int32) {
 	x.flag[p] = (x.flag[p] | posDup) &^ posCanon
 	if x.valid(p) {
 		x.segs[x.pseg[p]].dupc++
+		x.dupLive++
 	}
 }
 
 // keepDead is the dead positions the arena keeps beyond twice the live
 // ones: a removed session is revived in place when it is recorded again,
-// without a probe per block (about 8 MB of arena and table).
-const keepDead = 1 << 18
+// without a probe per block (about 8 MB of arena and table). A variable so
+// tests can make compaction frequent.
+var keepDead = 1 << 18
 
 // reserve makes room for need new positions: when the arena is used up,
 // by compacting it if its dead positions exceed 2·live + keepDead
@@ -151,15 +157,45 @@ func (x *ResidentIndex) reserve(need int) bool {
 		x.compact(need)
 		return true
 	}
-	x.limit = 2 * (len(x.keys) + need)
-	x.rebuild()
+	x.grow((len(x.keys)+need)*3/2 + 1024)
 	return false
+}
+
+// grow raises the arena's limit, doubling the table as often as needed
+// by moving its entries in slot order (each lands near twice its old
+// slot, so the writes are nearly sequential) and the filter with them.
+func (x *ResidentIndex) grow(limit int) {
+	x.limit = limit
+	bits := x.tbits
+	for 1<<bits < limit*3/2 {
+		bits++
+	}
+	if bits == x.tbits {
+		return
+	}
+	old := x.tab
+	x.tab = make([]tabSlot, 1<<bits)
+	x.filt = make([]uint64, 1<<(bits+2-6))
+	x.tbits, x.tmask = bits, uint32(1<<bits-1)
+	for _, e := range old {
+		if e.pos == 0 {
+			continue
+		}
+		i := x.home(e.fp)
+		for x.tab[i].pos != 0 {
+			i = (i + 1) & x.tmask
+		}
+		x.tab[i] = e
+		w, b := filterAt(e.fp, bits)
+		x.filt[w] |= b
+	}
 }
 
 // compact copies the live segments to a fresh arena (in segment id order)
 // with room for need more positions and at least as many again, and
 // rebuilds the table, the dup flags and the canon entries from them.
 func (x *ResidentIndex) compact(need int) {
+	x.compactions++
 	limit := max(2*(x.live+need), 64)
 	keys := x.spareKeys[:0]
 	pseg := x.sparePseg[:0]
@@ -210,6 +246,7 @@ func (x *ResidentIndex) compact(need int) {
 	}
 	x.spareKeys, x.sparePseg, x.spareFlag = x.keys[:0], x.pseg[:0], x.flag[:0]
 	x.keys, x.pseg, x.flag, x.newLo, x.limit = keys, pseg, flag, newLo, limit
+	x.dupLive = 0 // rebuild flags the dups again
 
 	x.rebuild()
 
@@ -232,7 +269,7 @@ func (x *ResidentIndex) compact(need int) {
 // the positions of hashes entered more than once.
 func (x *ResidentIndex) rebuild() {
 	bits := uint(4)
-	for 1<<bits < 2*x.limit {
+	for 1<<bits < x.limit*3/2 {
 		bits++
 	}
 	if len(x.tab) == 1<<bits {
