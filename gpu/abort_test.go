@@ -18,15 +18,10 @@ func TestDecodeAbort(t *testing.T) {
 		held  bool
 	}{
 		{"running", func(w *DecodeWorker) *Job {
-			j := &Job{Req: req(0, 1, 0, 200, 1000)}
-			w.Admit(0, j)
-			w.Arrive(ms, j)
-			return j
+			return admitted(w, ms, &Job{Req: req(0, 1, 0, 200, 1000)})
 		}, true},
 		{"appending (its pass on the GPU)", func(w *DecodeWorker) *Job {
-			j0 := &Job{Req: req(0, 1, 0, 100, 2)}
-			w.Admit(0, j0)
-			w.Arrive(0, j0)
+			admitted(w, 0, &Job{Req: req(0, 1, 0, 100, 2)})
 			w.Advance(ms)
 			j := &Job{Req: req(1, 1, 1, 50_000, 5)} // a long append: 16 ms chunks
 			w.Run(2*ms, j)
@@ -35,18 +30,11 @@ func TestDecodeAbort(t *testing.T) {
 		}, true},
 		{"ready, no batch slot", func(w *DecodeWorker) *Job {
 			w.cfg.MaxRunning = 1
-			busy := &Job{Req: req(9, 9, 0, 100, 10_000)}
-			w.Admit(0, busy)
-			w.Arrive(0, busy)
-			j := &Job{Req: req(0, 1, 0, 200, 5)}
-			w.Admit(0, j)
-			w.Arrive(ms, j)
-			return j
+			admitted(w, 0, &Job{Req: req(9, 9, 0, 100, 10_000)}) // busy
+			return admitted(w, ms, &Job{Req: req(0, 1, 0, 200, 5)})
 		}, true},
 		{"waiting for room", func(w *DecodeWorker) *Job {
-			big := &Job{Req: req(9, 9, 0, 50_000, 10_000)}
-			w.Admit(0, big)
-			w.Arrive(0, big)
+			admitted(w, 0, &Job{Req: req(9, 9, 0, 50_000, 10_000)}) // big
 			j := &Job{Req: req(0, 1, 0, 50_000, 5)}
 			w.Run(ms, j)
 			return j
@@ -91,14 +79,19 @@ func TestDecodeAbort(t *testing.T) {
 	}
 }
 
+// admitted admits j to w at 0 and lets its KV arrive at arrive.
+func admitted(w *DecodeWorker, arrive time.Duration, j *Job) *Job {
+	w.Admit(0, j)
+	w.Arrive(arrive, j)
+	return j
+}
+
 // An aborted request's reservation is released: a session that was
 // running is idle (resident, evictable) afterwards, and a request waiting
 // for the room the aborted one held gets in.
 func TestDecodeAbortFreesRoom(t *testing.T) {
 	w := newDecode(t, 1000)
-	a := &Job{Req: req(0, 1, 0, 600, 300)}
-	w.Admit(0, a)
-	w.Arrive(0, a)
+	a := admitted(w, 0, &Job{Req: req(0, 1, 0, 600, 300)})
 	b := &Job{Req: req(1, 2, 0, 600, 5)}
 	w.Run(time.Millisecond, b) // does not fit beside a
 	w.Ready()
