@@ -301,11 +301,7 @@ func (rl *relay) done() {
 			u.Usage = rl.usage()
 			rl.sse(u)
 		}
-		// Free the slot before the last bytes go out: a client that sends
-		// its next request at [DONE] must find it free.
-		releaseSlot(rl.r)
-		rl.sse("[DONE]")
-		rl.wrote()
+		rl.endStream()
 		return
 	}
 	if rl.gone {
@@ -336,6 +332,15 @@ func (rl *relay) done() {
 	rl.wrote()
 }
 
+// endStream ends a stream: the admission slot is freed before the last bytes
+// go out (a client that sends its next request at [DONE] must find it
+// free), then [DONE].
+func (rl *relay) endStream() {
+	releaseSlot(rl.r)
+	rl.sse("[DONE]")
+	rl.wrote()
+}
+
 func (rl *relay) failed(end Event) {
 	e := &apiError{Status: http.StatusInternalServerError, Type: "server_error",
 		Message: "the emulated cluster failed the request: " + end.Reason, Code: strp("request_failed")}
@@ -355,9 +360,7 @@ func (rl *relay) failed(end Event) {
 		rl.sse(struct {
 			Error *apiError `json:"error"`
 		}{e})
-		releaseSlot(rl.r)
-		rl.sse("[DONE]")
-		rl.wrote()
+		rl.endStream()
 		return
 	}
 	if rl.gone {
