@@ -314,11 +314,17 @@ func (b *Bridge) sample(lag time.Duration) {
 // SetWorker publishes a worker's state (for Snapshot).
 func (b *Bridge) SetWorker(w WorkerState) {
 	b.mu.Lock()
-	if _, ok := b.workers[w.Name]; !ok {
-		b.order = append(b.order, w.Name)
-	}
-	b.workers[w.Name] = w
+	upsert(b.workers, &b.order, w.Name, w)
 	b.mu.Unlock()
+}
+
+// upsert sets m[name] = v, appending name to order when it is new (the
+// snapshot lists workers and links in the order they first reported).
+func upsert[T any](m map[string]T, order *[]string, name string, v T) {
+	if _, ok := m[name]; !ok {
+		*order = append(*order, name)
+	}
+	m[name] = v
 }
 
 // SetRouter publishes the router's counters.
@@ -331,10 +337,7 @@ func (b *Bridge) SetRouter(r RouterState) {
 // SetLink publishes a link's state.
 func (b *Bridge) SetLink(l LinkState) {
 	b.mu.Lock()
-	if _, ok := b.links[l.Name]; !ok {
-		b.lnames = append(b.lnames, l.Name)
-	}
-	b.links[l.Name] = l
+	upsert(b.links, &b.lnames, l.Name, l)
 	b.mu.Unlock()
 }
 
