@@ -169,6 +169,11 @@ func (c *Cluster) ForgetSessions(ttl time.Duration, max int) {
 	}
 	c.router.forget = newSessionLRU(ttl, max)
 	c.router.kv.sparse = map[int32]*kvTrack{}
+	if ix, ok := c.router.pol.(interface{ Index() *policy.ResidentIndex }); ok {
+		// A server's resident index keeps memory for what is resident,
+		// not for every session it ever removed (see ResidentIndex.Bound).
+		ix.Index().Bound()
+	}
 }
 
 // ForgottenSessions is how many sessions the router forgot, the sum of

@@ -95,7 +95,19 @@ type ResidentIndex struct {
 	newLo     []int32
 
 	compactions int // (tests)
+
+	// bounded (Bound): a server's index, whose memory must follow what
+	// is resident, not the history of removed sessions.
+	bounded bool
 }
+
+// Bound makes the index's memory follow its live positions, for a server
+// that runs for ever (pdemu serve): the arena keeps at most as many dead
+// positions as live ones plus boundedDead, and no spare arena after a
+// compaction. Answers are unchanged (compaction is exact either way, see
+// TestIndexMatchesV1); only how often a removed session is revived in
+// place instead of re-placed differs, which costs CPU, not results.
+func (x *ResidentIndex) Bound() { x.bounded = true }
 
 const maxSpare = 32
 

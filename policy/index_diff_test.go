@@ -165,6 +165,12 @@ func TestIndexMatchesV1(t *testing.T) {
 		withKeepDead(t, rapid.SampledFrom([]int{0, 8, 1 << 18}).Draw(t, "keepDead"))
 		w := drawDiffWorld(t)
 		x, v := NewResidentIndex(w.n), newIndexV1(w.n)
+		if rapid.Bool().Draw(t, "bounded") { // pdemu serve's index
+			x.Bound()
+			old := boundedDead
+			boundedDead = rapid.SampledFrom([]int{0, 8, 1 << 12}).Draw(t, "boundedDead")
+			defer func() { boundedDead = old }()
+		}
 		ops := rapid.IntRange(1, 60).Draw(t, "ops")
 		for op := 0; op < ops; op++ {
 			d := rapid.IntRange(0, min(w.n, 6)-1).Draw(t, "d")

@@ -145,6 +145,10 @@ func (x *ResidentIndex) markDup(p int32) {
 // tests can make compaction frequent.
 var keepDead = 1 << 18
 
+// boundedDead is keepDead for a Bound index (about 160 KB of arena); a
+// variable so tests can make its compactions frequent.
+var boundedDead = 1 << 12
+
 // reserve makes room for need new positions: when the arena is used up,
 // by compacting it if its dead positions exceed 2·live + keepDead
 // (positions move: it reports true), else by growing it (dead positions
@@ -153,7 +157,7 @@ func (x *ResidentIndex) reserve(need int) bool {
 	if len(x.keys)+need <= x.limit {
 		return false
 	}
-	if len(x.keys)-x.live > 2*x.live+keepDead {
+	if dead := len(x.keys) - x.live; dead > 2*x.live+keepDead || x.bounded && dead > x.live+boundedDead {
 		x.compact(need)
 		return true
 	}
@@ -245,6 +249,9 @@ func (x *ResidentIndex) compact(need int) {
 		}
 	}
 	x.spareKeys, x.sparePseg, x.spareFlag = x.keys[:0], x.pseg[:0], x.flag[:0]
+	if x.bounded { // a server's memory follows what is resident
+		x.spareKeys, x.sparePseg, x.spareFlag = nil, nil, nil
+	}
 	x.keys, x.pseg, x.flag, x.newLo, x.limit = keys, pseg, flag, newLo, limit
 	x.dupLive = 0 // rebuild flags the dups again
 
