@@ -45,11 +45,7 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 			order = append(order, wh.Name)
 		}
 	}
-	prefill := make([]workerHCL, len(fh.Prefill))
-	for i, p := range fh.Prefill {
-		prefill[i] = p.worker()
-	}
-	addWorkers(KindPrefill, prefill, &spec.Prefill)
+	addWorkers(KindPrefill, fh.Prefill, &spec.Prefill)
 	addWorkers(KindDecode, fh.Decode, &spec.Decode)
 	addWorkers(KindFused, fh.Fused, &spec.Fused)
 	nWorkers := len(spec.Prefill) + len(spec.Decode) + len(spec.Fused)
@@ -138,11 +134,7 @@ func (c *checker) policyTopology(pol *policy, rh *routerHCL, spec *Spec, fh *fil
 				pol.name, kindList(pol.kinds), k, whs[i].Name)
 		}
 	}
-	prefill := make([]workerHCL, len(fh.Prefill))
-	for i, p := range fh.Prefill {
-		prefill[i] = p.worker()
-	}
-	unused(KindPrefill, prefill)
+	unused(KindPrefill, fh.Prefill)
 	unused(KindDecode, fh.Decode)
 	unused(KindFused, fh.Fused)
 
