@@ -73,7 +73,7 @@ func (c *checker) bucketRouting(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, b
 
 	// Global router: at most one, strict_input_length by default.
 	spec.GlobalRouter = DefaultGlobalRouter(GlobalStrictInputLength)
-	if gh := c.onlyRouter(fh.GlobalRouters, "global_router", ""); gh != nil {
+	if gh := firstOf(c, "global_router", fh.GlobalRouters, routerDef, ""); gh != nil {
 		if gp := lookupGlobal(gh.Policy); gp == nil {
 			hint := policyElsewhere(gh.Policy, lookupLocal(gh.Policy) != nil, "a local_router policy (it picks an instance inside a bucket)")
 			c.unknownPolicy(gh, "global router", GlobalPolicies(), hint, "The global router picks a bucket; its policies are")
@@ -85,7 +85,7 @@ func (c *checker) bucketRouting(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, b
 	}
 
 	// Local router: exactly one.
-	if lh := c.onlyRouter(fh.LocalRouters, "local_router", " (every bucket uses it)"); lh == nil {
+	if lh := firstOf(c, "local_router", fh.LocalRouters, routerDef, " Every bucket uses it."); lh == nil {
 		c.errorf(first, "Missing local_router block",
 			"Bucket routing needs one local_router block, shared by every bucket; its label is the policy that picks an instance inside a bucket, one of %s. For example: local_router \"least_loaded\" { }.", quotedList(LocalPolicies()))
 	} else if lp := lookupLocal(lh.Policy); lp == nil {
@@ -105,19 +105,9 @@ func (c *checker) bucketRouting(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, b
 	spec.Buckets = c.buckets(fh.Buckets, ctx, byName, spec.Fused)
 }
 
-// onlyRouter reports every block of rhs after the first ("Only one
-// <block> block is allowed<why>") and returns the first, nil when there
-// is none.
-func (c *checker) onlyRouter(rhs []routerHCL, block, why string) *routerHCL {
-	if len(rhs) == 0 {
-		return nil
-	}
-	for _, extra := range rhs[1:] {
-		c.errorf(extra.DefRange, "Duplicate "+block+" block",
-			"Only one %s block is allowed%s; another was declared at %s.", block, why, rhs[0].DefRange)
-	}
-	return &rhs[0]
-}
+// routerDef is a router, global_router or local_router block's DefRange
+// (firstOf).
+func routerDef(b *routerHCL) hcl.Range { return b.DefRange }
 
 // policyElsewhere is unknownPolicy's hint for a policy name that another
 // block knows (known): " "name" is <what>.", or "".
