@@ -328,6 +328,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", bs.Name, err)
 		}
+		_, blind := local.(bucket.EvictionBlind)
 		pbk := poolBucket{cfg: cfg, local: local, mkLocal: func() bucket.Local {
 			fresh, _ := newLocalPolicy(lcfg, n) // succeeded above
 			return fresh
@@ -349,7 +350,8 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			cost, slow := faultCost(w, p)
 			fcfg := gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
 				MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
-				DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken()}
+				DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken(),
+				EvictedCountOnly: blind}
 			core, mk, err := restartable(func() (*gpu.FusedWorker, error) { return gpu.NewFusedWorker(fcfg, cost) })
 			if err != nil {
 				return nil, err

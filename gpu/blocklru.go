@@ -55,6 +55,7 @@ type BlockLRU struct {
 
 	trackEvictions bool
 	evicted        []uint64
+	evictions      int // blocks evicted so far (tracked or not)
 }
 
 // lruSeg is a segment: arena positions [lo, hi), most recent first, each
@@ -317,6 +318,7 @@ func (c *BlockLRU) evictTo(limit int) {
 			slices.Reverse(dst) // a copy and a reversal: half the instructions of a reversed copy
 		}
 		T.hi -= int32(n)
+		c.evictions += n
 		c.used -= n * int(T.tokens)
 		c.live -= n
 		if T.lo == T.hi {
