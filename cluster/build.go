@@ -320,6 +320,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", bs.Name, err)
 		}
+		_, blind := local.(bucket.EvictionBlind)
 		pbk := poolBucket{cfg: cfg, local: local, mkLocal: func() bucket.Local {
 			fresh, _ := newLocalPolicy(lcfg, n) // succeeded above
 			return fresh
@@ -337,7 +338,8 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 			c, err := newCore(w, func(budget int, p gpu.Perf, cost gpu.Cost) (*gpu.FusedWorker, error) {
 				return gpu.NewFusedWorker(gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
 					MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
-					DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken()}, cost)
+					DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken(),
+					EvictedCountOnly: blind}, cost)
 			})
 			if err != nil {
 				return nil, err
