@@ -29,6 +29,7 @@ type decodeNode struct {
 	// evSink, when set, takes the rows instead (StreamEvictions).
 	evSink func(metrics.EvictionRow) error
 	evName string
+	evMsgs []Evicted // the *Evicted messages' slab (kvcause.go)
 }
 
 func (n *decodeNode) Handle(now time.Duration, msg any) Ready {

@@ -45,6 +45,7 @@ type kvCauses struct {
 	// sparse, when set, holds the tracks instead of s (a router that
 	// forgets sessions: forget.go).
 	sparse map[int32]*kvTrack
+	intern metrics.Interner // the rejected: causes
 }
 
 func (c *kvCauses) track(s int32) *kvTrack {
@@ -113,7 +114,7 @@ func (c *kvCauses) cause(pol RouterPolicy, job *gpu.Job, ds *policy.Dispatch, st
 		return CauseFirstTurn
 	case policy.ModeFallback:
 		if len(ds.Reasons) > 0 {
-			return CauseRejected + metrics.CompactReasons("+", ds.Reasons)
+			return c.rejected(ds.Reasons)
 		}
 		if bl != nil {
 			return CauseBlacklisted
@@ -128,7 +129,7 @@ func (c *kvCauses) cause(pol RouterPolicy, job *gpu.Job, ds *policy.Dispatch, st
 		}
 		if int(t.d) != st.D {
 			if len(ds.Reasons) > 0 {
-				return CauseRejected + metrics.CompactReasons("+", ds.Reasons)
+				return c.rejected(ds.Reasons)
 			}
 			if bl != nil && bl.Blacklisted(s, int(t.d)) {
 				return CauseBlacklisted
@@ -137,6 +138,13 @@ func (c *kvCauses) cause(pol RouterPolicy, job *gpu.Job, ds *policy.Dispatch, st
 		}
 	}
 	return "" // not explained: the cause test fails on it
+}
+
+// rejected is CauseRejected followed by reasons compacted with '+',
+// interned (a run's few distinct lists cost one string each).
+func (c *kvCauses) rejected(reasons []string) string {
+	var buf [256]byte
+	return c.intern.Bytes(metrics.AppendCompactReasons(append(buf[:0], CauseRejected...), "+", reasons))
 }
 
 func (c *kvCauses) lossName(t *kvTrack, d int) string {
@@ -183,8 +191,20 @@ func (n *routerNode) kvStep(job *gpu.Job, ds *policy.Dispatch, st policy.Step) {
 func (n *decodeNode) recordEviction(ev gpu.Event) {
 	n.keepEviction(metrics.EvictionRow{At: ev.At, Session: ev.Name, Tokens: ev.Tokens,
 		Cause: ev.Cause.String(), For: ev.For})
-	n.send(n.router, &Evicted{D: n.idx, Session: ev.Session, At: ev.At, Cause: ev.Cause, For: ev.For}, 0)
+	if len(n.evMsgs) == 0 {
+		n.evMsgs = make([]Evicted, evictedSlab)
+	}
+	m := &n.evMsgs[0]
+	n.evMsgs = n.evMsgs[1:]
+	*m = Evicted{D: n.idx, Session: ev.Session, At: ev.At, Cause: ev.Cause, For: ev.For}
+	n.send(n.router, m, 0)
 }
+
+// evictedSlab is how many *Evicted messages a decode node allocates at
+// once: one allocation per evictedSlab evictions instead of one each. A
+// slab (2.5 KB) stays in memory while any of its messages is referenced;
+// the router reads them and keeps none.
+const evictedSlab = 64
 
 // recordCrash keeps a worker-crashed row for every session the worker held
 // when it crashed at now (the router learns of it from its fault view).

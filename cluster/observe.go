@@ -100,6 +100,8 @@ type routerObs struct {
 	// and the tries' Candidates arrays (nothing refers to them once
 	// encoded: the line is its own bytes).
 	free []*pdLog
+	// epsReasons are epsReason's strings, by tries.
+	epsReasons []string
 }
 
 // pdLog is one routing_log.jsonl line of a P/D run (docs/OUTPUTS.md).
@@ -272,7 +274,7 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 		l.Fallback = true
 		switch {
 		case o.eps > 0 && ds.Tries >= o.eps:
-			l.FallbackReason = strconv.Itoa(ds.Tries) + " admission tries (epsilon)"
+			l.FallbackReason = o.epsReason(ds.Tries)
 		default:
 			l.FallbackReason = "no untried decode worker"
 		}
@@ -280,6 +282,21 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 	delete(o.pending, ds.Req.ID)
 	o.lines[ds.Req.ID] = o.enc.encodeLog(l)
 	o.free = append(o.free, l)
+}
+
+// epsReason is the fallback reason of a dispatch that ran out of its ε
+// admission tries, one string per count (a run's fallbacks share few).
+func (o *routerObs) epsReason(tries int) string {
+	if tries < 0 || tries > 1024 {
+		return strconv.Itoa(tries) + " admission tries (epsilon)"
+	}
+	for len(o.epsReasons) <= tries {
+		o.epsReasons = append(o.epsReasons, "")
+	}
+	if o.epsReasons[tries] == "" {
+		o.epsReasons[tries] = strconv.Itoa(tries) + " admission tries (epsilon)"
+	}
+	return o.epsReasons[tries]
 }
 
 func (o *routerObs) events(now time.Duration, n int, kind string) {

@@ -10,7 +10,8 @@ import (
 
 // The routing log's lines are encoded by hand, by appendLog, into one
 // reused scratch buffer (lineEncoder), then copied out at their exact
-// size: encoding/json's reflection allocated a few times per line.
+// size into shared chunks: encoding/json's reflection allocated a few
+// times per line.
 // appendLog writes
 // exactly the bytes json.Marshal writes for a *pdLog (HTML-safe string
 // escaping, ES6 float formatting, omitempty on candidates_omitted; the
@@ -208,20 +209,36 @@ func marshalLog(l *pdLog) []byte {
 	return b
 }
 
-// encodeLog is l's line: appendLog's bytes, or marshalLog's. Each line
-// is its own exact-size array (one allocation), so a streaming run frees
-// a line's memory when it takes the line (TakeRouteLog); an arena of
-// shared chunks would be pinned by any line still held.
+// encodeLog is l's line: appendLog's bytes, or marshalLog's. Lines are
+// cut from shared chunks of lineChunk bytes (one allocation per ~9 lines
+// of a P/D run instead of one each), each line capped at its length so
+// that nothing appended to it can reach its neighbour. A chunk stays in
+// memory while any of its lines is held: a streaming run takes a line
+// when its request ends (TakeRouteLog), so what the chunks pin beyond
+// the lines of the requests in flight is at most a chunk per request
+// that outlives the requests routed just after it.
 func (e *lineEncoder) encodeLog(l *pdLog) []byte {
 	b, ok := appendLog(e.scratch[:0], l)
 	e.scratch = b
 	if !ok {
 		return marshalLog(l)
 	}
-	line := make([]byte, len(b))
-	copy(line, b) // make+copy: allocated without zeroing (makeslicecopy)
-	return line
+	n := len(b)
+	if cap(e.chunk)-len(e.chunk) < n {
+		if n > lineChunk/4 {
+			return append(make([]byte, 0, n), b...) // a long line: its own array
+		}
+		e.chunk = make([]byte, 0, lineChunk)
+	}
+	at := len(e.chunk)
+	e.chunk = append(e.chunk, b...)
+	return e.chunk[at : at+n : at+n]
 }
 
-// lineEncoder encodes routing_log lines through one reused scratch buffer.
-type lineEncoder struct{ scratch []byte }
+// lineChunk is the size of the chunks routing_log lines are cut from (a
+// size class of the Go allocator).
+const lineChunk = 8 << 10
+
+// lineEncoder encodes routing_log lines through one reused scratch buffer
+// into chunk, the chunk lines are cut from.
+type lineEncoder struct{ scratch, chunk []byte }

@@ -104,7 +104,9 @@ func TestAppendLogNonFinite(t *testing.T) {
 }
 
 // TestLineEncoderKeepsLines: lines stay intact while the encoder's
-// scratch buffer is reused and grows, and each is its own exact-size array.
+// scratch buffer is reused and grows, and each is capped at its length:
+// appending to one (as a caller may) leaves the lines cut after it from
+// the same chunk intact.
 func TestLineEncoderKeepsLines(t *testing.T) {
 	var a lineEncoder
 	var lines [][]byte
@@ -120,5 +122,9 @@ func TestLineEncoderKeepsLines(t *testing.T) {
 	for i := range lines {
 		require.Equal(t, want[i], string(lines[i]), "line %d", i)
 		require.Equal(t, len(lines[i]), cap(lines[i]), "line %d can be appended to", i)
+		_ = append(lines[i], '\n')
+	}
+	for i := range lines {
+		require.Equal(t, want[i], string(lines[i]), "line %d after the appends", i)
 	}
 }

@@ -75,6 +75,7 @@ const (
 type Collector struct {
 	prefillNames, decodeNames []string
 	seen                      idSet
+	reasons                   Interner // the reason column's lists
 	recs                      []Record
 	ended, failed             int
 
@@ -140,7 +141,7 @@ func (c *Collector) Add(j *gpu.Job) error {
 	} else {
 		rec.TTFT = j.FirstToken - j.Arrival
 		rec.E2E = j.Done - j.Arrival
-		rec.Reason = JoinReasons(j.RetryReasons, j.Reasons) // attempts lost to faults first
+		rec.Reason = c.reasons.Reasons(j.RetryReasons, j.Reasons) // JoinReasons: attempts lost to faults first
 		if r.OutputLen > 1 {
 			rec.TPOT = (j.Done - j.FirstToken) / time.Duration(r.OutputLen-1)
 		}
