@@ -47,7 +47,8 @@ func (r *Result) RunResult(spec *topology.Spec) (*actors.Result, error) {
 // Write writes rr (RunResult's) into dir as output.Write does, with
 // per_request.csv's client columns (metrics.ClientColumns) from
 // r.Clients, as `pdemu serve`'s cluster endpoint writes them: empty where
-// the client never got that event (an unfinished request: all three).
+// the client never got that event (an unfinished request: what its
+// client got before the drain timed out).
 func (r *Result) Write(dir string, rr *actors.Result, opts output.WriteOptions) error {
 	st, err := output.NewStream(dir, output.StreamOptions{WriteOptions: opts, Client: true})
 	if err != nil {
@@ -57,6 +58,11 @@ func (r *Result) Write(dir string, rr *actors.Result, opts output.WriteOptions) 
 	for _, rec := range rr.Records {
 		if err := st.RecordClient(rec, r.Clients[rec.ID]); err != nil {
 			return err
+		}
+	}
+	for _, j := range r.InFlight {
+		if c, ok := r.Clients[j.Req.ID]; ok {
+			st.UnfinishedClient(j.Req.ID, c)
 		}
 	}
 	streamed := *rr
