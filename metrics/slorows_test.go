@@ -71,7 +71,7 @@ func TestSLORowsEqualReference(t *testing.T) {
 			}
 		}
 		order := rapid.Permutation(recs).Draw(t, "end order")
-		tl := NewTally(false)
+		tl := NewTally()
 		for i := range order {
 			tl.Add(&order[i])
 		}
