@@ -27,43 +27,52 @@ func newLineReader(r io.Reader) *lineReader {
 }
 
 // next returns the next non-blank line (without the newline) or io.EOF. The
-// slice is valid until the next call.
+// slice is valid until the next call. A line that fits the reader's
+// buffer is returned where it lies there (no copy of the trace's bytes);
+// a longer one, or a last line without a newline, is gathered in buf.
 func (l *lineReader) next() ([]byte, error) {
 	for {
 		if l.err != nil {
 			return nil, l.err
 		}
-		l.buf = l.buf[:0]
-		for {
-			frag, err := l.br.ReadSlice('\n')
-			l.buf = append(l.buf, frag...)
-			if err == bufio.ErrBufferFull {
-				if len(l.buf) > maxLine {
-					l.line++
-					l.err = fmt.Errorf("line %d longer than %d bytes", l.line, maxLine)
-					return nil, l.err
-				}
-				continue
+		line, err := l.br.ReadSlice('\n')
+		if err != nil {
+			if line, err = l.gather(line, err); err != nil {
+				return nil, err
 			}
-			if err != nil {
-				if err != io.EOF {
-					l.err = err
-					return nil, err
-				}
-				l.err = io.EOF
-				if len(l.buf) == 0 {
-					return nil, io.EOF
-				}
-			}
-			break
 		}
 		l.line++
-		b := bytes.TrimSpace(l.buf)
-		if len(b) == 0 {
-			continue
+		if b := bytes.TrimSpace(line); len(b) > 0 {
+			return b, nil
 		}
-		return b, nil
 	}
+}
+
+// gather completes the line ReadSlice began with frag and err (not nil)
+// in buf: the rest of a line longer than the reader's buffer, or the last
+// line (l.err is then io.EOF; io.EOF itself when there is none).
+func (l *lineReader) gather(frag []byte, err error) ([]byte, error) {
+	l.buf = append(l.buf[:0], frag...)
+	for err == bufio.ErrBufferFull {
+		if len(l.buf) > maxLine {
+			l.line++
+			l.err = fmt.Errorf("line %d longer than %d bytes", l.line, maxLine)
+			return nil, l.err
+		}
+		frag, err = l.br.ReadSlice('\n')
+		l.buf = append(l.buf, frag...)
+	}
+	if err != nil {
+		if err != io.EOF {
+			l.err = err
+			return nil, err
+		}
+		l.err = io.EOF
+		if len(l.buf) == 0 {
+			return nil, io.EOF
+		}
+	}
+	return l.buf, nil
 }
 
 // idList is a JSON array of unsigned 64-bit hash ids, parsed by hand (the

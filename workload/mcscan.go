@@ -367,7 +367,9 @@ func scanIDs(b []byte, i int, out []uint64) ([]uint64, int, bool) {
 	return out, i, ok
 }
 
-// appendIDs is scanIDs appending to out.
+// appendIDs is scanIDs appending to out. Up to 19 digits cannot overflow
+// a uint64, so only longer numbers are checked (digit by digit, as the
+// decoding would); ", " between the elements is taken without skipSpace.
 func appendIDs(b []byte, i int, out []uint64) ([]uint64, int, bool) {
 	if i >= len(b) || b[i] != '[' {
 		return nil, i, false
@@ -379,18 +381,27 @@ func appendIDs(b []byte, i int, out []uint64) ([]uint64, int, bool) {
 	for {
 		start := i
 		var v uint64
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			d := uint64(b[i] - '0')
-			if v > (math.MaxUint64-d)/10 {
-				return nil, i, false
+		for i < len(b) {
+			d := b[i] - '0'
+			if d > 9 {
+				break
 			}
-			v = v*10 + d
+			v = v*10 + uint64(d)
 			i++
 		}
-		if i == start || (b[start] == '0' && i-start > 1) {
+		if n := i - start; n == 0 || (b[start] == '0' && n > 1) {
 			return nil, i, false
+		} else if n > 19 {
+			var ok bool
+			if v, ok = checkedUint(b[start:i]); !ok {
+				return nil, i, false
+			}
 		}
 		out = append(out, v)
+		if i+2 < len(b) && b[i] == ',' && b[i+1] == ' ' && b[i+2]-'0' <= 9 {
+			i += 2 // the next element's first digit
+			continue
+		}
 		i = skipSpace(b, i)
 		if i >= len(b) {
 			return nil, i, false
@@ -404,6 +415,20 @@ func appendIDs(b []byte, i int, out []uint64) ([]uint64, int, bool) {
 			return nil, i, false // includes '.', 'e': not an integer
 		}
 	}
+}
+
+// checkedUint is the uint64 of the decimal digits ds; false when it
+// overflows.
+func checkedUint(ds []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range ds {
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }
 
 // skipValue skips a simple JSON value at b[i] (strings as scanString

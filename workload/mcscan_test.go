@@ -14,6 +14,15 @@ import (
 // decoderSeeds are lines on the edges of the fast scanner: each must give
 // what encoding/json gives (value or error).
 var decoderSeeds = []string{
+	// appendIDs' ", " fast path and its 19-digit unchecked numbers.
+	`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, ]}`,
+	`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1,  2, 3 ,4,5 , 6]}`,
+	`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 02]}`,
+	`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [9999999999999999999, 18446744073709551615]}`,
+	`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [18446744073709551616]}`,
+	`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [00000000000000000001]}`,
+	`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, -2]}`,
+	`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2`,
 	`{"timestamp": 0, "input_length": 50, "output_length": 10, "hash_ids": [1, 2], "session_id": "a", "turn": 0}
 {"timestamp": 1000, "input_length": 90, "output_length": 10, "hash_ids": [1, 2, 3], "session_id": "a", "turn": 1, "think_ms": 250, "append_length": 30, "block_tokens": 24}`,
 	`{"Timestamp": 1, "input_length": 5, "output_length": 1, "hash_ids": []}`,
