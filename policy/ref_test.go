@@ -348,7 +348,7 @@ func TestRouteMatchesReference(t *testing.T) {
 			ss := k.state(s)
 			ss.pin = int32(st.pin)
 			for d := range ss.rejects {
-				ss.rejects[d] = int32(st.rejects[d])
+				k.setRejects(ss, d, int32(st.rejects[d]))
 			}
 			copy(k.inflight, st.inflight)
 			copy(k.assigned, st.assigned)
