@@ -9,8 +9,7 @@ import (
 )
 
 // HasFaults reports whether the run may have faults (its Faults may be
-// non-empty): its outputs then need each request's arrival and TTFT
-// (metrics.Recover).
+// non-empty).
 func (c *Cluster) HasFaults() bool { return c.faults != nil }
 
 // FaultTimes returns when each fault of the schedule happens (a run

@@ -225,26 +225,15 @@ func TestServeClientLatenessColumns(t *testing.T) {
 // the response ended with the cut's error event (client_e2e_ms); nothing
 // waits in the join for ever.
 func TestServeClientColumnsOfACutDrain(t *testing.T) {
-	cut, cutNow := context.WithCancelCause(context.Background())
-	defer cutNow(nil)
-	dir := t.TempDir()
-	st, err := output.NewStream(dir, output.StreamOptions{Client: true})
-	require.NoError(t, err)
-	defer st.Close()
-	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1, Cut: cut, Records: st})
-	code, body := post(t, base, "done", "a short answer", 2)
-	require.Equal(t, http.StatusOK, code, body)
-	res := longStream(t, base)
-	defer res.Body.Close()
-	stopped := stopAsync(stop)
-	time.Sleep(50 * time.Millisecond) // draining
-	cutNow(actors.StopCause("SIGINT"))
-	o := <-stopped
-	_, _ = io.ReadAll(res.Body)
-	var pe *actors.PartialError
-	require.ErrorAs(t, o.err, &pe)
-	require.NoError(t, st.Write(o.res.Result))
-	col, rows := testkit.ReadCSV(t, filepath.Join(dir, "per_request.csv"))
+	col, rows := cutDrain(t, 1, func(base string) func() {
+		code, body := post(t, base, "done", "a short answer", 2)
+		require.Equal(t, http.StatusOK, code, body)
+		res := longStream(t, base)
+		return func() {
+			_, _ = io.ReadAll(res.Body)
+			res.Body.Close()
+		}
+	})
 	require.Len(t, rows, 2)
 	done, unfinished := rows[0], rows[1]
 	assert.Equal(t, "completed", done[col["state"]])
@@ -268,40 +257,54 @@ func TestServeClientColumnsOfACutDrain(t *testing.T) {
 // happened (the response's end, the cut's error), no first token and no
 // lateness.
 func TestServeClientColumnsCutBeforeTheFirstToken(t *testing.T) {
-	cut, cutNow := context.WithCancelCause(context.Background())
-	defer cutNow(nil)
-	dir := t.TempDir()
-	st, err := output.NewStream(dir, output.StreamOptions{Client: true})
-	require.NoError(t, err)
-	defer st.Close()
 	// Time scale 0.001: the first token is 1,000 times further away than
 	// the emulated TTFT; the cut comes long before.
-	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 0.001, Cut: cut, Records: st})
-	res := make(chan *http.Response, 1)
-	go func() {
-		r, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(longBody))
-		if err == nil {
-			res <- r
+	col, rows := cutDrain(t, 0.001, func(base string) func() {
+		res := make(chan *http.Response, 1)
+		go func() {
+			r, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(longBody))
+			if err == nil {
+				res <- r
+			}
+			close(res)
+		}()
+		time.Sleep(200 * time.Millisecond) // in flight
+		return func() {
+			if r := <-res; r != nil {
+				_, _ = io.ReadAll(r.Body)
+				r.Body.Close()
+			}
 		}
-		close(res)
-	}()
-	time.Sleep(200 * time.Millisecond) // in flight
-	stopped := stopAsync(stop)
-	time.Sleep(50 * time.Millisecond) // draining
-	cutNow(actors.StopCause("SIGINT"))
-	o := <-stopped
-	if r := <-res; r != nil {
-		_, _ = io.ReadAll(r.Body)
-		r.Body.Close()
-	}
-	var pe *actors.PartialError
-	require.ErrorAs(t, o.err, &pe)
-	require.NoError(t, st.Write(o.res.Result))
-	col, rows := testkit.ReadCSV(t, filepath.Join(dir, "per_request.csv"))
+	})
 	require.Len(t, rows, 1)
 	u := rows[0]
 	assert.Equal(t, "unfinished", u[col["state"]])
 	assert.Empty(t, u[col["client_ttft_ms"]], "no token was sent")
 	assert.Empty(t, u[col["client_late_ms"]])
 	assert.NotEmpty(t, u[col["client_e2e_ms"]], "the response ended (the cut's error)")
+}
+
+// cutDrain serves the default scenario at time scale scale with client
+// columns, runs load (which returns what to do once the run ended: read
+// its responses), then drains and cuts the drain (a second SIGINT), writes
+// the partial outputs and returns per_request.csv's columns and rows.
+func cutDrain(t *testing.T, scale float64, load func(base string) func()) (map[string]int, [][]string) {
+	t.Helper()
+	cut, cutNow := context.WithCancelCause(context.Background())
+	defer cutNow(nil)
+	dir := t.TempDir()
+	st, err := output.NewStream(dir, output.StreamOptions{Client: true})
+	require.NoError(t, err)
+	defer st.Close()
+	base, stop := startServe(t, scenarios.Default, Options{TimeScale: scale, Cut: cut, Records: st})
+	finish := load(base)
+	stopped := stopAsync(stop)
+	time.Sleep(50 * time.Millisecond) // draining
+	cutNow(actors.StopCause("SIGINT"))
+	o := <-stopped
+	finish()
+	var pe *actors.PartialError
+	require.ErrorAs(t, o.err, &pe)
+	require.NoError(t, st.Write(o.res.Result))
+	return testkit.ReadCSV(t, filepath.Join(dir, "per_request.csv"))
 }
