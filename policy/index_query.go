@@ -186,6 +186,11 @@ func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int)
 	}
 	// blocks[:n] is the record's path from the root: walk it up, a
 	// segment at a time (its holders are its hashes').
+	if w, end, ok := x.onePathHolder(blocks[0], p, n); ok {
+		out[w] += end
+		x.Overlap(blocks[n:], out)
+		return c
+	}
 	for p >= 0 {
 		seg := &x.segs[x.pseg[p]]
 		if end := min(int(seg.depth+seg.hi-seg.lo), n); end > int(seg.depth) {
@@ -329,6 +334,12 @@ func (x *ResidentIndex) LongestPrefixOwned(blocks []uint64, d int, s int32, out 
 	clear(out)
 	alive := x.aliveScratch()
 	clear(alive)
+	if w, end, ok := x.onePathHolder(blocks[0], p, n); ok {
+		out[w] = end
+		alive[w>>6] |= 1 << (uint(w) & 63)
+		x.walkPrefix(blocks, n, alive, out)
+		return c
+	}
 	deepest := true
 	for p >= 0 {
 		seg := &x.segs[x.pseg[p]]
@@ -347,4 +358,30 @@ func (x *ResidentIndex) LongestPrefixOwned(blocks []uint64, d int, s int32, out 
 	}
 	x.walkPrefix(blocks, n, alive, out)
 	return c
+}
+
+// onePathHolder does the walk up a record's path (OverlapOwned,
+// LongestPrefixOwned) in O(1) when the path's deepest segment (the one at
+// tail, which must reach into blocks[:n]) and its root segment (found by
+// b0's only position) have the same single holder w: holders only grow
+// toward the root (a list through a segment goes through its ancestors),
+// so w holds every segment between and no other worker holds any. It
+// returns w and the deepest segment's end (depth), the length of the
+// path's part in blocks[:n]. On agentic traces, where sessions share no
+// blocks, it replaces a walk of one segment per turn (~40 on trace A's
+// dp4).
+func (x *ResidentIndex) onePathHolder(b0 uint64, tail int32, n int) (w int32, end int, ok bool) {
+	deep := &x.segs[x.pseg[tail]]
+	end = min(int(deep.depth+deep.hi-deep.lo), n)
+	if deep.hd < 0 || end <= int(deep.depth) {
+		return 0, 0, false
+	}
+	r := x.first(b0)
+	if r < 0 || x.flag[r]&posDup != 0 || !x.valid(r) {
+		return 0, 0, false
+	}
+	if root := &x.segs[x.pseg[r]]; root.depth != 0 || root.lo != r || root.hd != deep.hd {
+		return 0, 0, false
+	}
+	return deep.hd, end, true
 }
