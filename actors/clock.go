@@ -113,11 +113,12 @@ func (c *VirtualClock) Run(ctx context.Context, horizon time.Duration) error {
 		// so releasing that count finds zero and the step needs no channel
 		// hand-off; only a message handled elsewhere (a mailbox resumed by
 		// the supervisor's goroutine) makes the clock wait for its handled.
-		c.inflight.Store(int64(len(c.batch)) + 1)
-		for i := range c.batch {
-			c.sys.Root.Send(c.batch[i].to, c.batch[i].msg)
-			c.batch[i] = vslot{} // let the GC have the message
+		batch, root := c.batch, c.sys.Root
+		c.inflight.Store(int64(len(batch)) + 1)
+		for i := range batch {
+			root.Send(batch[i].to, batch[i].msg)
 		}
+		clear(batch) // let the GC have the messages
 		if c.inflight.Add(-1) != 0 {
 			<-c.idle
 		}

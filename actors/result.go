@@ -54,7 +54,7 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 		}
 		// The summary of an in-memory run is tallied as a streaming run's
 		// is, from the same records: one computation for both.
-		tally = metrics.TallyOf(res.Records, cl.HasFaults())
+		tally = metrics.TallyOf(res.Records, cl.FaultTimes()...)
 	} else {
 		res.Arrivals = tally.Arrivals()
 	}

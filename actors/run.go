@@ -182,7 +182,7 @@ func Run(ctx context.Context, spec *topology.Spec, opts Options) (*Result, error
 	}
 	boundSeries(cl.Series, spec.Workload.SampleInterval)
 	if opts.Records != nil {
-		cl.Collector().Stream(opts.Records.Record, cl.TakeRouteLog, cl.HasFaults())
+		cl.Collector().Stream(opts.Records.Record, cl.TakeRouteLog, cl.FaultTimes())
 		if opts.Bounded {
 			slo := spec.SLO
 			cl.Collector().Tally().Bound(metrics.SLO{TTFT: slo.TTFT, TPOT: slo.TPOT, E2E: slo.E2E, Attainment: slo.Attainment})

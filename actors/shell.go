@@ -43,14 +43,18 @@ func (s *shell) Receive(ctx actor.Context) {
 
 // deliver handles one message the clock delivered.
 func (s *shell) deliver(msg any) {
-	defer s.clk.handled()
+	// One deferred call, not two (a deferred handled and a deferred
+	// recover): handled is reported before an injected crash goes on to
+	// the supervisor, as the two in stack order did.
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(injectedCrash); ok {
+				s.clk.handled()
 				panic(r) // to the supervisor, which restarts the actor
 			}
 			s.run.panicked(fmt.Errorf("actor %s panicked on %T: %v\n%s", s.name, msg, r, debug.Stack()))
 		}
+		s.clk.handled()
 	}()
 	// The envelopes go to the clock a run at a time (one lock per
 	// delivery on the virtual clock, not one per envelope), each message

@@ -100,27 +100,46 @@ func (q *vqueue) next() (at time.Duration, ok bool) {
 }
 
 // take appends every message due at at (next's time) to batch, in
-// delivery order, and frees their slots.
+// delivery order, and frees their slots. A step's keys come from the
+// heap alone (already in order as they are popped), from the lane alone
+// (sorted in place), or, rarely, from both (merged by sorting a copy).
 func (q *vqueue) take(at time.Duration, batch []vslot) []vslot {
-	keys := q.keys[:0]
-	if len(q.lane) > 0 && q.lane[0].at == at {
-		keys = append(keys, q.lane...)
+	fromLane := len(q.lane) > 0 && q.lane[0].at == at
+	fromHeap := len(q.heap) > 0 && q.heap[0].at == at
+	switch {
+	case !fromLane:
+		for len(q.heap) > 0 && q.heap[0].at == at {
+			batch = q.move(q.heap.pop(), batch)
+		}
+	case !fromHeap:
+		if len(q.lane) > 1 {
+			sortKeys(q.lane)
+		}
+		for _, k := range q.lane {
+			batch = q.move(k, batch)
+		}
 		q.lane = q.lane[:0]
-	}
-	fromLane := len(keys)
-	for len(q.heap) > 0 && q.heap[0].at == at {
-		keys = append(keys, q.heap.pop())
-	}
-	if fromLane > 1 || (fromLane > 0 && len(keys) > fromLane) {
+	default:
+		keys := append(q.keys[:0], q.lane...)
+		q.lane = q.lane[:0]
+		for len(q.heap) > 0 && q.heap[0].at == at {
+			keys = append(keys, q.heap.pop())
+		}
 		sortKeys(keys)
+		for _, k := range keys {
+			batch = q.move(k, batch)
+		}
+		q.keys = keys[:0]
 	}
-	for _, k := range keys {
-		s := &q.slots[k.slot]
-		batch = append(batch, *s)
-		*s = vslot{} // let the GC have the message
-		q.free = append(q.free, k.slot)
-	}
-	q.keys = keys[:0]
+	return batch
+}
+
+// move appends k's message to batch and frees its slot.
+func (q *vqueue) move(k vkey, batch []vslot) []vslot {
+	s := &q.slots[k.slot]
+	batch = append(batch, *s)
+	*s = vslot{} // let the GC have the message
+	q.free = append(q.free, k.slot)
 	return batch
 }
 
@@ -152,11 +171,14 @@ func sortKeys(keys []vkey) {
 
 // vheap is a binary min-heap of vkeys in delivery order, a total order
 // ((from, seq) is unique per send), so the delivery order does not depend
-// on the heap's shape. It is typed rather than a container/heap.Interface
-// (heap.Push and heap.Pop box every key in an interface) and kept rather
-// than the generic internal/minheap: BenchmarkClockHeap, 8 alternating
-// runs, medians, had the generic heap's indirect Less 1.10x slower on 64
-// events in flight and 1.46x on 4,096.
+// on the heap's shape. It is typed rather than a
+// container/heap.Interface (heap.Push and heap.Pop box every key in an
+// interface) and kept rather than the generic internal/minheap:
+// BenchmarkClockHeap, 8 alternating runs, medians, had the generic heap's
+// indirect Less 1.10x slower on 64 events in flight and 1.46x on 4,096.
+// pop moves a hole down to a leaf and lets the last key climb back from
+// there (Floyd's bottom-up sift: one comparison per level instead of two,
+// and no swaps); a push rarely climbs more than a level and swaps.
 type vheap []vkey
 
 func (h *vheap) push(k vkey) {
@@ -176,25 +198,38 @@ func (h *vheap) push(k vkey) {
 func (h *vheap) pop() vkey {
 	q := *h
 	n := len(q) - 1
-	k := q[0]
-	q[0] = q[n]
+	top := q[0]
+	k := q[n]
 	q = q[:n]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if r := j + 1; r < n && q[r].before(&q[j]) {
-			j = r
-		}
-		if !q[j].before(&q[i]) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		i = j
-	}
 	*h = q
-	return k
+	if n == 0 {
+		return top
+	}
+	// The hole goes down to a leaf along the lesser children (one
+	// comparison per level), then the last key, which belongs near the
+	// bottom, climbs from there (rarely more than a level).
+	i := 0
+	for {
+		m := 2*i + 1 // the lesser child
+		if m >= n {
+			break
+		}
+		if r := m + 1; r < n && q[r].before(&q[m]) {
+			m = r
+		}
+		q[i] = q[m]
+		i = m
+	}
+	for i > 0 {
+		p := (i - 1) / 2
+		if !k.before(&q[p]) {
+			break
+		}
+		q[i] = q[p]
+		i = p
+	}
+	q[i] = k
+	return top
 }
 
 // adopt makes the clock's queue (not yet used) the empty queue q, whose

@@ -161,44 +161,36 @@ func buildPD(spec *topology.Spec) (*built, error) {
 	decIdx := map[string]int{}
 	for i, w := range spec.Decode {
 		decIdx[w.Name] = i
-		p, budget, err := perfAndBudget(w)
+		c, err := newCore(w, func(budget int, _ gpu.Perf, cost gpu.Cost) (*gpu.DecodeWorker, error) {
+			return gpu.NewDecodeWorker(gpu.DecodeConfig{
+				Name: w.Name, Budget: budget, Rho: r.Rho, TauAppend: r.TauAppend,
+				ReserveOutput: r.ReserveOutput, NetCapacity: r.NetCapacity, MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
+				ResidentAppend: r.ResidentAppend,
+			}, cost)
+		})
 		if err != nil {
 			return nil, err
 		}
-		cost, slow := faultCost(w, p)
-		cfg := gpu.DecodeConfig{
-			Name: w.Name, Budget: budget, Rho: r.Rho, TauAppend: r.TauAppend,
-			ReserveOutput: r.ReserveOutput, NetCapacity: r.NetCapacity, MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
-			ResidentAppend: r.ResidentAppend,
-		}
-		dw, mk, err := restartable(func() (*gpu.DecodeWorker, error) { return gpu.NewDecodeWorker(cfg, cost) })
-		if err != nil {
-			return nil, err
-		}
-		b.decode = append(b.decode, dw)
-		b.slowD = append(b.slowD, slow)
-		b.mkDecode = append(b.mkDecode, mk)
+		b.decode = append(b.decode, c.core)
+		b.slowD = append(b.slowD, c.slow)
+		b.mkDecode = append(b.mkDecode, c.fresh)
 	}
 	preIdx := map[string]int{}
 	for i, w := range spec.Prefill {
 		preIdx[w.Name] = i
-		p, budget, err := perfAndBudget(w)
+		c, err := newCore(w, func(budget int, _ gpu.Perf, cost gpu.Cost) (*gpu.PrefillWorker, error) {
+			return gpu.NewPrefillWorker(gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
+				SnapshotBackup:  Registry[PolicyKey{TierPD, spec.Router.Policy}].SnapshotBackup && !spec.Router.PrefillCacheBackup,
+				FallbackRefresh: spec.Router.DPSync}, cost)
+		})
 		if err != nil {
 			return nil, err
 		}
-		cost, slow := faultCost(w, p)
-		cfg := gpu.PrefillConfig{Name: w.Name, CacheTokens: budget, MaxBatchTokens: w.MaxBatchTokens,
-			SnapshotBackup:  Registry[PolicyKey{TierPD, spec.Router.Policy}].SnapshotBackup && !spec.Router.PrefillCacheBackup,
-			FallbackRefresh: spec.Router.DPSync}
-		pw, mk, err := restartable(func() (*gpu.PrefillWorker, error) { return gpu.NewPrefillWorker(cfg, cost) })
-		if err != nil {
-			return nil, err
-		}
-		b.slowP = append(b.slowP, slow)
-		b.mkPrefill = append(b.mkPrefill, mk)
-		b.prefill = append(b.prefill, pw)
-		b.perfP = append(b.perfP, p)
-		b.capP = append(b.capP, budget)
+		b.slowP = append(b.slowP, c.slow)
+		b.mkPrefill = append(b.mkPrefill, c.fresh)
+		b.prefill = append(b.prefill, c.core)
+		b.perfP = append(b.perfP, c.perf)
+		b.capP = append(b.capP, c.budget)
 	}
 	// One NIC per (prefill worker, device), shared by the links naming it;
 	// its faults are scheduled before the run starts.
@@ -328,6 +320,7 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", bs.Name, err)
 		}
+		_, blind := local.(bucket.EvictionBlind)
 		pbk := poolBucket{cfg: cfg, local: local, mkLocal: func() bucket.Local {
 			fresh, _ := newLocalPolicy(lcfg, n) // succeeded above
 			return fresh
@@ -338,27 +331,24 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 				return nil, fmt.Errorf("bucket %s: instance %q is not a fused worker", bs.Name, name)
 			}
 			w := spec.Fused[gi]
-			p, budget, err := perfAndBudget(w)
-			if err != nil {
-				return nil, err
-			}
 			dramBW := w.DRAMBandwidth
 			if dramBW == 0 {
 				dramBW = topology.DefaultDRAMBandwidth
 			}
-			cost, slow := faultCost(w, p)
-			fcfg := gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
-				MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
-				DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken()}
-			core, mk, err := restartable(func() (*gpu.FusedWorker, error) { return gpu.NewFusedWorker(fcfg, cost) })
+			c, err := newCore(w, func(budget int, p gpu.Perf, cost gpu.Cost) (*gpu.FusedWorker, error) {
+				return gpu.NewFusedWorker(gpu.FusedConfig{Name: w.Name, Budget: budget, Rho: spec.Router.Rho,
+					MaxRunning: w.MaxRunning, ChunkTokens: w.MaxBatchTokens,
+					DRAMTokens: w.DRAMCacheTokens, DRAMBandwidth: dramBW, KVBytesPerToken: p.KVBytesPerToken(),
+					EvictedCountOnly: blind}, cost)
+			})
 			if err != nil {
 				return nil, err
 			}
-			pbk.slow = append(pbk.slow, slow)
-			pbk.mkCore = append(pbk.mkCore, mk)
-			pbk.cores = append(pbk.cores, core)
+			pbk.slow = append(pbk.slow, c.slow)
+			pbk.mkCore = append(pbk.mkCore, c.fresh)
+			pbk.cores = append(pbk.cores, c.core)
 			pbk.global = append(pbk.global, gi)
-			pbk.rates = append(pbk.rates, p.PrefillThroughput(8192))
+			pbk.rates = append(pbk.rates, c.perf.PrefillThroughput(8192))
 		}
 		if bs.RemoteFetchBandwidth > 0 {
 			nic, err := transfer.NewNIC(transfer.Config{Name: "bucket:" + bs.Name, Transport: transfer.RDMA,
@@ -384,10 +374,29 @@ func buildPool(spec *topology.Spec) (*poolBuilt, error) {
 	return pb, nil
 }
 
-// restartable makes a worker with mk and returns with it the maker of the
-// fresh worker a crash restarts it as (mk has then already succeeded with
-// the same config, so the maker drops its nil error).
-func restartable[W any](mk func() (W, error)) (W, func() W, error) {
-	w, err := mk()
-	return w, func() W { fresh, _ := mk(); return fresh }, err
+// workerCore is a worker's core as Build makes it: the core, the maker of the
+// fresh core a crash restarts it as, its slowdown knob (faultCost), and
+// the cost model and KV pool in tokens it was made with.
+type workerCore[W any] struct {
+	core   W
+	fresh  func() W
+	slow   *slowCost
+	perf   gpu.Perf
+	budget int
+}
+
+// newCore makes worker w's core with mk from w's KV pool, cost model and
+// the cost wrapped for its slow faults (perfAndBudget, faultCost). A
+// restart calls mk again with the same arguments, which succeeded once,
+// so fresh drops its nil error.
+func newCore[W any](w topology.Worker, mk func(budget int, p gpu.Perf, cost gpu.Cost) (W, error)) (workerCore[W], error) {
+	p, budget, err := perfAndBudget(w)
+	if err != nil {
+		return workerCore[W]{}, err
+	}
+	cost, slow := faultCost(w, p)
+	c := workerCore[W]{slow: slow, perf: p, budget: budget}
+	c.core, err = mk(budget, p, cost)
+	c.fresh = func() W { fresh, _ := mk(budget, p, cost); return fresh }
+	return c, err
 }

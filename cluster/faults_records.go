@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/topology"
@@ -10,6 +12,19 @@ import (
 // non-empty): its outputs then need each request's arrival and TTFT
 // (metrics.Recover).
 func (c *Cluster) HasFaults() bool { return c.faults != nil }
+
+// FaultTimes returns when each fault of the schedule happens (a run
+// reaches some of them; metrics.NewTally tracks their recovery).
+func (c *Cluster) FaultTimes() []time.Duration {
+	if c.faults == nil {
+		return nil
+	}
+	out := make([]time.Duration, len(c.faults.events))
+	for i, e := range c.faults.events {
+		out[i] = e.At
+	}
+	return out
+}
 
 // Faults returns every fault of the run with what it did, for faults.csv
 // and summary.json (read it after the run; Recovery is filled in by

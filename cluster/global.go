@@ -141,7 +141,7 @@ func (n *globalNode) faultHandle(now time.Duration, msg any) bool {
 		if st != nil {
 			st.retried++
 		}
-		nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Retries: j.Retries + 1,
+		nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Released: j.Released, Retries: j.Retries + 1,
 			RetryReasons: append(slices.Clip(j.RetryReasons), j.Failed)}
 		n.newJob(now, nj)
 		return true

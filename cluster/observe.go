@@ -47,6 +47,7 @@ func (n *driverNode) track(j *gpu.Job) {
 		n.live = map[int64]*gpu.Job{}
 	}
 	n.live[j.Req.ID] = j
+	j.Released = int64(n.released)
 	n.released++
 }
 

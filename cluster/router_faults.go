@@ -47,7 +47,7 @@ func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
 			}
 		}
 		if m.Wait { // waited for a fault to end: dispatch again, budget intact
-			nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Retries: j.Retries, RetryReasons: j.RetryReasons}
+			nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Released: j.Released, Retries: j.Retries, RetryReasons: j.RetryReasons}
 			n.redispatch(now, nj, j)
 			return true
 		}
@@ -68,7 +68,7 @@ func (n *routerNode) faultHandle(now time.Duration, msg any) bool {
 		if id >= 0 {
 			f.stats[id].retried++
 		}
-		nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Retries: j.Retries + 1,
+		nj := &gpu.Job{Req: j.Req, P: -1, D: -1, Arrival: j.Arrival, Released: j.Released, Retries: j.Retries + 1,
 			RetryReasons: append(slices.Clip(j.RetryReasons), j.Failed)}
 		n.redispatch(now, nj, j)
 		return true

@@ -96,9 +96,15 @@ type Result struct {
 	// Residency is every listed worker's KV blocks at the end, by its own
 	// state (what its KV events add up to; fleet.Fleet.Residency).
 	Residency map[string][]uint64
+	// Clients is what each request's HTTP client saw (by request id; the
+	// relays report it as cluster mode's do): per_request.csv's client
+	// columns (Write).
+	Clients map[int64]metrics.ClientTimes
 	// KV events published, dropped (queue full) and failed, summed over
 	// the workers.
 	KVSent, KVDropped, KVFailed int64
+
+	br *serve.Bridge // the lateness clients saw (RunResult: summary.json served)
 }
 
 type endpoint struct {
@@ -156,6 +162,9 @@ type fleetServer struct {
 	adminURL  string
 	serveOpts serve.Options
 	perfs     sync.Map // worker name → gpu.Perf (the Bridge's step guess)
+
+	cmu     sync.Mutex                    // clients' (the relays report on HTTP goroutines)
+	clients map[int64]metrics.ClientTimes // what each request's client saw (Result.Clients)
 }
 
 // Run serves spec's workers until ctx is done, then drains every worker
@@ -188,7 +197,7 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 	s := &fleetServer{opts: o, spec: spec, log: log, scale: scale, bt: 24,
 		eps: map[string]*endpoint{}, tickets: map[int64]*ticket{}, reqs: map[int64]*workload.Request{},
 		sessions: map[string]int32{}, links: metrics.NewLinkRecorder(), linkSeen: map[string]bool{}, wake: make(chan struct{}, 1),
-		nextPort: o.Ports.First, nextKV: o.KVPorts.First}
+		nextPort: o.Ports.First, nextKV: o.KVPorts.First, clients: map[int64]metrics.ClientTimes{}}
 	s.host, _ = portOf(o.Admin)
 	f, err := fleet.New(spec, fleet.Options{HoldTimeout: o.HoldTimeout, Startup: s.startup})
 	if err != nil {
@@ -203,6 +212,11 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 		}
 		return 20 * time.Millisecond
 	}})
+	s.br.SetClientSink(func(id int64, c metrics.ClientTimes) {
+		s.cmu.Lock()
+		s.clients[id] = c
+		s.cmu.Unlock()
+	})
 	s.serveOpts = serve.Options{Model: o.Model, MaxInFlight: o.MaxInFlight, AllowRemote: o.AllowRemote, Logger: log,
 		BlockTokens: s.bt, DrainTimeout: o.DrainTimeout, ExtraParams: []string{"kv_transfer_params"}}
 
@@ -308,7 +322,10 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 	pre, dec := s.f.Names()
 	res := &Result{Jobs: s.jobs, Prefill: pre, Decode: dec, Links: s.links, End: s.f.Now(), Wall: time.Since(s.start),
 		Scale: scale, Partial: partial, Unfinished: unfinished, InFlight: inflight, Residency: residency,
-		KVSent: s.kvTotals[0], KVDropped: s.kvTotals[1], KVFailed: s.kvTotals[2]}
+		KVSent: s.kvTotals[0], KVDropped: s.kvTotals[1], KVFailed: s.kvTotals[2], br: s.br}
+	s.cmu.Lock()
+	res.Clients = s.clients
+	s.cmu.Unlock()
 	if o.EndpointsFile != "" {
 		_ = os.Remove(o.EndpointsFile) // nothing listens any more
 	}

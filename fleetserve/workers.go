@@ -9,6 +9,7 @@ import (
 
 	"github.com/pdemu/pdemu/fleet"
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/serve"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -133,6 +134,15 @@ func (c *workerCluster) Submit(ctx context.Context, r *workload.Request) (<-chan
 	s.kick()
 	return events, nil
 }
+
+// Late, Served, Client and TimeScale tell the fleet's Bridge what the
+// worker's clients saw, as a cluster endpoint's relays tell theirs
+// (pdemu_served_late_seconds, summary.json served, per_request.csv's
+// client columns).
+func (c *workerCluster) Late(at time.Duration) time.Duration    { return c.s.br.Late(at) }
+func (c *workerCluster) Served(first, end time.Duration)        { c.s.br.Served(first, end) }
+func (c *workerCluster) Client(id int64, t metrics.ClientTimes) { c.s.br.Client(id, t) }
+func (c *workerCluster) TimeScale() float64                     { return c.s.br.TimeScale() }
 
 func (c *workerCluster) Snapshot() serve.Snapshot {
 	all := c.s.br.Snapshot()

@@ -10,12 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func mustGPU(t testing.TB, name string) GPU {
+// mustLookup is lookup(name) of a name the catalog has (LookupGPU,
+// LookupModel); a lookup error fails t.
+func mustLookup[T any](t testing.TB, lookup func(string) (T, error), name string) T {
 	t.Helper()
-	g, err := LookupGPU(name)
+	v, err := lookup(name)
 	require.NoError(t, err)
-	return g
+	return v
 }
+
+func mustGPU(t testing.TB, name string) GPU { t.Helper(); return mustLookup(t, LookupGPU, name) }
 
 func TestCatalogSortedAndCopied(t *testing.T) {
 	assert.True(t, slices.IsSorted(ModelNames()))

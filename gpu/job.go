@@ -23,6 +23,9 @@ type Job struct {
 	Req  *workload.Request
 	Mode policy.Mode
 	P, D int // worker indexes, -1 = none
+	// Released numbers the jobs in the order the driver released them
+	// (0, 1, …: arrival order; metrics.Collector's arrival watermark).
+	Released int64
 
 	Arrival       time.Duration // released by the driver
 	Admitted      time.Duration // admission decided (or dispatch for vanilla)

@@ -7,12 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func mustModel(t testing.TB, name string) Model {
-	t.Helper()
-	m, err := LookupModel(name)
-	require.NoError(t, err)
-	return m
-}
+func mustModel(t testing.TB, name string) Model { t.Helper(); return mustLookup(t, LookupModel, name) }
 
 // TestKVBytesPerToken checks the bf16 KV sizes of DESIGN.md §4:
 // 2·layers·kv_heads·head_dim·2 for GQA, (kv_lora_rank+rope)·layers·2 for MLA.

@@ -16,8 +16,8 @@ func TestBoundedExactUpToLimit(t *testing.T) {
 	slo := SLO{TTFT: 5 * time.Millisecond, TPOT: 3 * time.Millisecond, Attainment: 0.9}
 	rapid.Check(t, func(t *rapid.T) {
 		recs := genRecords(t)
-		exact := TallyOf(recs, false)
-		b := NewTally(false)
+		exact := TallyOf(recs)
+		b := NewTally()
 		b.Bound(slo)
 		for i := range recs {
 			b.Add(&recs[i])
@@ -55,8 +55,8 @@ func TestBoundedSketchAccuracy(t *testing.T) {
 		r.Parts.FirstToken = r.TTFT - r.Parts.Prefill
 	}
 	slo := SLO{TTFT: 200 * time.Millisecond, Attainment: 0.9}
-	exact := TallyOf(recs, false)
-	b := NewTally(false)
+	exact := TallyOf(recs)
+	b := NewTally()
 	b.Bound(slo)
 	for i := range recs {
 		b.Add(&recs[i])
@@ -105,7 +105,7 @@ func TestBoundedSketchAccuracy(t *testing.T) {
 
 // An exact Tally forgets nothing.
 func TestExactTallyForgetsNothing(t *testing.T) {
-	tl := NewTally(false)
+	tl := NewTally()
 	tl.Add(&Record{ID: 0, SessionIdx: 3, Session: "x", State: StateCompleted, Mode: "Direct", TPOT: -1})
 	tl.Forget(3)
 	assert.Len(t, tl.Sessions(), 1)
@@ -115,7 +115,7 @@ func TestExactTallyForgetsNothing(t *testing.T) {
 func BenchmarkBoundedTallyAdd(b *testing.B) {
 	r := Record{SessionIdx: 1, Session: "s", State: StateCompleted, Mode: "Direct", TTFT: 30 * time.Millisecond, E2E: time.Second, TPOT: 20 * time.Millisecond, HasParts: true}
 	r.Parts.Prefill = 30 * time.Millisecond
-	t := NewTally(false)
+	t := NewTally()
 	t.Bound(SLO{})
 	b.ReportAllocs()
 	for i := range b.N {
@@ -128,7 +128,7 @@ func BenchmarkBoundedTallyAdd(b *testing.B) {
 func BenchmarkExactTallyAdd(b *testing.B) {
 	r := Record{SessionIdx: 1, Session: "s", State: StateCompleted, Mode: "Direct", TTFT: 30 * time.Millisecond, E2E: time.Second, TPOT: 20 * time.Millisecond, HasParts: true}
 	r.Parts.Prefill = 30 * time.Millisecond
-	t := NewTally(false)
+	t := NewTally()
 	b.ReportAllocs()
 	for i := range b.N {
 		r.ID = int64(i)

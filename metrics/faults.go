@@ -3,7 +3,6 @@ package metrics
 import (
 	"encoding/csv"
 	"io"
-	"sort"
 	"strconv"
 	"time"
 )
@@ -78,13 +77,15 @@ func Recover(faults []FaultRecord, recs []Record) {
 	if len(faults) == 0 {
 		return
 	}
-	rs := make([]RecoverRow, len(recs))
-	for i := range recs {
-		r := &recs[i]
-		rs[i] = RecoverRow{ID: r.ID, Arrival: r.Arrival, TTFT: r.TTFT, Failed: r.Failed, Direct: r.Mode == "Direct"}
+	ats := make([]time.Duration, len(faults))
+	for i := range faults {
+		ats[i] = faults[i].At
 	}
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Arrival < rs[j].Arrival })
-	recoverRows(faults, rs)
+	rc := newRecovery(ats)
+	for i := range recs {
+		rc.add(recoverRow(&recs[i]))
+	}
+	rc.fill(faults)
 }
 
 // RecoverRow is what Recover reads of a record.
@@ -95,51 +96,8 @@ type RecoverRow struct {
 	Direct        bool // served Direct
 }
 
-// recoverRows is Recover over rows sorted by arrival.
-func recoverRows(faults []FaultRecord, rs []RecoverRow) {
-	level := func(lo, hi time.Duration) (share, ttft float64, n int) {
-		i := sort.Search(len(rs), func(i int) bool { return rs[i].Arrival >= lo })
-		var direct int
-		var sum float64
-		for ; i < len(rs) && rs[i].Arrival < hi; i++ {
-			if rs[i].Failed {
-				continue
-			}
-			n++
-			if rs[i].Direct {
-				direct++
-			}
-			sum += float64(rs[i].TTFT)
-		}
-		if n == 0 {
-			return 0, 0, 0
-		}
-		return float64(direct) / float64(n), sum / float64(n), n
-	}
-	var last time.Duration
-	if len(rs) > 0 {
-		last = rs[len(rs)-1].Arrival
-	}
-	for i := range faults {
-		f := &faults[i]
-		f.Recovery = -1
-		share0, ttft0, n0 := level(f.At-RecoveryWindow, f.At)
-		if n0 == 0 {
-			f.Recovery = 0
-			continue
-		}
-		// The end of the last window below the level (0 when none was).
-		f.Recovery = 0
-		for lo := f.At; lo <= last; lo += RecoveryWindow / 10 {
-			share, ttft, n := level(lo, lo+RecoveryWindow)
-			if n > 0 && !(share >= RecoveryShare*share0 && ttft <= RecoveryTTFT*ttft0) {
-				f.Recovery = lo + RecoveryWindow - f.At
-				if lo+RecoveryWindow > last {
-					f.Recovery = -1 // still below at the end of the run
-				}
-			}
-		}
-	}
+func recoverRow(r *Record) RecoverRow {
+	return RecoverRow{ID: r.ID, Arrival: r.Arrival, TTFT: r.TTFT, Failed: r.Failed, Direct: r.Mode == "Direct"}
 }
 
 // FaultColumns are faults.csv's columns.

@@ -61,7 +61,7 @@ func BenchmarkTallySLO(b *testing.B) {
 	}
 	slo := SLO{TTFT: 200 * time.Millisecond, TPOT: 50 * time.Millisecond, Attainment: 0.9}
 	for b.Loop() {
-		tl := NewTally(false)
+		tl := NewTally()
 		for i := range recs {
 			tl.Add(&recs[i])
 		}
@@ -103,7 +103,7 @@ func BenchmarkTallySummary(b *testing.B) {
 		recs[i] = r
 	}
 	for b.Loop() {
-		tl := NewTally(false)
+		tl := NewTally()
 		for i := range recs {
 			tl.Add(&recs[i])
 		}

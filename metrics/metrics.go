@@ -82,6 +82,7 @@ type Collector struct {
 	sink     func(Record) error // nil: keep the records
 	routeLog func(int64) []byte
 	tally    *Tally
+	mark     releaseMark // the arrival watermark of a streaming run with faults (recovery.go)
 }
 
 // NewCollector names workers by index for the records.
@@ -91,11 +92,13 @@ func NewCollector(prefillNames, decodeNames []string) *Collector {
 
 // Stream makes the collector hand each record to sink as its request
 // ends (in end order) instead of keeping it, and tally it (Tally; with
-// keepArrivals, see NewTally). routeLog, when set, supplies the
-// routing_log.jsonl line of a record whose job carries none (the P/D
+// the times of the run's faults, see NewTally: the tally then judges
+// their recovery windows as the arrival watermark passes them, from the
+// jobs' release order, gpu.Job.Released). routeLog, when set, supplies
+// the routing_log.jsonl line of a record whose job carries none (the P/D
 // router's, which it then forgets). Call it before the first Add.
-func (c *Collector) Stream(sink func(Record) error, routeLog func(int64) []byte, keepArrivals bool) {
-	c.sink, c.routeLog, c.tally = sink, routeLog, NewTally(keepArrivals)
+func (c *Collector) Stream(sink func(Record) error, routeLog func(int64) []byte, faultsAt []time.Duration) {
+	c.sink, c.routeLog, c.tally = sink, routeLog, NewTally(faultsAt...)
 }
 
 // Forget drops session s's counts from the tally (a bounded streaming
@@ -157,6 +160,9 @@ func (c *Collector) Add(j *gpu.Job) error {
 		rec.RouteLog = c.routeLog(rec.ID)
 	}
 	c.tally.Add(&rec)
+	if c.tally.TracksFaults() && c.mark.end(j.Released, j.Arrival) {
+		c.tally.Watermark(c.mark.at)
+	}
 	return c.sink(rec)
 }
 

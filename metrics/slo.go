@@ -73,35 +73,53 @@ func (t *Tally) SLO(slo SLO, s Summary) *SLOSummary {
 	if t.Estimated() {
 		return t.boundSLOSummary(slo, s)
 	}
-	out := &SLOSummary{TTFTMs: ms(slo.TTFT), TPOTMs: ms(slo.TPOT), E2EMs: ms(slo.E2E), Target: slo.Attainment,
+	out, bad := newSLOSummary(slo), map[int32]bool{}
+	t.slo.each(&t.ttft, &t.e2e, &t.tpot, func(r sloRow) { out.score(slo, r, bad) })
+	out.finish(slo, s, t.slo.len(), bad)
+	out.FirstQuarterTTFTMs, out.LastQuarterTTFTMs = t.quarterTTFT()
+	out.overload(s)
+	return out
+}
+
+// newSLOSummary is an SLOSummary of slo with nothing counted yet.
+func newSLOSummary(slo SLO) *SLOSummary {
+	return &SLOSummary{TTFTMs: ms(slo.TTFT), TPOTMs: ms(slo.TPOT), E2EMs: ms(slo.E2E), Target: slo.Attainment,
 		Missed: map[string]int{"failed": 0, "ttft": 0, "tpot": 0, "e2e": 0}}
-	bad := map[int32]bool{}
-	t.slo.each(&t.ttft, &t.e2e, &t.tpot, func(r sloRow) {
-		if _, seen := bad[r.sess]; !seen {
-			bad[r.sess] = false
+}
+
+// score counts one ended request against slo: Met or the reasons it
+// missed it (Missed), and in bad whether its session has a request that
+// missed it (a session's first request adds it as met).
+func (out *SLOSummary) score(slo SLO, r sloRow, bad map[int32]bool) {
+	if _, seen := bad[r.sess]; !seen {
+		bad[r.sess] = false
+	}
+	met := true
+	miss := func(k string) { out.Missed[k]++; met = false }
+	if r.failed {
+		miss("failed")
+	} else {
+		if slo.TTFT > 0 && r.ttft > slo.TTFT {
+			miss("ttft")
 		}
-		met := true
-		miss := func(k string) { out.Missed[k]++; met = false }
-		if r.failed {
-			miss("failed")
-		} else {
-			if slo.TTFT > 0 && r.ttft > slo.TTFT {
-				miss("ttft")
-			}
-			if slo.TPOT > 0 && r.tpot > slo.TPOT {
-				miss("tpot")
-			}
-			if slo.E2E > 0 && r.e2e > slo.E2E {
-				miss("e2e")
-			}
+		if slo.TPOT > 0 && r.tpot > slo.TPOT {
+			miss("tpot")
 		}
-		if met {
-			out.Met++
-		} else {
-			bad[r.sess] = true
+		if slo.E2E > 0 && r.e2e > slo.E2E {
+			miss("e2e")
 		}
-	})
-	n := t.slo.len()
+	}
+	if met {
+		out.Met++
+	} else {
+		bad[r.sess] = true
+	}
+}
+
+// finish sets what follows from Met over the n requests scored and from
+// bad (score's sessions): attainment, OK, goodput over s's emulated
+// seconds, and the sessions met.
+func (out *SLOSummary) finish(slo SLO, s Summary, n int, bad map[int32]bool) {
 	if n > 0 {
 		out.Attainment = round4(float64(out.Met) / float64(n))
 	}
@@ -118,9 +136,6 @@ func (t *Tally) SLO(slo SLO, s Summary) *SLOSummary {
 	if out.Sessions > 0 {
 		out.SessionAttainment = round4(float64(out.SessionsMet) / float64(out.Sessions))
 	}
-	out.FirstQuarterTTFTMs, out.LastQuarterTTFTMs = t.quarterTTFT()
-	out.overload(s)
-	return out
 }
 
 // quarterTTFT is the mean TTFT (ms) of the completed requests among the

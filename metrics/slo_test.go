@@ -30,7 +30,7 @@ func TestTallySLO(t *testing.T) {
 		sloRec(6, 3, 6*time.Second, 200*time.Millisecond, 10*time.Millisecond, false),
 		sloRec(7, 3, 7*time.Second, 200*time.Millisecond, 10*time.Millisecond, false),
 	}
-	tl := TallyOf(recs, false)
+	tl := TallyOf(recs)
 	s := tl.Summary()
 	s.EmulatedSeconds = 10
 	o := tl.SLO(slo, s)
@@ -50,7 +50,7 @@ func TestTallySLO(t *testing.T) {
 	for i := range 40 {
 		grow = append(grow, sloRec(int64(i), int32(i), time.Duration(i)*time.Second, time.Duration(100+i*i*20)*time.Millisecond, 10*time.Millisecond, false))
 	}
-	tl = TallyOf(grow, false)
+	tl = TallyOf(grow)
 	s = tl.Summary()
 	o = tl.SLO(slo, s)
 	assert.True(t, o.Overloaded)

@@ -10,6 +10,8 @@ import (
 
 // refSLO is the SLO as computed before sloRows: from a 40-byte row per
 // ended request kept in a slice, quarters by a stable sort of a copy.
+// Each row is scored as Tally.SLO scores it (score, finish): what is
+// checked is the compact rows' store and quarters, not the scoring.
 func refSLO(added []Record, slo SLO, s Summary) *SLOSummary {
 	var rows []sloRow
 	for _, r := range added {
@@ -18,51 +20,11 @@ func refSLO(added []Record, slo SLO, s Summary) *SLOSummary {
 		}
 		rows = append(rows, sloRow{sess: r.SessionIdx, failed: r.Failed, arrival: r.Arrival, ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E})
 	}
-	out := &SLOSummary{TTFTMs: ms(slo.TTFT), TPOTMs: ms(slo.TPOT), E2EMs: ms(slo.E2E), Target: slo.Attainment,
-		Missed: map[string]int{"failed": 0, "ttft": 0, "tpot": 0, "e2e": 0}}
-	bad := map[int32]bool{}
+	out, bad := newSLOSummary(slo), map[int32]bool{}
 	for _, r := range rows {
-		if _, seen := bad[r.sess]; !seen {
-			bad[r.sess] = false
-		}
-		met := true
-		miss := func(k string) { out.Missed[k]++; met = false }
-		if r.failed {
-			miss("failed")
-		} else {
-			if slo.TTFT > 0 && r.ttft > slo.TTFT {
-				miss("ttft")
-			}
-			if slo.TPOT > 0 && r.tpot > slo.TPOT {
-				miss("tpot")
-			}
-			if slo.E2E > 0 && r.e2e > slo.E2E {
-				miss("e2e")
-			}
-		}
-		if met {
-			out.Met++
-		} else {
-			bad[r.sess] = true
-		}
+		out.score(slo, r, bad)
 	}
-	n := len(rows)
-	if n > 0 {
-		out.Attainment = round4(float64(out.Met) / float64(n))
-	}
-	out.OK = n > 0 && float64(out.Met) >= slo.Attainment*float64(n)
-	if s.EmulatedSeconds > 0 {
-		out.GoodputRPS = round4(float64(out.Met) / s.EmulatedSeconds)
-	}
-	out.Sessions = len(bad)
-	for _, b := range bad {
-		if !b {
-			out.SessionsMet++
-		}
-	}
-	if out.Sessions > 0 {
-		out.SessionAttainment = round4(float64(out.SessionsMet) / float64(out.Sessions))
-	}
+	out.finish(slo, s, len(rows), bad)
 	sorted := append([]sloRow(nil), rows...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].arrival < sorted[j].arrival })
 	if q := len(sorted) / 4; q > 0 {
@@ -109,7 +71,7 @@ func TestSLORowsEqualReference(t *testing.T) {
 			}
 		}
 		order := rapid.Permutation(recs).Draw(t, "end order")
-		tl := NewTally(false)
+		tl := NewTally()
 		for i := range order {
 			tl.Add(&order[i])
 		}

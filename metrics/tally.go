@@ -19,9 +19,10 @@ import (
 // arrival windows what WriteRouterWindows counts (AddUnfinished adds an
 // unfinished request to the windows only). It keeps a few numbers per
 // request (the ten durations whose exact percentiles and sums the summary
-// reports, as varints: some 30 to 45 bytes per completed request; 32 more
-// per request with keepArrivals) and counters per session, bucket, worker and
-// emulated second with arrivals (sparse: bins): never a whole Record.
+// reports, as varints: some 30 to 45 bytes per completed request), counters
+// per session, bucket, worker and emulated second with arrivals (sparse:
+// bins), and for a run with faults the recovery slots still open
+// (recovery.go): never a whole Record.
 type Tally struct {
 	total, completed, failed, aborted int
 	failReasons                       map[string]int
@@ -46,8 +47,7 @@ type Tally struct {
 
 	windows Arrivals
 
-	keepArrivals bool
-	arrivals     []RecoverRow
+	rec *recovery // nil: no faults (recovery.go)
 
 	slo sloRows // one row per ended, not aborted request (slo.go, slorows.go)
 
@@ -69,18 +69,19 @@ type bucketTally struct {
 	cached, prompt       int
 }
 
-// NewTally returns an empty tally; keepArrivals makes it keep what
-// Recover needs (a fault run's recovery windows).
-func NewTally(keepArrivals bool) *Tally {
+// NewTally returns an empty tally that tracks the recovery (Recover) of
+// faults at the times faultsAt (every fault the run may have: those it
+// does not reach are simply not asked for).
+func NewTally(faultsAt ...time.Duration) *Tally {
 	return &Tally{failReasons: map[string]int{}, modes: map[string]int{}, noParts: map[int]bool{},
 		bucketIdx: map[string]uint16{}, pCount: map[string]int{}, dCount: map[string]int{},
-		sessions: map[int32]*SessionCount{}, keepArrivals: keepArrivals, windows: Arrivals{}}
+		sessions: map[int32]*SessionCount{}, rec: newRecovery(faultsAt), windows: Arrivals{}}
 }
 
 // TallyOf tallies recs (in-memory runs: the same computation as a
 // streaming run's).
-func TallyOf(recs []Record, keepArrivals bool) *Tally {
-	t := NewTally(keepArrivals)
+func TallyOf(recs []Record, faultsAt ...time.Duration) *Tally {
+	t := NewTally(faultsAt...)
 	for i := range recs {
 		t.Add(&recs[i])
 	}
@@ -127,8 +128,8 @@ func (t *Tally) Add(r *Record) {
 	}
 	b.cached += r.CachedTokens
 	b.prompt += r.InputTokens
-	if t.keepArrivals {
-		t.arrivals = append(t.arrivals, RecoverRow{ID: r.ID, Arrival: r.Arrival, TTFT: r.TTFT, Failed: r.Failed, Direct: r.Mode == "Direct"})
+	if t.rec != nil {
+		t.rec.add(recoverRow(r))
 	}
 	if r.State == StateAborted {
 		// The client went away (serve): neither met nor missed the SLO.
@@ -330,21 +331,21 @@ func (t *Tally) AttachWorkers(s *Summary, workers []WorkerSummary) {
 // Sessions returns each session's counts by session index.
 func (t *Tally) Sessions() map[int32]*SessionCount { return t.sessions }
 
-// Recover is Recover with the records tallied (KeepArrivals must have
-// been set when there are faults).
-func (t *Tally) Recover(faults []FaultRecord) {
-	if len(faults) == 0 {
-		return
+// Recover is Recover with the records tallied: each fault's time must
+// have been given to NewTally.
+func (t *Tally) Recover(faults []FaultRecord) { t.rec.fill(faults) }
+
+// Watermark tells the tally that every request that arrived before w has
+// been added: the recovery windows before it are judged and dropped.
+func (t *Tally) Watermark(w time.Duration) {
+	if t.rec != nil {
+		t.rec.watermark(w)
 	}
-	rows := append([]RecoverRow(nil), t.arrivals...)
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].Arrival != rows[j].Arrival {
-			return rows[i].Arrival < rows[j].Arrival
-		}
-		return rows[i].ID < rows[j].ID
-	})
-	recoverRows(faults, rows)
 }
+
+// TracksFaults reports whether the tally tracks recoveries (it was given
+// fault times): only then does it read Watermark.
+func (t *Tally) TracksFaults() bool { return t.rec != nil }
 
 // durs is an append-only list of durations stored as varints (zig-zag)
 // in fixed-size chunks: a few bytes per value (a millisecond-scale value

@@ -71,7 +71,7 @@ func TestTallyEqualsRecordFunctions(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		recs := genRecords(t)
 		order := rapid.Permutation(recs).Draw(t, "end order")
-		tl := NewTally(true)
+		tl := NewTally(3*time.Second, 7500*time.Millisecond, 0)
 		for i := range order {
 			tl.Add(&order[i])
 		}
@@ -96,7 +96,7 @@ func TestTallyEqualsRecordFunctions(t *testing.T) {
 		}
 		fa, fb := faults(), faults()
 		tl.Recover(fa)
-		Recover(fb, recs)
+		referenceRecover(fb, recs)
 		if got, want := jsonOf(t, fa), jsonOf(t, fb); got != want {
 			t.Fatalf("recover\n got %s\nwant %s", got, want)
 		}

@@ -49,6 +49,9 @@ type Stream struct {
 	written  bool
 	opts     WriteOptions
 	client   bool // per_request.csv has metrics.ClientColumns
+	// unfinishedCli: what the clients of requests whose record never came
+	// saw (UnfinishedClient), for their unfinished rows.
+	unfinishedCli map[int64]metrics.ClientTimes
 
 	// evictions.csv, when the run streams its evictions (Eviction).
 	evMu  sync.Mutex
@@ -122,6 +125,16 @@ func (s *Stream) Record(r metrics.Record) error { return s.record(r, metrics.Cli
 // (StreamOptions.Client; without it c is not written).
 func (s *Stream) RecordClient(r metrics.Record, c metrics.ClientTimes) error {
 	return s.record(r, c)
+}
+
+// UnfinishedClient keeps what the client of request id saw when the
+// request's record never came (an unfinished request of a partial run):
+// Write gives its unfinished row these client columns (StreamOptions.Client).
+func (s *Stream) UnfinishedClient(id int64, c metrics.ClientTimes) {
+	if s.unfinishedCli == nil {
+		s.unfinishedCli = map[int64]metrics.ClientTimes{}
+	}
+	s.unfinishedCli[id] = c
 }
 
 func (s *Stream) record(r metrics.Record, c metrics.ClientTimes) error {
@@ -208,7 +221,8 @@ func (s *Stream) finishEvictions(rows []metrics.EvictionRow) error {
 func (s *Stream) Spilled() int { return s.ro.spilled }
 
 // Write writes res, the result of the run whose records s received: the
-// unfinished requests of a partial run join per_request.csv in id order,
+// unfinished requests of a partial run join per_request.csv in id order
+// (with the client columns UnfinishedClient gave),
 // the other files are written as output.Write writes them, and every file
 // is renamed into place, summary.json last. Call it once.
 func (s *Stream) Write(res *actors.Result) error {
@@ -227,7 +241,7 @@ func (s *Stream) Write(res *actors.Result) error {
 	for _, u := range res.Unfinished {
 		u.State = metrics.StateUnfinished
 		arr.Add(&u)
-		if err := s.Record(u); err != nil {
+		if err := s.record(u, s.unfinishedCli[u.ID]); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unsafe"
 )
 
@@ -36,19 +38,7 @@ func (x *ResidentIndex) run(blocks []uint64) (s *iseg, n int, dup bool) {
 		// removed chain): compare the hashes, then find the first live
 		// or dup position, reading each segment's range once.
 		m := 1 + commonPrefix(blocks[1:], x.keys[p+1:])
-		prev, lo, hi := int32(-1), int32(0), int32(0)
-		for q := p + 1; q < p+int32(m); q++ {
-			if x.flag[q]&posDup != 0 {
-				return nil, int(q - p), false
-			}
-			if id := x.pseg[q]; id != prev {
-				prev, lo, hi = id, x.segs[id].lo, x.segs[id].hi
-			}
-			if q >= lo && q < hi {
-				return nil, int(q - p), false
-			}
-		}
-		return nil, m, false
+		return nil, int(x.deadUntil(p+1, p+int32(m)) - p), false
 	}
 	n = 1 + commonPrefix(blocks[1:], x.keys[p+1:s.hi])
 	if s.dupc != 0 {
@@ -59,6 +49,45 @@ func (x *ResidentIndex) run(blocks []uint64) (s *iseg, n int, dup bool) {
 		}
 	}
 	return s, n, false
+}
+
+// deadUntil returns the first position in [from, to) that is live or
+// flagged posDup, or to if there is none. The flags are read 8 at a time,
+// and a segment's range once per run of positions with its id (a dead
+// chain's positions were labelled together), not once per position.
+func (x *ResidentIndex) deadUntil(from, to int32) int32 {
+	to = from + int32(firstFlagged(x.flag[from:to], posDup))
+	ids := x.pseg[from:to]
+	for i := 0; i < len(ids); {
+		id, j := ids[i], i+1
+		for j < len(ids) && ids[j] == id {
+			j++
+		}
+		s := &x.segs[id]
+		if lo := max(from+int32(i), s.lo); lo < min(from+int32(j), s.hi) {
+			return lo
+		}
+		i = j
+	}
+	return to
+}
+
+// firstFlagged is the index of the first element of flags with bit f set,
+// or len(flags).
+func firstFlagged(flags []uint8, f uint8) int {
+	const ones = 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(flags); i += 8 {
+		if w := binary.LittleEndian.Uint64(flags[i:]) & (ones * uint64(f)); w != 0 {
+			return i + bits.TrailingZeros64(w)/8
+		}
+	}
+	for ; i < len(flags); i++ {
+		if flags[i]&f != 0 {
+			return i
+		}
+	}
+	return len(flags)
 }
 
 // Overlap adds, for every worker d, |{i : blocks[i] ∈ resident[d]}| to

@@ -55,6 +55,7 @@ type SessionStats struct {
 type sessState struct {
 	pin     int32 // -1 = ⊥
 	rejects []int32
+	black   []uint64 // rejects[d] ≥ τ_reject, a bit per d (kvc_black.go)
 	stats   SessionStats
 	// resident lists the workers the index holds a record of this session
 	// on (kept only with OwnOverlap).
@@ -75,8 +76,9 @@ type KVC struct {
 	assigned  []int64
 	index     *ResidentIndex
 	rrP, rrD  int
-	overlap   []int   // scratch: line 6's overlap (see ovDS)
-	noRejects []int32 // all zero: the rejects of a session never seen
+	overlap   []int    // scratch: line 6's overlap (see ovDS)
+	noRejects []int32  // all zero: the rejects of a session never seen
+	noBlack   []uint64 // all zero: its blacklist
 
 	// ver counts the changes to what line 6's overlap reads (the index,
 	// a session's pin or resident set). overlap holds the overlap of
@@ -114,6 +116,7 @@ func NewKVC(cfg KVCConfig) (*KVC, error) {
 		index:     NewResidentIndex(cfg.Decode),
 		overlap:   make([]int, cfg.Decode),
 		noRejects: make([]int32, cfg.Decode),
+		noBlack:   make([]uint64, (cfg.Decode+63)>>6),
 	}, nil
 }
 
@@ -180,7 +183,7 @@ func (k *KVC) RouteStats() (routes, chained int64) { return k.routes, k.chained 
 func (k *KVC) state(s int32) *sessState {
 	st := k.sess[s]
 	if st == nil {
-		st = &sessState{pin: -1, rejects: make([]int32, k.cfg.Decode)}
+		st = &sessState{pin: -1, rejects: make([]int32, k.cfg.Decode), black: make([]uint64, k.words())}
 		k.sess[s] = st
 	}
 	return st
@@ -230,28 +233,26 @@ const (
 // whether the degenerate branch was taken. With cached, ov is k.overlap
 // and line 6 reuses (or leaves) the overlap cached for ds (see ovDS).
 func (k *KVC) route(ds *Dispatch, st *sessState, ov []int, cached bool) (best int, degenerate bool, how routeHow) {
-	nd, tau := k.cfg.Decode, int32(k.cfg.TauReject)
-	pin, rej := -1, k.noRejects
+	nd := k.cfg.Decode
+	pin, rej, black := -1, k.noRejects, k.noBlack
 	if st != nil {
-		pin, rej = int(st.pin), st.rejects
+		pin, rej, black = int(st.pin), st.rejects, st.black
 	}
 	rej = rej[:nd]
-	tried := ds.tried
+	tried, nw := ds.tried, k.words()
 	// Lines 1–4: blacklist; degenerate branch returns the least-rejected
 	// untried worker.
 	found := false
-	for d := 0; d < nd && !found; d++ {
-		w := d >> 6
-		found = rej[d] < tau && (w >= len(tried) || tried[w]&(1<<(uint(d)&63)) == 0)
+	for w := 0; w < nw && !found; w++ {
+		found = k.candidates(black, tried, w) != 0
 	}
 	if !found {
 		best = -1
-		for d := 0; d < nd; d++ {
-			if ds.wasTried(d) {
-				continue
-			}
-			if best < 0 || rej[d] < rej[best] {
-				best = d
+		for w := 0; w < nw; w++ {
+			for m := k.untried(tried, w); m != 0; m &= m - 1 {
+				if d := firstMember(w, m); best < 0 || rej[d] < rej[best] {
+					best = d
+				}
 			}
 		}
 		return best, best >= 0, routeNoOverlap
@@ -277,23 +278,20 @@ func (k *KVC) route(ds *Dispatch, st *sessState, ov []int, cached bool) (best in
 	var bo, bi int
 	var ba int64
 	pinOK := false
-	for d := 0; d < nd; d++ {
-		if rej[d] >= tau {
-			continue
-		}
-		if w := d >> 6; w < len(tried) && tried[w]&(1<<(uint(d)&63)) != 0 {
-			continue
-		}
-		if d == pin {
-			pinOK = true
-			continue
-		}
-		o, i, a := ov[d], inflight[d], assigned[d]
-		if i >= ceiling {
-			continue
-		}
-		if best < 0 || o > bo || (o == bo && (i < bi || (i == bi && a < ba))) {
-			best, bo, bi, ba = d, o, i, a
+	for w := 0; w < nw; w++ {
+		for m := k.candidates(black, tried, w); m != 0; m &= m - 1 {
+			d := firstMember(w, m)
+			if d == pin {
+				pinOK = true
+				continue
+			}
+			o, i, a := ov[d], inflight[d], assigned[d]
+			if i >= ceiling {
+				continue
+			}
+			if best < 0 || o > bo || (o == bo && (i < bi || (i == bi && a < ba))) {
+				best, bo, bi, ba = d, o, i, a
+			}
 		}
 	}
 	if pinOK && (best < 0 || float64(ov[pin])+k.cfg.Alpha >= float64(bo)) {
@@ -396,7 +394,7 @@ func (k *KVC) fallback(st *sessState) Step {
 // rejection there) and the session's pin moves to it.
 func (k *KVC) degenerateFallback(st *sessState) Step {
 	step := k.fallback(st)
-	st.rejects[step.D]++
+	k.setRejects(st, step.D, st.rejects[step.D]+1)
 	if st.pin >= 0 && int(st.pin) != step.D {
 		st.stats.Migrations++
 	}
@@ -410,7 +408,7 @@ func (k *KVC) Admitted(ds *Dispatch, d int, mode Mode) Step {
 	r := ds.Req
 	st := k.state(r.Session)
 	if !k.cfg.V1 {
-		st.rejects[d] = 0 // reset-on-success
+		k.setRejects(st, d, 0) // reset-on-success
 	}
 	if st.pin >= 0 && int(st.pin) != d {
 		st.stats.Migrations++
@@ -435,7 +433,7 @@ func (k *KVC) Admitted(ds *Dispatch, d int, mode Mode) Step {
 // Rejected handles a rejection from d (lines 21–23) and returns the next step.
 func (k *KVC) Rejected(ds *Dispatch, d int, reason string) Step {
 	st := k.state(ds.Req.Session)
-	st.rejects[d]++
+	k.setRejects(st, d, st.rejects[d]+1)
 	if int(st.rejects[d]) == k.cfg.TauReject {
 		st.stats.Blacklists++
 	}

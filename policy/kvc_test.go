@@ -141,7 +141,9 @@ func TestRouteTable(t *testing.T) {
 			}
 			st := k.state(0)
 			st.pin = int32(c.pin)
-			copy(st.rejects, c.rejects)
+			for d, v := range c.rejects {
+				k.setRejects(st, d, v)
+			}
 			copy(k.inflight, c.inflight)
 			copy(k.assigned, c.assigned)
 			blocks := c.blocks

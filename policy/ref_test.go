@@ -49,29 +49,23 @@ func (r *refIndex) resident() []map[uint64]struct{} {
 
 // overlap is line 6 of Algorithm 1: for each worker, the number of the
 // request's block positions whose hash is in resident[d].
-func (r *refIndex) overlap(blocks []uint64) []int {
-	res := r.resident()
-	ov := make([]int, r.n)
-	for d := range ov {
-		for _, b := range blocks {
-			if _, ok := res[d][b]; ok {
-				ov[d]++
-			}
-		}
-	}
-	return ov
-}
+func (r *refIndex) overlap(blocks []uint64) []int { return r.count(blocks, false) }
 
 // longestPrefix is, per worker, the longest prefix of blocks in resident[d].
-func (r *refIndex) longestPrefix(blocks []uint64) []int {
+func (r *refIndex) longestPrefix(blocks []uint64) []int { return r.count(blocks, true) }
+
+// count is, per worker, the block positions whose hash is in
+// resident[d]: all of them, or up to the first that is not (prefix).
+func (r *refIndex) count(blocks []uint64, prefix bool) []int {
 	res := r.resident()
 	out := make([]int, r.n)
 	for d := range out {
 		for _, b := range blocks {
-			if _, ok := res[d][b]; !ok {
+			if _, ok := res[d][b]; ok {
+				out[d]++
+			} else if prefix {
 				break
 			}
-			out[d]++
 		}
 	}
 	return out
@@ -354,7 +348,7 @@ func TestRouteMatchesReference(t *testing.T) {
 			ss := k.state(s)
 			ss.pin = int32(st.pin)
 			for d := range ss.rejects {
-				ss.rejects[d] = int32(st.rejects[d])
+				k.setRejects(ss, d, int32(st.rejects[d]))
 			}
 			copy(k.inflight, st.inflight)
 			copy(k.assigned, st.assigned)

@@ -82,7 +82,9 @@ func TestLoadFloor(t *testing.T) {
 			st := k.state(0)
 			st.pin = int32(tc.pin)
 			if tc.rejects != nil {
-				copy(st.rejects, tc.rejects)
+				for d, v := range tc.rejects {
+					k.setRejects(st, d, v)
+				}
 			}
 			ds := NewDispatch(req(0, 0, B))
 			for _, d := range tc.tried {

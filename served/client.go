@@ -26,9 +26,11 @@ type ClientRecordSink interface {
 //
 // Every request the relay served reports its client times, so no record
 // waits for ever; flush hands on what is left at the end of the run
-// (client columns empty) and drops client times whose record never came
-// (the request is unfinished: Stream.Write lists it, client columns
-// empty).
+// (client columns empty) and the client times whose record never came
+// (the request is unfinished: Stream.Write lists it) to the sink's
+// UnfinishedClient when it has one (output.Stream: the unfinished row
+// then has what its client saw, e.g. the first token of a stream cut by
+// a second signal), else drops them.
 type clientJoin struct {
 	mu      sync.Mutex
 	sink    ClientRecordSink
@@ -99,8 +101,19 @@ func (j *clientJoin) flush() error {
 		}
 		delete(j.recs, id)
 	}
+	if us, ok := j.sink.(unfinishedClientSink); ok {
+		for id, c := range j.clients {
+			us.UnfinishedClient(id, c)
+		}
+	}
 	clear(j.clients)
 	return j.err
+}
+
+// unfinishedClientSink is a ClientRecordSink that also takes the client
+// times of requests that never ended (output.Stream).
+type unfinishedClientSink interface {
+	UnfinishedClient(id int64, c metrics.ClientTimes)
 }
 
 // pending is how many records and client times wait for their other half.

@@ -218,9 +218,12 @@ func TestServeClientLatenessColumns(t *testing.T) {
 }
 
 // A cut drain (a second SIGINT) with client columns: the completed
-// request's row has what its client saw, the unfinished one's (its
-// record comes from Stream.Write, never through the join) has them empty,
-// and nothing waits in the join for ever.
+// request's row has what its client saw, and so has the unfinished one's
+// (its record comes from Stream.Write, never through the join: the join
+// hands its client times to Stream.UnfinishedClient): the stream's first
+// token was sent (client_ttft_ms, and its lateness client_late_ms) and
+// the response ended with the cut's error event (client_e2e_ms); nothing
+// waits in the join for ever.
 func TestServeClientColumnsOfACutDrain(t *testing.T) {
 	cut, cutNow := context.WithCancelCause(context.Background())
 	defer cutNow(nil)
@@ -250,6 +253,55 @@ func TestServeClientColumnsOfACutDrain(t *testing.T) {
 	assert.NotEmpty(t, done[col["client_late_ms"]])
 	assert.Equal(t, "unfinished", unfinished[col["state"]])
 	for _, c := range metrics.ClientColumns {
-		assert.Empty(t, unfinished[col[c.Name]], c.Name)
+		assert.NotEmpty(t, unfinished[col[c.Name]], c.Name)
 	}
+	ttft, err := strconv.ParseFloat(unfinished[col["client_ttft_ms"]], 64)
+	require.NoError(t, err)
+	e2e, err := strconv.ParseFloat(unfinished[col["client_e2e_ms"]], 64)
+	require.NoError(t, err)
+	assert.Positive(t, ttft)
+	assert.Greater(t, e2e, ttft, "the cut came after the first token")
+	assert.NotEmpty(t, unfinished[col["ttft_ms"]], "the record's own first token too")
+}
+
+// A request cut before its first token: its unfinished row has only what
+// happened (the response's end, the cut's error), no first token and no
+// lateness.
+func TestServeClientColumnsCutBeforeTheFirstToken(t *testing.T) {
+	cut, cutNow := context.WithCancelCause(context.Background())
+	defer cutNow(nil)
+	dir := t.TempDir()
+	st, err := output.NewStream(dir, output.StreamOptions{Client: true})
+	require.NoError(t, err)
+	defer st.Close()
+	// Time scale 0.001: the first token is 1,000 times further away than
+	// the emulated TTFT; the cut comes long before.
+	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 0.001, Cut: cut, Records: st})
+	res := make(chan *http.Response, 1)
+	go func() {
+		r, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(longBody))
+		if err == nil {
+			res <- r
+		}
+		close(res)
+	}()
+	time.Sleep(200 * time.Millisecond) // in flight
+	stopped := stopAsync(stop)
+	time.Sleep(50 * time.Millisecond) // draining
+	cutNow(actors.StopCause("SIGINT"))
+	o := <-stopped
+	if r := <-res; r != nil {
+		_, _ = io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	var pe *actors.PartialError
+	require.ErrorAs(t, o.err, &pe)
+	require.NoError(t, st.Write(o.res.Result))
+	col, rows := testkit.ReadCSV(t, filepath.Join(dir, "per_request.csv"))
+	require.Len(t, rows, 1)
+	u := rows[0]
+	assert.Equal(t, "unfinished", u[col["state"]])
+	assert.Empty(t, u[col["client_ttft_ms"]], "no token was sent")
+	assert.Empty(t, u[col["client_late_ms"]])
+	assert.NotEmpty(t, u[col["client_e2e_ms"]], "the response ended (the cut's error)")
 }

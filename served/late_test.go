@@ -47,7 +47,7 @@ func TestJudgeServed(t *testing.T) {
 			sum.Clock = metrics.Clock{Mode: "wall", TimeScale: 1, Fidelity: metrics.FidelityDistorted,
 				EmulatedLateness: &metrics.Lateness{P99: 30}, Lateness: &metrics.Lateness{P99: 30}}
 			sum.Warnings = []string{metrics.WallWarning(sum.Clock), "another warning"}
-			judgeServed(&sum, br, 1)
+			br.Judge(&sum, 1)
 			require.NotNil(t, sum.Served)
 			assert.Equal(t, tc.warned, sum.Served.Late)
 			assert.Equal(t, 50.0, sum.Served.BoundMS, "max(50 ms, 5 % of 400 ms)")

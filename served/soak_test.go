@@ -55,7 +55,9 @@ func rssMB(t *testing.T) float64 {
 // every 100k (each the median of three readings after a GC, 1,000
 // requests apart, the last at that count); every one of those points,
 // under load, and the RSS once the load stopped are within 1.5× of the
-// RSS at 10k.
+// RSS at 10k. PDEMU_SOAK_SCENARIO=NAME serves another scenario (chaos:
+// its faults fire, so a few requests may get an error response: counted
+// and logged, allowed only for a scenario with faults).
 func TestSoak(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("PDEMU_SOAK_REQUESTS"))
 	if testing.Short() || n < 100000 && os.Getenv("PDEMU_SOAK_HEAP") == "" {
@@ -68,13 +70,25 @@ func TestSoak(t *testing.T) {
 		runtime.MemProfileRate = 4096
 		defer func() { runtime.MemProfileRate = old }()
 	}
+	scenario := scenarios.Default
+	if s := os.Getenv("PDEMU_SOAK_SCENARIO"); s != "" {
+		scenario = s
+	}
+	spec := loadScenario(t, scenario)
+	faulty := spec.Chaos != nil
+	for _, w := range slices.Concat(spec.Prefill, spec.Decode, spec.Fused) {
+		faulty = faulty || len(w.Faults) > 0
+	}
+	for _, l := range spec.Links {
+		faulty = faulty || len(l.Faults) > 0
+	}
 	sink := &countSink{}
-	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 1000, Records: sink, HTTP: serve.Options{MaxInFlight: 64}})
+	base, stop := startServeSpec(t, spec, Options{TimeScale: 1000, Records: sink, HTTP: serve.Options{MaxInFlight: 64}})
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: time.Minute}
 	var sent atomic.Int64
-	var failures, turns atomic.Int64
+	var failures, refused, turns atomic.Int64
 	type point struct {
 		requests int64
 		rss      float64
@@ -170,6 +184,12 @@ func TestSoak(t *testing.T) {
 					b, _ := io.ReadAll(res.Body)
 					res.Body.Close()
 					if res.StatusCode != http.StatusOK {
+						if faulty && res.StatusCode >= 500 {
+							failures.Add(-1) // an error a fault caused: counted in refused
+							if refused.Add(1) <= 5 {
+								t.Logf("request %d: %d %s (a fault)", i, res.StatusCode, b)
+							}
+						}
 						if failures.Add(1) <= 5 {
 							t.Logf("request %d: %d %s", i, res.StatusCode, b)
 						}
@@ -217,6 +237,7 @@ func TestSoak(t *testing.T) {
 	out, err := stop()
 	require.NoError(t, err)
 	assert.Zero(t, failures.Load())
+	t.Logf("%s: %d error responses under faults; summary: %d failed, %d faults", scenario, refused.Load(), out.Summary.Requests.Failed, len(out.Faults))
 	assert.EqualValues(t, n, out.Summary.Requests.Total)
 	assert.EqualValues(t, n, sink.n.Load(), "every record streamed, none kept")
 	assert.Nil(t, out.Records)

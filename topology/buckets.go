@@ -73,17 +73,9 @@ func (c *checker) bucketRouting(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, b
 
 	// Global router: at most one, strict_input_length by default.
 	spec.GlobalRouter = DefaultGlobalRouter(GlobalStrictInputLength)
-	if len(fh.GlobalRouters) > 0 {
-		for _, extra := range fh.GlobalRouters[1:] {
-			c.errorf(extra.DefRange, "Duplicate global_router block",
-				"Only one global_router block is allowed; another was declared at %s.", fh.GlobalRouters[0].DefRange)
-		}
-		gh := &fh.GlobalRouters[0]
+	if gh := firstOf(c, "global_router", fh.GlobalRouters, routerDef, ""); gh != nil {
 		if gp := lookupGlobal(gh.Policy); gp == nil {
-			hint := ""
-			if lookupLocal(gh.Policy) != nil {
-				hint = fmt.Sprintf(" %q is a local_router policy (it picks an instance inside a bucket).", gh.Policy)
-			}
+			hint := policyElsewhere(gh.Policy, lookupLocal(gh.Policy) != nil, "a local_router policy (it picks an instance inside a bucket)")
 			c.unknownPolicy(gh, "global router", GlobalPolicies(), hint, "The global router picks a bucket; its policies are")
 		} else {
 			out := routerOut{Global: DefaultGlobalRouter(gp.name)}
@@ -93,27 +85,16 @@ func (c *checker) bucketRouting(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, b
 	}
 
 	// Local router: exactly one.
-	switch len(fh.LocalRouters) {
-	case 0:
+	if lh := firstOf(c, "local_router", fh.LocalRouters, routerDef, " Every bucket uses it."); lh == nil {
 		c.errorf(first, "Missing local_router block",
 			"Bucket routing needs one local_router block, shared by every bucket; its label is the policy that picks an instance inside a bucket, one of %s. For example: local_router \"least_loaded\" { }.", quotedList(LocalPolicies()))
-	default:
-		for _, extra := range fh.LocalRouters[1:] {
-			c.errorf(extra.DefRange, "Duplicate local_router block",
-				"Only one local_router block is allowed (every bucket uses it); another was declared at %s.", fh.LocalRouters[0].DefRange)
-		}
-		lh := &fh.LocalRouters[0]
-		if lp := lookupLocal(lh.Policy); lp == nil {
-			hint := ""
-			if lookupGlobal(lh.Policy) != nil {
-				hint = fmt.Sprintf(" %q is a global_router policy (it picks a bucket).", lh.Policy)
-			}
-			c.unknownPolicy(lh, "local router", LocalPolicies(), hint, "The local router picks an instance inside a bucket; its policies are")
-		} else {
-			out := routerOut{Local: DefaultLocalRouter(lp.name)}
-			decodeParams(c, lh.Body, localParams, ctx, &out)
-			spec.LocalRouter = out.Local
-		}
+	} else if lp := lookupLocal(lh.Policy); lp == nil {
+		hint := policyElsewhere(lh.Policy, lookupGlobal(lh.Policy) != nil, "a global_router policy (it picks a bucket)")
+		c.unknownPolicy(lh, "local router", LocalPolicies(), hint, "The local router picks an instance inside a bucket; its policies are")
+	} else {
+		out := routerOut{Local: DefaultLocalRouter(lp.name)}
+		decodeParams(c, lh.Body, localParams, ctx, &out)
+		spec.LocalRouter = out.Local
 	}
 
 	if len(fh.Buckets) == 0 {
@@ -122,6 +103,19 @@ func (c *checker) bucketRouting(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, b
 		return
 	}
 	spec.Buckets = c.buckets(fh.Buckets, ctx, byName, spec.Fused)
+}
+
+// routerDef is a router, global_router or local_router block's DefRange
+// (firstOf).
+func routerDef(b *routerHCL) hcl.Range { return b.DefRange }
+
+// policyElsewhere is unknownPolicy's hint for a policy name that another
+// block knows (known): " "name" is <what>.", or "".
+func policyElsewhere(name string, known bool, what string) string {
+	if !known {
+		return ""
+	}
+	return fmt.Sprintf(" %q is %s.", name, what)
 }
 
 // bucketRange is a bucket's checked range, and where it was written.

@@ -42,14 +42,15 @@ func overlaps(a, b hcl.Range) bool {
 // errorf adds an error diagnostic at subject.
 // firstOf returns the first of a file's blocks of one kind, one a
 // scenario has at most one of (nil when there is none), and reports every
-// later one as a duplicate of it. def returns a block's DefRange.
-func firstOf[B any](c *checker, kind string, blocks []B, def func(*B) hcl.Range) *B {
+// later one as a duplicate of it, more ("" or a sentence with its leading
+// space) closing the detail. def returns a block's DefRange.
+func firstOf[B any](c *checker, kind string, blocks []B, def func(*B) hcl.Range, more string) *B {
 	if len(blocks) == 0 {
 		return nil
 	}
 	for i := 1; i < len(blocks); i++ {
 		c.errorf(def(&blocks[i]), "Duplicate "+kind+" block",
-			"Only one %s block is allowed; another was declared at %s.", kind, def(&blocks[0]))
+			"Only one %s block is allowed; another was declared at %s.%s", kind, def(&blocks[0]), more)
 	}
 	return &blocks[0]
 }

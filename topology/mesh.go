@@ -50,14 +50,10 @@ var meshVars = []string{"prefill", "decode", "prefill_index", "decode_index"}
 // mesh adds the links of the mesh block (at most one) for the pairs the
 // link blocks left out.
 func (c *checker) mesh(spec *Spec, ms []meshHCL, ctx *hcl.EvalContext) {
-	if len(ms) == 0 {
+	m := firstOf(c, "mesh", ms, func(b *meshHCL) hcl.Range { return b.DefRange }, " Give pairs that differ a link block of their own.")
+	if m == nil {
 		return
 	}
-	for _, extra := range ms[1:] {
-		c.errorf(extra.DefRange, "Duplicate mesh block",
-			"Only one mesh block is allowed; another was declared at %s. Give pairs that differ a link block of their own.", ms[0].DefRange)
-	}
-	m := &ms[0]
 	// The attributes but device, checked once as a link block's.
 	tmpl := linkHCL{
 		DefRange: m.DefRange, Transport: m.Transport, TransportRange: m.TransportRange,

@@ -228,7 +228,7 @@ func sortNodeFaults(fs []NodeFault) {
 // recovery checks the recovery block (at most one).
 func (c *checker) recovery(rhs []recoveryHCL) Recovery {
 	r := DefaultRecovery()
-	rh := firstOf(c, "recovery", rhs, func(b *recoveryHCL) hcl.Range { return b.DefRange })
+	rh := firstOf(c, "recovery", rhs, func(b *recoveryHCL) hcl.Range { return b.DefRange }, "")
 	if rh == nil {
 		return r
 	}
@@ -242,7 +242,7 @@ func (c *checker) recovery(rhs []recoveryHCL) Recovery {
 // chaos checks the chaos block (at most one) and draws its faults into
 // spec's workers and links.
 func (c *checker) chaos(spec *Spec, chs []chaosHCL) {
-	ch := firstOf(c, "chaos", chs, func(b *chaosHCL) hcl.Range { return b.DefRange })
+	ch := firstOf(c, "chaos", chs, func(b *chaosHCL) hcl.Range { return b.DefRange }, "")
 	if ch == nil {
 		return
 	}

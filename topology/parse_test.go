@@ -167,6 +167,7 @@ func TestDiagnostics(t *testing.T) {
 		{"bad sample_interval", minimal + "workload {\n  sample_interval = \"often\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`}},
 		{"zero sample_interval", minimal + "workload {\n  sample_interval = \"0s\" #!\n}\n", Options{}, []string{`Invalid duration for "sample_interval"`, "at least 1ms"}},
 		{"dram tier on a decode worker", replace(minimal, `decode "d0" {`, "decode \"d0\" {\n  dram_cache_tokens = 1000 #!"), Options{}, []string{"DRAM tier on a decode worker"}},
+		{"dram tier on a prefill worker", replace(minimal, `prefill "p0" {`, "prefill \"p0\" {\n  dram_bandwidth = \"50GB/s\" #!"), Options{}, []string{"DRAM tier on a prefill worker"}},
 		{"trace option without trace", minimal + "workload {\n  share_prefix = true #!\n}\n", Options{}, []string{"Trace option without trace", `"share_prefix"`}},
 		{"session_rate zero", minimal + "workload {\n  trace = \"x\"\n  session_rate = 0 #!\n}\n", Options{}, []string{`Invalid value for "session_rate"`}},
 		{"max_concurrent zero", minimal + "workload {\n  trace = \"x\"\n  max_concurrent = 0 #!\n}\n", Options{}, []string{`Invalid value for "max_concurrent"`}},

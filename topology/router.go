@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -273,10 +272,8 @@ func (c *checker) unknownPolicy(rh *routerHCL, kind string, known []string, hint
 func decodeRouter(c *checker, rh *routerHCL, ctx *hcl.EvalContext) (*policy, routerOut) {
 	pol := lookupPolicy(rh.Policy)
 	if pol == nil {
-		hint := ""
-		if lookupGlobal(rh.Policy) != nil {
-			hint = fmt.Sprintf(" %q is a global_router policy: bucket routing takes bucket, global_router and local_router blocks instead of a router block.", rh.Policy)
-		}
+		hint := policyElsewhere(rh.Policy, lookupGlobal(rh.Policy) != nil,
+			"a global_router policy: bucket routing takes bucket, global_router and local_router blocks instead of a router block")
 		c.unknownPolicy(rh, "router", Policies(), hint, "The known policies are")
 		return nil, routerOut{Router: DefaultRouter(rh.Policy)}
 	}

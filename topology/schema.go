@@ -30,7 +30,7 @@ type fileHCL struct {
 	Name      *string   `hcl:"name,optional"`
 	NameRange hcl.Range `hcl:"name,attr_range"`
 
-	Prefill   []prefillHCL  `hcl:"prefill,block"`
+	Prefill   []workerHCL   `hcl:"prefill,block"`
 	Decode    []workerHCL   `hcl:"decode,block"`
 	Fused     []workerHCL   `hcl:"fused,block"`
 	Links     []linkHCL     `hcl:"link,block"`
@@ -75,51 +75,9 @@ type bucketHCL struct {
 	Crashes []crashHCL `hcl:"crash,block"`
 }
 
-// prefillHCL is a prefill block: a worker without max_running.
-type prefillHCL struct {
-	Name      string    `hcl:"name,label"`
-	NameRange hcl.Range `hcl:"name,label_range"`
-	DefRange  hcl.Range `hcl:",def_range"`
-
-	GPU                    string    `hcl:"gpu"`
-	GPURange               hcl.Range `hcl:"gpu,attr_range"`
-	Model                  string    `hcl:"model"`
-	ModelRange             hcl.Range `hcl:"model,attr_range"`
-	TP                     *int      `hcl:"tp,optional"`
-	TPRange                hcl.Range `hcl:"tp,attr_range"`
-	KVBudgetTokens         *int      `hcl:"kv_budget_tokens,optional"`
-	KVBudgetTokensRange    hcl.Range `hcl:"kv_budget_tokens,attr_range"`
-	MemFractionStatic      *float64  `hcl:"mem_fraction_static,optional"`
-	MemFractionStaticRange hcl.Range `hcl:"mem_fraction_static,attr_range"`
-	MaxBatchTokens         *int      `hcl:"max_batch_tokens,optional"`
-	MaxBatchTokensRange    hcl.Range `hcl:"max_batch_tokens,attr_range"`
-	MaxModelLen            *int      `hcl:"max_model_len,optional"`
-	MaxModelLenRange       hcl.Range `hcl:"max_model_len,attr_range"`
-
-	// Cost-model overrides (see PerfOverrides).
-	MFU                   *float64  `hcl:"mfu,optional"`
-	MFURange              hcl.Range `hcl:"mfu,attr_range"`
-	MBU                   *float64  `hcl:"mbu,optional"`
-	MBURange              hcl.Range `hcl:"mbu,attr_range"`
-	CommEfficiency        *float64  `hcl:"comm_efficiency,optional"`
-	CommEfficiencyRange   hcl.Range `hcl:"comm_efficiency,attr_range"`
-	StepOverhead          *string   `hcl:"step_overhead,optional"`
-	StepOverheadRange     hcl.Range `hcl:"step_overhead,attr_range"`
-	PrefillOverhead       *string   `hcl:"prefill_overhead,optional"`
-	PrefillOverheadRange  hcl.Range `hcl:"prefill_overhead,attr_range"`
-	AllReduceLatency      *string   `hcl:"allreduce_latency,optional"`
-	AllReduceLatencyRange hcl.Range `hcl:"allreduce_latency,attr_range"`
-	// ReservedMemory is a size string ("1.1GiB"); a number converts to a
-	// string of bytes.
-	ReservedMemory      *string   `hcl:"reserved_memory,optional"`
-	ReservedMemoryRange hcl.Range `hcl:"reserved_memory,attr_range"`
-
-	// Node faults (nodefaults.go).
-	Crashes []crashHCL `hcl:"crash,block"`
-	Slows   []slowHCL  `hcl:"slow,block"`
-}
-
-// workerHCL is a decode or fused block.
+// workerHCL is a prefill, decode or fused block. The attributes a kind
+// does not take are rejected by the checker (checker.worker): max_running
+// on a prefill worker, the DRAM tier on any but a fused one.
 type workerHCL struct {
 	Name      string    `hcl:"name,label"`
 	NameRange hcl.Range `hcl:"name,label_range"`
@@ -168,27 +126,6 @@ type workerHCL struct {
 	// Node faults (nodefaults.go).
 	Crashes []crashHCL `hcl:"crash,block"`
 	Slows   []slowHCL  `hcl:"slow,block"`
-}
-
-func (p prefillHCL) worker() workerHCL {
-	return workerHCL{
-		Name: p.Name, NameRange: p.NameRange, DefRange: p.DefRange,
-		GPU: p.GPU, GPURange: p.GPURange,
-		Model: p.Model, ModelRange: p.ModelRange,
-		TP: p.TP, TPRange: p.TPRange,
-		KVBudgetTokens: p.KVBudgetTokens, KVBudgetTokensRange: p.KVBudgetTokensRange,
-		MemFractionStatic: p.MemFractionStatic, MemFractionStaticRange: p.MemFractionStaticRange,
-		MaxBatchTokens: p.MaxBatchTokens, MaxBatchTokensRange: p.MaxBatchTokensRange,
-		MaxModelLen: p.MaxModelLen, MaxModelLenRange: p.MaxModelLenRange,
-		MFU: p.MFU, MFURange: p.MFURange,
-		MBU: p.MBU, MBURange: p.MBURange,
-		CommEfficiency: p.CommEfficiency, CommEfficiencyRange: p.CommEfficiencyRange,
-		StepOverhead: p.StepOverhead, StepOverheadRange: p.StepOverheadRange,
-		PrefillOverhead: p.PrefillOverhead, PrefillOverheadRange: p.PrefillOverheadRange,
-		AllReduceLatency: p.AllReduceLatency, AllReduceLatencyRange: p.AllReduceLatencyRange,
-		ReservedMemory: p.ReservedMemory, ReservedMemoryRange: p.ReservedMemoryRange,
-		Crashes: p.Crashes, Slows: p.Slows,
-	}
 }
 
 type linkHCL struct {

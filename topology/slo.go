@@ -69,7 +69,7 @@ type sloHCL struct {
 // defaults.
 func (c *checker) slo(shs []sloHCL) SLO {
 	s := DefaultSLO()
-	sh := firstOf(c, "slo", shs, func(b *sloHCL) hcl.Range { return b.DefRange })
+	sh := firstOf(c, "slo", shs, func(b *sloHCL) hcl.Range { return b.DefRange }, "")
 	if sh == nil {
 		return s
 	}

@@ -45,11 +45,7 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 			order = append(order, wh.Name)
 		}
 	}
-	prefill := make([]workerHCL, len(fh.Prefill))
-	for i, p := range fh.Prefill {
-		prefill[i] = p.worker()
-	}
-	addWorkers(KindPrefill, prefill, &spec.Prefill)
+	addWorkers(KindPrefill, fh.Prefill, &spec.Prefill)
 	addWorkers(KindDecode, fh.Decode, &spec.Decode)
 	addWorkers(KindFused, fh.Fused, &spec.Fused)
 	nWorkers := len(spec.Prefill) + len(spec.Decode) + len(spec.Fused)
@@ -70,7 +66,7 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 
 	// Workload: at most one.
 	spec.Workload = DefaultWorkload()
-	if wh := firstOf(c, "workload", fh.Workloads, func(b *workloadHCL) hcl.Range { return b.DefRange }); wh != nil {
+	if wh := firstOf(c, "workload", fh.Workloads, func(b *workloadHCL) hcl.Range { return b.DefRange }, ""); wh != nil {
 		spec.Workload = c.workload(filename, wh)
 	}
 	spec.Recovery = c.recovery(fh.Recovery)
@@ -86,7 +82,7 @@ func (c *checker) router(spec *Spec, fh *fileHCL, ctx *hcl.EvalContext, byName m
 			"A scenario needs exactly one router block; its label is the policy, one of %s. For example: router \"kvc\" { }. Or route over fused workers in input-length buckets with bucket, global_router and local_router blocks.", quotedList(Policies()))
 		return
 	}
-	rh := firstOf(c, "router", fh.Routers, func(b *routerHCL) hcl.Range { return b.DefRange })
+	rh := firstOf(c, "router", fh.Routers, routerDef, "")
 	pol, out := decodeRouter(c, rh, ctx)
 	spec.Router = out.Router
 	defaultEpsilon(rh, spec)        // topology/kvcpaper.go
@@ -138,11 +134,7 @@ func (c *checker) policyTopology(pol *policy, rh *routerHCL, spec *Spec, fh *fil
 				pol.name, kindList(pol.kinds), k, whs[i].Name)
 		}
 	}
-	prefill := make([]workerHCL, len(fh.Prefill))
-	for i, p := range fh.Prefill {
-		prefill[i] = p.worker()
-	}
-	unused(KindPrefill, prefill)
+	unused(KindPrefill, fh.Prefill)
 	unused(KindDecode, fh.Decode)
 	unused(KindFused, fh.Fused)
 

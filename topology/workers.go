@@ -20,8 +20,15 @@ func (c *checker) worker(kind Kind, wh *workerHCL) Worker {
 		"mem_fraction_static", "fraction of GPU memory for weights and KV pool", unitInterval)
 	w.MaxBatchTokens = checkNum(c, wh.MaxBatchTokens, wh.MaxBatchTokensRange, w.MaxBatchTokens,
 		"max_batch_tokens", "per-iteration token budget", between(1, MaxRequestTokens))
-	w.MaxRunning = checkNum(c, wh.MaxRunning, wh.MaxRunningRange, w.MaxRunning,
-		"max_running", "cap on concurrently decoding requests", between(1, MaxRunning))
+	if kind == KindPrefill {
+		if wh.MaxRunning != nil { // as gohcl reports an attribute outside the schema
+			c.errorf(wh.MaxRunningRange, "Unsupported argument",
+				"An argument named %q is not expected here: it caps the requests a decode or fused worker decodes at once.", "max_running")
+		}
+	} else {
+		w.MaxRunning = checkNum(c, wh.MaxRunning, wh.MaxRunningRange, w.MaxRunning,
+			"max_running", "cap on concurrently decoding requests", between(1, MaxRunning))
+	}
 	w.MaxModelLen = checkNum(c, wh.MaxModelLen, wh.MaxModelLenRange, 0, "max_model_len",
 		"context length served (prompt + output tokens); 0 = the model preset's", between(0, MaxContextTokens))
 	if kind != KindFused {

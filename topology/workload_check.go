@@ -55,34 +55,34 @@ func (c *checker) workload(filename string, wh *workloadHCL) Workload {
 	}
 
 	c.replay(wh, &w)
-	for i := range wh.Generators {
-		gh := &wh.Generators[i]
-		if i > 0 {
-			c.errorf(gh.DefRange, "Duplicate generator block",
-				"Only one generator block is allowed; another was declared at %s.", wh.Generators[0].DefRange)
-			continue
-		}
-		if wh.Trace != nil {
-			// A file that extends another replaces its workload source: a
-			// trace set here (or by --set) drops the base's generator.
-			if ownRange(filename, wh.TraceRange) && !ownRange(filename, gh.DefRange) {
-				continue
-			}
-			c.errorf(gh.DefRange, "Conflicting workload sources",
-				"The workload has both a trace (%s) and a generator block; they are mutually exclusive. Remove one.", wh.TraceRange)
-		}
-		if c.opts.Trace != "" {
-			continue // replaced by the trace
-		}
-		c.generatorKind(gh) // topology/kvcpaper.go
-		w.Generator = c.generator(gh)
-		c.kvcGenerator(gh, &w.Generator) // topology/kvcpaper.go
+	if gh := firstOf(c, "generator", wh.Generators, func(b *generatorHCL) hcl.Range { return b.DefRange }, ""); gh != nil {
+		c.generatorBlock(wh, gh, filename, &w)
 	}
 	if c.opts.Trace != "" {
 		w.Trace, w.Format = c.opts.Trace, ""
 	}
 	w.ClientCap = checkNum(c, wh.ClientCap, wh.ClientCapRange, 0, "client_cap", "requests the replay client keeps outstanding; 0 = no cap", between(0, MaxRequests))
 	return w
+}
+
+// generatorBlock checks the workload's generator block gh into
+// w.Generator, unless a trace replaces it.
+func (c *checker) generatorBlock(wh *workloadHCL, gh *generatorHCL, filename string, w *Workload) {
+	if wh.Trace != nil {
+		// A file that extends another replaces its workload source: a
+		// trace set here (or by --set) drops the base's generator.
+		if ownRange(filename, wh.TraceRange) && !ownRange(filename, gh.DefRange) {
+			return
+		}
+		c.errorf(gh.DefRange, "Conflicting workload sources",
+			"The workload has both a trace (%s) and a generator block; they are mutually exclusive. Remove one.", wh.TraceRange)
+	}
+	if c.opts.Trace != "" {
+		return // replaced by the trace
+	}
+	c.generatorKind(gh) // topology/kvcpaper.go
+	w.Generator = c.generator(gh)
+	c.kvcGenerator(gh, &w.Generator) // topology/kvcpaper.go
 }
 
 // replay checks the trace replay options of a workload block.

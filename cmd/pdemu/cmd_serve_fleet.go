@@ -125,7 +125,7 @@ func cmdServeFleet(cmd *cobra.Command, f *serveFlags, log hclog.Logger, spec *to
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
-	if err := output.Write(f.out, rr, output.WriteOptions{Force: f.force}); err != nil {
+	if err := res.Write(f.out, rr, output.WriteOptions{Force: f.force}); err != nil {
 		return errors.Join(runErr, err)
 	}
 	s := rr.Summary

@@ -82,6 +82,7 @@ func (l *cacheAwareLocal) Routed(r *workload.Request, instance int, _ time.Durat
 	l.p.Record(instance, r)
 }
 func (l *cacheAwareLocal) Evicted(int, []uint64, time.Duration)   {}
+func (l *cacheAwareLocal) IgnoresEvictedBlocks()                  {}
 func (l *cacheAwareLocal) Finished(instance int, _ time.Duration) { l.p.Finished(instance) }
 
 func (l *cacheAwareLocal) PredictPrefix(r *workload.Request, _ time.Duration) int {

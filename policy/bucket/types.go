@@ -197,3 +197,9 @@ type Local interface {
 	// Finished tells load-aware policies that a request ended on instance.
 	Finished(instance int, now time.Duration)
 }
+
+// EvictionBlind is implemented by a Local whose Evicted ignores the
+// blocks it is given (its meta-store follows sessions, not blocks), so
+// that its pool's fused workers need not say which blocks they evicted
+// (gpu.FusedConfig.EvictedCountOnly).
+type EvictionBlind interface{ IgnoresEvictedBlocks() }
