@@ -223,6 +223,12 @@ func (e *lineEncoder) encodeLog(l *pdLog) []byte {
 	if !ok {
 		return marshalLog(l)
 	}
+	return e.cut(b)
+}
+
+// cut returns a copy of b cut from the encoder's current chunk (a new one
+// when it is full; a line over a quarter of a chunk gets its own array).
+func (e *lineEncoder) cut(b []byte) []byte {
 	n := len(b)
 	if cap(e.chunk)-len(e.chunk) < n {
 		if n > lineChunk/4 {
@@ -240,5 +246,6 @@ func (e *lineEncoder) encodeLog(l *pdLog) []byte {
 const lineChunk = 8 << 10
 
 // lineEncoder encodes routing_log lines through one reused scratch buffer
-// into chunk, the chunk lines are cut from.
+// into chunk, the chunk lines are cut from: the P/D router's lines
+// (encodeLog) and, through bucketEncoders, the bucket and global nodes'.
 type lineEncoder struct{ scratch, chunk []byte }

@@ -94,23 +94,22 @@ func marshalBucketLog(rec *bucketLog) []byte {
 	return b
 }
 
-// bucketScratch holds routeLog's scratch buffers (bucket and global nodes
-// run on their own goroutines).
-var bucketScratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// bucketEncoders hold routeLog's scratch buffers and line chunks (bucket
+// and global nodes run on their own goroutines; each takes an encoder for
+// one line).
+var bucketEncoders = sync.Pool{New: func() any { return &lineEncoder{scratch: make([]byte, 0, 1024)} }}
 
 // routeLog renders one routing_log.jsonl line: job's global decision g
 // and local decision l (nil: none was made).
 func routeLog(job *gpu.Job, g bucket.GlobalDecision, l *bucket.LocalDecision) []byte {
-	sp := bucketScratch.Get().(*[]byte)
-	defer bucketScratch.Put(sp)
-	b, ok := appendBucketLog((*sp)[:0], job, g, l)
-	*sp = b
+	e := bucketEncoders.Get().(*lineEncoder)
+	defer bucketEncoders.Put(e)
+	b, ok := appendBucketLog(e.scratch[:0], job, g, l)
+	e.scratch = b
 	if !ok {
 		return marshalBucketLog(newBucketLog(job, g, l))
 	}
-	line := make([]byte, len(b))
-	copy(line, b)
-	return line
+	return e.cut(b)
 }
 
 // appendBucketLog appends the JSON encoding of newBucketLog(job, g, l) to

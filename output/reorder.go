@@ -33,6 +33,11 @@ type reorder struct {
 
 	mem      map[int64]entry
 	memBytes int
+	// chunk is what kept rows are copied into (keep): one allocation per
+	// rowChunk bytes of rows instead of one per row. A chunk is freed when
+	// its last row is emitted (or spilled), so the rows in memory may pin
+	// up to a chunk each beyond their bytes when they wait long apart.
+	chunk []byte
 
 	spill    *os.File
 	spillOff int64
@@ -62,12 +67,30 @@ func (r *reorder) add(id int64, row, log []byte) error {
 		r.next++
 		return r.drain()
 	}
-	r.mem[id] = entry{bytes.Clone(row), log}
+	r.mem[id] = entry{r.keep(row), log}
 	r.memBytes += len(row) + len(log) + 64 // the map's own share, roughly
 	if r.memBytes > r.bound {
 		return r.spillMem()
 	}
 	return nil
+}
+
+// rowChunk is the size of the chunks kept rows are copied into.
+const rowChunk = 32 << 10
+
+// keep returns a copy of row, cut from the current chunk and capped at its
+// length.
+func (r *reorder) keep(row []byte) []byte {
+	n := len(row)
+	if n > rowChunk/8 {
+		return bytes.Clone(row)
+	}
+	if cap(r.chunk)-len(r.chunk) < n {
+		r.chunk = make([]byte, 0, rowChunk)
+	}
+	at := len(r.chunk)
+	r.chunk = append(r.chunk, row...)
+	return r.chunk[at : at+n : at+n]
 }
 
 // drain emits the entries that are next, from memory or a run's head.

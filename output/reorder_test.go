@@ -3,6 +3,7 @@ package output
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -28,7 +29,7 @@ func TestReorderEmitsInIDOrder(t *testing.T) {
 		added := map[int64]bool{}
 		var got []int64
 		emit := func(id int64, row, log []byte) error {
-			if want := fmt.Sprintf("row%d\n", id); string(row) != want {
+			if want := reorderRow(nil, id); string(row) != string(want) {
 				return fmt.Errorf("id %d: row %q", id, row)
 			}
 			if want := fmt.Sprintf(`{"id":%d}`, id); id%3 != 0 && string(log) != want || id%3 == 0 && len(log) != 0 {
@@ -39,12 +40,14 @@ func TestReorderEmitsInIDOrder(t *testing.T) {
 		}
 		spill := func() (*os.File, error) { return os.CreateTemp(dir, "spill-*") }
 		ro := newReorder(0, bound, emit, spill)
+		var scratch []byte // the row buffer the caller reuses, as Stream does
 		for _, id := range order {
 			var log []byte
 			if id%3 != 0 {
 				log = []byte(fmt.Sprintf(`{"id":%d}`, id))
 			}
-			if err := ro.add(id, []byte(fmt.Sprintf("row%d\n", id)), log); err != nil {
+			scratch = reorderRow(scratch[:0], id)
+			if err := ro.add(id, scratch, log); err != nil {
 				t.Fatal(err)
 			}
 			added[id] = true
@@ -88,4 +91,14 @@ func sorted(ids []int64) bool {
 		}
 	}
 	return true
+}
+
+// reorderRow appends id's row: a short one, or for every 7th id one longer
+// than reorder.keep cuts from its chunks.
+func reorderRow(b []byte, id int64) []byte {
+	b = fmt.Appendf(b, "row%d", id)
+	if id%7 == 0 {
+		b = append(b, strings.Repeat("x", rowChunk/4)...)
+	}
+	return append(b, '\n')
 }
