@@ -230,15 +230,21 @@ func (r *recovery) kept() int {
 // every request still to end arrived at or after at, the arrival of
 // request low-1. above holds the requests that ended before a lower one
 // (its size is the disorder of the ends, not the run's length).
+//
+// A release number that ends twice (a Job copied without its Released)
+// breaks the mark for good: it then never moves again, so the recoveries
+// stay exact and only their memory is no longer bounded.
 type releaseMark struct {
-	low   int64
-	at    time.Duration
-	above map[int64]time.Duration
+	low    int64
+	at     time.Duration
+	above  map[int64]time.Duration
+	broken bool
 }
 
 // end records request i's end; it reports whether the watermark moved.
 func (m *releaseMark) end(i int64, arrival time.Duration) bool {
-	if i < m.low {
+	if _, twice := m.above[i]; twice || i < m.low || m.broken {
+		m.broken = true
 		return false
 	}
 	if i != m.low {

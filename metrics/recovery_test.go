@@ -201,3 +201,30 @@ func TestRecoveryMemoryFlat(t *testing.T) {
 		t.Fatalf("kept up to %d slots", maxKept)
 	}
 }
+
+// TestReleaseMarkBreaksOnATwiceEndedNumber: a release number that ends
+// twice (a job copied without its number) stops the watermark for good
+// (the recoveries stay exact, unbounded), never moves it on a wrong basis.
+func TestReleaseMarkBreaksOnATwiceEndedNumber(t *testing.T) {
+	var m releaseMark
+	if !m.end(0, time.Second) || m.at != time.Second {
+		t.Fatalf("first end: %+v", m)
+	}
+	if m.end(2, 3*time.Second) {
+		t.Fatal("2 ended before 1: no move")
+	}
+	if m.end(0, 5*time.Second) {
+		t.Fatal("0 again: no move")
+	}
+	if m.end(1, 2*time.Second) || m.end(3, 4*time.Second) {
+		t.Fatal("broken: never moves again")
+	}
+	if m.at != time.Second {
+		t.Fatalf("watermark %v, want 1s", m.at)
+	}
+	var n releaseMark
+	n.end(1, time.Second)
+	if n.end(1, time.Second) || n.end(0, 0) {
+		t.Fatal("1 twice in above: broken")
+	}
+}
