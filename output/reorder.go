@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/pdemu/pdemu/internal/minheap"
 )
@@ -31,7 +30,7 @@ type reorder struct {
 	emit     func(id int64, row, log []byte) error
 	newSpill func() (*os.File, error)
 
-	mem      map[int64]entry
+	mem      pending // the entries waiting in memory
 	memBytes int
 	// chunk is what kept rows are copied into (keep): one allocation per
 	// rowChunk bytes of rows instead of one per row. A chunk is freed when
@@ -45,13 +44,16 @@ type reorder struct {
 	spilled  int                // runs written (tests check that spilling happened)
 }
 
-type entry struct{ row, log []byte }
+type entry struct {
+	row, log []byte
+	set      bool // held (pending's ring)
+}
 
 // runBuf is the read buffer of each spilled run.
 const runBuf = 16 << 10
 
 func newReorder(first int64, bound int, emit func(int64, []byte, []byte) error, newSpill func() (*os.File, error)) *reorder {
-	return &reorder{next: first, bound: bound, emit: emit, newSpill: newSpill, mem: map[int64]entry{}, runs: minheap.Heap[*run]{Less: lessRun}}
+	return &reorder{next: first, bound: bound, emit: emit, newSpill: newSpill, mem: pending{lo: first}, runs: minheap.Heap[*run]{Less: lessRun}}
 }
 
 // add adds id's entry: row is copied when kept (the caller may reuse
@@ -67,7 +69,7 @@ func (r *reorder) add(id int64, row, log []byte) error {
 		r.next++
 		return r.drain()
 	}
-	r.mem[id] = entry{r.keep(row), log}
+	r.mem.put(id, entry{row: r.keep(row), log: log})
 	r.memBytes += len(row) + len(log) + 64 // the map's own share, roughly
 	if r.memBytes > r.bound {
 		return r.spillMem()
@@ -96,8 +98,7 @@ func (r *reorder) keep(row []byte) []byte {
 // drain emits the entries that are next, from memory or a run's head.
 func (r *reorder) drain() error {
 	for {
-		if e, ok := r.mem[r.next]; ok {
-			delete(r.mem, r.next)
+		if e, ok := r.mem.take(r.next); ok {
 			r.memBytes -= len(e.row) + len(e.log) + 64
 			if err := r.emit(r.next, e.row, e.log); err != nil {
 				return err
@@ -136,11 +137,7 @@ func (r *reorder) emitHead() error {
 
 // finish emits everything left in id order, skipping ids never added.
 func (r *reorder) finish() error {
-	ids := make([]int64, 0, len(r.mem))
-	for id := range r.mem {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := r.mem.ids()
 	for len(ids) > 0 || r.runs.Len() > 0 {
 		if r.runs.Len() > 0 && (len(ids) == 0 || (*r.runs.Min()).id < ids[0]) {
 			if err := r.emitHead(); err != nil {
@@ -148,14 +145,15 @@ func (r *reorder) finish() error {
 			}
 			continue
 		}
-		e := r.mem[ids[0]]
+		e := r.mem.get(ids[0])
 		if err := r.emit(ids[0], e.row, e.log); err != nil {
 			return err
 		}
 		r.next = ids[0] + 1
 		ids = ids[1:]
 	}
-	r.mem, r.memBytes = map[int64]entry{}, 0
+	r.mem.reset()
+	r.memBytes = 0
 	return nil
 }
 
@@ -169,16 +167,12 @@ func (r *reorder) spillMem() error {
 		}
 		r.spill = f
 	}
-	ids := make([]int64, 0, len(r.mem))
-	for id := range r.mem {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := r.mem.ids()
 	w := bufio.NewWriterSize(io.NewOffsetWriter(r.spill, r.spillOff), 64<<10)
 	var hdr [3 * binary.MaxVarintLen64]byte
 	var n int64
 	for _, id := range ids {
-		e := r.mem[id]
+		e := r.mem.get(id)
 		h := binary.AppendUvarint(hdr[:0], uint64(id))
 		h = binary.AppendUvarint(h, uint64(len(e.row)))
 		h = binary.AppendUvarint(h, uint64(len(e.log)))
@@ -195,7 +189,8 @@ func (r *reorder) spillMem() error {
 	rn := &run{r: bufio.NewReaderSize(io.NewSectionReader(r.spill, r.spillOff, n), runBuf)}
 	r.spillOff += n
 	r.spilled++
-	r.mem, r.memBytes = map[int64]entry{}, 0 // a fresh map: the old one's buckets go
+	r.mem.reset() // the ring and map go with their entries
+	r.memBytes = 0
 	ok, err := rn.read()
 	if err != nil {
 		return err
