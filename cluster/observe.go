@@ -96,6 +96,8 @@ type routerObs struct {
 	before  policy.SessionStats
 	scratch []policy.Candidate // Explain's, reused within one Handle call
 	top     []int              // try's, the indexes into cands it keeps
+	ranks   []candRank         // keep's, the candidates' ranks (observe_rank.go)
+	order   []int              // rank's, when it must sort
 	enc     lineEncoder        // encodes the lines (routelog.go)
 	// free are pdLogs whose line was encoded, reused with their Tries
 	// and the tries' Candidates arrays (nothing refers to them once
@@ -348,22 +350,23 @@ func (o *routerObs) keep(cands []policy.Candidate, d int) []int {
 	}
 	// top holds the best so far, best first: insert each candidate that
 	// beats the last one kept (worst, once top is full). Most candidates
-	// lose to worst on the key's first element.
-	var worst *policy.Candidate
+	// lose to worst on the key's first element. The comparisons are on
+	// the candidates' ranks (observe_rank.go), candLess in two steps.
+	r := o.rank(cands)
+	var worst candRank
 	for j := range cands {
-		c := &cands[j]
 		if len(top) == o.k {
-			if c.Score < worst.Score || !candLess(worst, c) {
+			if !worst.less(r[j]) {
 				continue
 			}
 			top[o.k-1] = j
 		} else {
 			top = append(top, j)
 		}
-		for x := len(top) - 1; x > 0 && candLess(&cands[top[x-1]], &cands[top[x]]); x-- {
+		for x := len(top) - 1; x > 0 && r[top[x-1]].less(r[top[x]]); x-- {
 			top[x-1], top[x] = top[x], top[x-1]
 		}
-		worst = &cands[top[len(top)-1]]
+		worst = r[top[len(top)-1]]
 	}
 	chosen := -1
 	for j := range cands {
@@ -386,6 +389,12 @@ func candLess(a, b *policy.Candidate) bool {
 	if a.Score != b.Score {
 		return a.Score < b.Score
 	}
+	return tailLess(a, b)
+}
+
+// tailLess is candLess between candidates of equal scores: the rest of
+// the key (sticky, −inflight, −assigned).
+func tailLess(a, b *policy.Candidate) bool {
 	if a.Sticky != b.Sticky {
 		return b.Sticky
 	}
