@@ -365,7 +365,10 @@ func (s *session) turn(t *testing.T, user string, maxTokens int) *openai.ChatCom
 }
 
 func TestGateway(t *testing.T) {
-	fu := startFleet(t, fleetserve.Options{TimeScale: 10, StartupFixed: 2 * time.Second})
+	// d3's start-up is 20 emulated s, 2 s of wall time at this scale: long
+	// enough that its /health is read while it is still starting even on a
+	// loaded machine under -race (at 0.2 s it once answered 200 there).
+	fu := startFleet(t, fleetserve.Options{TimeScale: 10, StartupFixed: 20 * time.Second})
 	require.Len(t, fu.listing.Workers, 4) // p0, d0, d1, d2
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -440,7 +443,7 @@ func TestGateway(t *testing.T) {
 			}
 		}
 		return false
-	}, 10*time.Second, 10*time.Millisecond)
+	}, 30*time.Second, 10*time.Millisecond)
 	_, ok := gauge(scrape(t, added.URL), "vllm:num_requests_running", "d3")
 	assert.True(t, ok, "the new worker's metrics appear")
 	wg.Wait()
