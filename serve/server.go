@@ -74,8 +74,12 @@ type Options struct {
 	// Every other parameter not in its table is refused (params.go).
 	ExtraParams []string
 	// Ready, when set, is called by Run with the bound address.
-	Ready  func(addr net.Addr)
-	Logger hclog.Logger
+	Ready func(addr net.Addr)
+	// Listener, when set, is what Run serves on instead of listening on
+	// Listen itself: a caller that binds first can fail before it starts
+	// anything else (served binds before its cluster runs).
+	Listener net.Listener
+	Logger   hclog.Logger
 	// Labels are added to every metric on /metrics (pdemu serve --group
 	// sets group).
 	Labels map[string]string
@@ -250,16 +254,28 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // InFlight is the number of requests admitted and not yet ended.
 func (s *Server) InFlight() int { return int(s.inflight.Load()) }
 
-// Run listens on opts.Listen and serves cl until ctx is done, then drains
+// Listen binds addr for Run (Options.Listener); the error names the
+// address, as Run's own listen does.
+func Listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return l, nil
+}
+
+// Run listens on opts.Listen (or serves opts.Listener) and serves cl until ctx is done, then drains
 // (see Shutdown) within opts.DrainTimeout.
 func Run(ctx context.Context, opts Options, cl Cluster) error {
 	s, err := New(opts, cl)
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", s.opts.Listen)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+	l := s.opts.Listener
+	if l == nil {
+		if l, err = Listen(s.opts.Listen); err != nil {
+			return err
+		}
 	}
 	if s.opts.Ready != nil {
 		s.opts.Ready(l.Addr())

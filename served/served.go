@@ -179,6 +179,16 @@ func Serve(ctx context.Context, spec *topology.Spec, o Options) (*Result, error)
 	if err := serve.CheckListen(listenOr(o.HTTP.Listen), o.HTTP.AllowRemote); err != nil {
 		return nil, err
 	}
+	if o.HTTP.Listener == nil {
+		// Bind before the cluster starts: a busy port fails here, with no
+		// run, no outputs and no "served 0 requests" line.
+		l, err := serve.Listen(listenOr(o.HTTP.Listen))
+		if err != nil {
+			return nil, err
+		}
+		o.HTTP.Listener = l
+		defer l.Close() // closed already once served; this covers a run that fails first
+	}
 	workers := map[string]topology.Worker{}
 	for _, ws := range [][]topology.Worker{s.Decode, s.Prefill, s.Fused} {
 		for _, w := range ws {

@@ -272,3 +272,21 @@ func TestServeFusedBuckets(t *testing.T) {
 	assert.Equal(t, info.Worker, out.Records[0].D)
 	assert.Equal(t, 2, out.Lag.Samples, "the first token and the end were reported")
 }
+
+// A busy port fails Serve before the cluster runs: no result (so no
+// outputs and no "served 0 requests" line in pdemu serve), and the error
+// names the address. Before, the cluster ran, the listen failed after it,
+// and a summary of 0 requests came back with the error.
+func TestServeBusyPortFailsBeforeTheRun(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	o := Options{Logger: testlog.New(t)}
+	o.HTTP.Listen = busy.Addr().String()
+	o.HTTP.Ready = func(net.Addr) { t.Error("Ready called on a busy port") }
+	res, err := Serve(context.Background(), loadScenario(t, "1p3d-mlx5"), o)
+	require.Error(t, err)
+	assert.Nil(t, res, "no run, so no result to write")
+	assert.Contains(t, err.Error(), busy.Addr().String())
+	assert.Contains(t, err.Error(), "address already in use")
+}
