@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/internal/promtest"
+	"github.com/pdemu/pdemu/internal/testkit"
 )
 
 // start serves cl on a loopback port with the real http.Server (timeouts
@@ -70,13 +71,6 @@ func sdk(base string, opts ...option.RequestOption) *openai.Client {
 	return &c
 }
 
-func pdemuField(t *testing.T, raw string) pdemuInfo {
-	t.Helper()
-	var p pdemuInfo
-	require.NoError(t, json.Unmarshal([]byte(raw), &p), raw)
-	return p
-}
-
 func TestChatNonStreaming(t *testing.T) {
 	_, base := start(t, Options{}, newFake(2))
 	c := sdk(base)
@@ -94,7 +88,7 @@ func TestChatNonStreaming(t *testing.T) {
 	assert.EqualValues(t, 12, resp.Usage.CompletionTokens)
 	assert.EqualValues(t, resp.Usage.PromptTokens+12, resp.Usage.TotalTokens)
 	assert.EqualValues(t, 0, resp.Usage.PromptTokensDetails.CachedTokens)
-	p := pdemuField(t, resp.JSON.ExtraFields["pdemu"].Raw())
+	p := testkit.JSON[pdemuInfo](t, resp.JSON.ExtraFields["pdemu"].Raw())
 	assert.Equal(t, "Seed", p.Mode)
 	assert.Equal(t, 0, p.Turn)
 
@@ -131,7 +125,7 @@ func TestChatStreaming(t *testing.T) {
 		}
 		if len(ch.Choices) == 1 && ch.Choices[0].FinishReason != "" {
 			finish = ch.Choices[0].FinishReason
-			info = pdemuField(t, ch.JSON.ExtraFields["pdemu"].Raw())
+			info = testkit.JSON[pdemuInfo](t, ch.JSON.ExtraFields["pdemu"].Raw())
 		}
 		if len(ch.Choices) == 0 {
 			usageChunks++
@@ -169,11 +163,11 @@ func TestMultiTurnSession(t *testing.T) {
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage("Fix the bug in main.go")}
 	r1, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", Messages: msgs, MaxTokens: openai.Int(40)})
 	require.NoError(t, err)
-	p1 := pdemuField(t, r1.JSON.ExtraFields["pdemu"].Raw())
+	p1 := testkit.JSON[pdemuInfo](t, r1.JSON.ExtraFields["pdemu"].Raw())
 	msgs = append(msgs, openai.AssistantMessage(r1.Choices[0].Message.Content), openai.UserMessage("Now run the tests"))
 	r2, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", Messages: msgs, MaxTokens: openai.Int(10)})
 	require.NoError(t, err)
-	p2 := pdemuField(t, r2.JSON.ExtraFields["pdemu"].Raw())
+	p2 := testkit.JSON[pdemuInfo](t, r2.JSON.ExtraFields["pdemu"].Raw())
 	assert.Equal(t, p1.Session, p2.Session)
 	assert.Equal(t, 1, p2.Turn)
 	assert.Equal(t, "Direct", p2.Mode)
@@ -187,7 +181,7 @@ func TestMultiTurnSession(t *testing.T) {
 	c2 := sdk(base, option.WithHeader("X-Session-Id", "conv-2"))
 	r3, err := c2.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", Messages: msgs[:2], MaxTokens: openai.Int(5)})
 	require.NoError(t, err)
-	p3 := pdemuField(t, r3.JSON.ExtraFields["pdemu"].Raw())
+	p3 := testkit.JSON[pdemuInfo](t, r3.JSON.ExtraFields["pdemu"].Raw())
 	assert.NotEqual(t, p1.Session, p3.Session)
 	assert.Equal(t, 0, p3.Turn)
 
@@ -200,7 +194,7 @@ func TestMultiTurnSession(t *testing.T) {
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello there"),
 			openai.AssistantMessage(o1.Choices[0].Message.Content), openai.UserMessage("more")}, MaxTokens: openai.Int(5)})
 	require.NoError(t, err)
-	q1, q2 := pdemuField(t, o1.JSON.ExtraFields["pdemu"].Raw()), pdemuField(t, o2.JSON.ExtraFields["pdemu"].Raw())
+	q1, q2 := testkit.JSON[pdemuInfo](t, o1.JSON.ExtraFields["pdemu"].Raw()), testkit.JSON[pdemuInfo](t, o2.JSON.ExtraFields["pdemu"].Raw())
 	assert.Equal(t, q1.Session, q2.Session)
 	assert.Equal(t, 1, q2.Turn)
 	// The user field too.
@@ -211,8 +205,8 @@ func TestMultiTurnSession(t *testing.T) {
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("b")}, MaxTokens: openai.Int(2)})
 	require.NoError(t, err)
 	// ... as a hint: "b" does not extend "a", so it is a new session.
-	assert.NotEqual(t, pdemuField(t, u1.JSON.ExtraFields["pdemu"].Raw()).Session, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Session)
-	assert.Zero(t, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Turn)
+	assert.NotEqual(t, testkit.JSON[pdemuInfo](t, u1.JSON.ExtraFields["pdemu"].Raw()).Session, testkit.JSON[pdemuInfo](t, u2.JSON.ExtraFields["pdemu"].Raw()).Session)
+	assert.Zero(t, testkit.JSON[pdemuInfo](t, u2.JSON.ExtraFields["pdemu"].Raw()).Turn)
 	assert.Zero(t, fake.dupIDs.Load())
 }
 
@@ -283,7 +277,7 @@ func TestMetricsAgreeWithResponses(t *testing.T) {
 			gen += r.Usage.CompletionTokens
 			cached += r.Usage.PromptTokensDetails.CachedTokens
 			reqs++
-			if pdemuField(t, r.JSON.ExtraFields["pdemu"].Raw()).Mode == "Direct" {
+			if testkit.JSON[pdemuInfo](t, r.JSON.ExtraFields["pdemu"].Raw()).Mode == "Direct" {
 				direct++
 			}
 			msgs = append(msgs, openai.AssistantMessage(r.Choices[0].Message.Content), openai.UserMessage("next"))
