@@ -343,19 +343,27 @@ func TestStatusAndSLOInCompareCSV(t *testing.T) {
 		}
 		return "?"
 	}
-	assert.Equal(t, "ok", col(1, "status"))
-	assert.Equal(t, "failed", col(3, "status"))
-	assert.Equal(t, "partial", col(5, "status"))
-	assert.Equal(t, "0.93", col(1, "slo_attainment"))
-	assert.Equal(t, "1.5", col(1, "goodput_rps"), "nested one level down")
-	assert.Equal(t, "0.8", col(1, "session_slo_attainment"))
-	assert.Equal(t, "", col(3, "slo_attainment"), "a run without SLO figures: empty")
-	assert.Equal(t, "0.9", col(1, "slo_target"))
-	assert.Equal(t, "true", col(1, "slo_ok"))
-	assert.Equal(t, "false", col(1, "overloaded"))
-	assert.Equal(t, "false", col(2, "slo_ok"))
-	assert.Equal(t, "true", col(2, "overloaded"))
-	assert.Equal(t, "", col(6, "prefilled_tokens"), "summary-only run: unknown, not 0")
+	for _, c := range []struct {
+		line      int
+		col, want string
+		why       string
+	}{
+		{1, "status", "ok", ""},
+		{3, "status", "failed", ""},
+		{5, "status", "partial", ""},
+		{1, "slo_attainment", "0.93", ""},
+		{1, "goodput_rps", "1.5", "nested one level down"},
+		{1, "session_slo_attainment", "0.8", ""},
+		{3, "slo_attainment", "", "a run without SLO figures: empty"},
+		{1, "slo_target", "0.9", ""},
+		{1, "slo_ok", "true", ""},
+		{1, "overloaded", "false", ""},
+		{2, "slo_ok", "false", ""},
+		{2, "overloaded", "true", ""},
+		{6, "prefilled_tokens", "", "summary-only run: unknown, not 0"},
+	} {
+		assert.Equal(t, c.want, col(c.line, c.col), "line %d %s %s", c.line, c.col, c.why)
+	}
 	assert.NotEqual(t, "", col(1, "prefilled_tokens"))
 }
 
