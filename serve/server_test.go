@@ -368,11 +368,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
-			require.NoError(t, err)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
+			res := testkit.Do(t, tc.method, base+tc.path, tc.body)
 			defer res.Body.Close()
 			assert.Equal(t, tc.status, res.StatusCode)
 			assert.Equal(t, "application/json", res.Header.Get("Content-Type"))
