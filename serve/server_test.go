@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -321,18 +323,18 @@ type apiErrBody struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
 		Param   *string `json:"param"`
-		Code    *string `json:"code"`
+		Code    *int    `json:"code"` // vLLM's: the HTTP status, an integer
 	} `json:"error"`
 }
 
 func TestBadRequests(t *testing.T) {
 	fake := newFake(1)
-	_, base := start(t, Options{MaxBodyBytes: 64 << 10, MaxModelLen: 2000}, fake)
+	srv, base := start(t, Options{MaxBodyBytes: 64 << 10, MaxModelLen: 2000}, fake)
 	long := strings.Repeat("x", 9000) // 2250 tokens > MaxModelLen
 	cases := []struct {
 		name, method, path, body string
 		status                   int
-		param, code              string
+		param, reason            string // reason: the pdemu_http_errors_total label
 	}{
 		{"malformed", "POST", "/v1/chat/completions", `{"model":"pdemu","messages":[`, 400, "", "invalid_json"},
 		{"not an object", "POST", "/v1/chat/completions", `[1,2]`, 400, "", "invalid_type"},
@@ -385,14 +387,18 @@ func TestBadRequests(t *testing.T) {
 			var body apiErrBody
 			require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
 			assert.NotEmpty(t, body.Error.Message)
-			assert.NotEmpty(t, body.Error.Type)
+			// vLLM's ErrorInfo: type from the status, code the status.
+			require.NotNil(t, body.Error.Code, body.Error.Message)
+			assert.Equal(t, tc.status, *body.Error.Code, body.Error.Message)
+			assert.Equal(t, errType(tc.status), body.Error.Type)
 			if tc.param != "" {
 				require.NotNil(t, body.Error.Param, body.Error.Message)
 				assert.Equal(t, tc.param, *body.Error.Param, body.Error.Message)
 			}
-			if tc.code != "" {
-				require.NotNil(t, body.Error.Code, body.Error.Message)
-				assert.Equal(t, tc.code, *body.Error.Code, body.Error.Message)
+			if tc.reason != "" {
+				assert.EqualValues(t, 1, testutil.ToFloat64(srv.met.httpErrors.WithLabelValues(strconv.Itoa(tc.status), tc.reason)),
+					"the error counted under its reason: %s", body.Error.Message)
+				srv.met.httpErrors.Reset()
 			}
 		})
 	}
@@ -438,7 +444,8 @@ func TestOverloadGets429(t *testing.T) {
 	res.Body.Close()
 	assert.Equal(t, http.StatusTooManyRequests, res.StatusCode)
 	assert.Equal(t, "3", res.Header.Get("Retry-After"))
-	assert.Equal(t, "rate_limit_exceeded", *body.Error.Code)
+	assert.Equal(t, http.StatusTooManyRequests, *body.Error.Code)
+	assert.Equal(t, "TooManyRequestsError", body.Error.Type)
 	assert.Equal(t, 2, s.InFlight())
 	close(fake.gate)
 	wg.Wait()

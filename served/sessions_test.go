@@ -141,7 +141,7 @@ func TestServeContextLimitIsTheClusters(t *testing.T) {
 	code, body := post(t, base, "big", over, 16)
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, "This model's maximum context length is")
-	assert.Contains(t, body, `"code":"context_length_exceeded"`)
+	assert.Contains(t, body, `"type":"BadRequestError","param":"messages","code":400`)
 	// Under it: served.
 	code, body = post(t, base, "fits", strings.Repeat("w", 4*(limit/2)), 16)
 	assert.Equal(t, http.StatusOK, code, body)
