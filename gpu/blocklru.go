@@ -113,11 +113,7 @@ func (c *BlockLRU) Peek(blocks []uint64) int {
 		end := int(s.hi - p)
 		rest := blocks[k:]
 		lim := min(end, len(rest))
-		ks, rest := c.keys[p:int(p)+lim], rest[:lim]
-		n := 1
-		for n < lim && ks[n] == rest[n] {
-			n++
-		}
+		n := 1 + commonPrefix(c.keys[p+1:int(p)+lim], rest[1:lim])
 		k += n
 		hint = -1
 		if n == end && s.next != 0 {
@@ -148,12 +144,11 @@ func (c *BlockLRU) Match(blocks []uint64) int {
 // block to look at and a guess at its position.
 func (c *BlockLRU) touchRun(blocks []uint64, k int, p int32) (int, int32) {
 	s := c.seg[p]
-	lo := p
-	ks := c.keys[c.segs[s].lo:p] // the segment's blocks before p
-	for j := len(ks) - 1; k > 0 && j >= 0 && ks[j] == blocks[k-1]; j-- {
-		lo--
-		k--
-	}
+	// The segment's blocks before p that match the blocks before
+	// blocks[k], compared in chunks (commonSuffix).
+	m := commonSuffix(c.keys[c.segs[s].lo:p], blocks[:k])
+	lo := p - int32(m)
+	k -= m
 	// Where blocks[k-1] probably is: the end of the segment before the run.
 	hint := int32(-1)
 	if lo == c.segs[s].lo {
@@ -440,6 +435,21 @@ func commonSuffix(a, b []uint64) int {
 		i--
 	}
 	return n - i
+}
+
+// commonPrefix is the length of the longest common prefix of a and b,
+// compared as commonSuffix compares.
+func commonPrefix(a, b []uint64) int {
+	n := min(len(a), len(b))
+	const chunk = 32
+	i := 0
+	for i+chunk <= n && bytes.Equal(u64bytes(a[i:i+chunk]), u64bytes(b[i:i+chunk])) {
+		i += chunk
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 func u64bytes(s []uint64) []byte {

@@ -437,3 +437,21 @@ func TestCommonSuffix(t *testing.T) {
 		require.Equal(t, want, commonSuffix(a, b))
 	})
 }
+
+// TestCommonPrefix checks commonPrefix (chunked) against the element by
+// element definition, on lengths around its chunk size.
+func TestCommonPrefix(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		a := rapid.SliceOfN(rapid.Uint64Range(0, 2), 0, 100).Draw(t, "a")
+		b := append([]uint64(nil), a[:rapid.IntRange(0, len(a)).Draw(t, "cut")]...)
+		b = append(b, rapid.SliceOfN(rapid.Uint64Range(0, 2), 0, 5).Draw(t, "tail")...)
+		if len(b) > 0 && rapid.Bool().Draw(t, "flip") {
+			b[rapid.IntRange(0, len(b)-1).Draw(t, "at")]++
+		}
+		want := 0
+		for want < min(len(a), len(b)) && a[want] == b[want] {
+			want++
+		}
+		require.Equal(t, want, commonPrefix(a, b))
+	})
+}
