@@ -40,6 +40,9 @@ func (w *DecodeWorker) Abort(now time.Duration, id int64) bool {
 		if i := slices.IndexFunc(*q, func(j *Job) bool { return j.Req.ID == id }); i >= 0 {
 			j := (*q)[i]
 			*q = slices.Delete(*q, i, i+1)
+			if q == &w.ready && noRoomNeeded(j) {
+				w.readyGo--
+			}
 			w.aggOK = false // the running batch may have changed
 			w.abortEnd(now, j, true)
 			return true

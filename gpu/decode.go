@@ -122,6 +122,10 @@ type DecodeWorker struct {
 	running  []*Job
 	prefillQ []*Job // Direct requests waiting for their append-prefill
 	ready    []*Job // first token ready, waiting for memory or a batch slot
+	// readyGo counts the jobs on ready that need no room (noRoomNeeded):
+	// behind a job blocked for memory, drainReady stops as soon as none of
+	// them is left instead of walking the whole queue.
+	readyGo  int
 	waitRoom []*Job // unadmitted session requests waiting for KV room (FIFO)
 	cur      *Job   // append-prefill in progress
 	curEnd   time.Duration
@@ -422,7 +426,7 @@ func (w *DecodeWorker) Arrive(now time.Duration, j *Job) {
 			return
 		}
 	}
-	w.ready = append(w.ready, j)
+	w.pushReady(j)
 	w.drainReady(now)
 }
 
@@ -484,7 +488,7 @@ func (w *DecodeWorker) admitRoom(now time.Duration) {
 			w.prefillQ = append(w.prefillQ, j)
 			w.kick(now)
 		} else {
-			w.ready = append(w.ready, j)
+			w.pushReady(j)
 			w.drainReady(now)
 		}
 	}

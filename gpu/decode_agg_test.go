@@ -63,6 +63,7 @@ func TestDecodeAggregatesIncremental(t *testing.T) {
 		}
 	}
 	defer func() { aggCheck = nil }()
+	blockedSeen := 0
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := DecodeConfig{Name: "d", Budget: rapid.IntRange(2000, 60000).Draw(t, "budget"), Rho: 1,
 			TauAppend: rapid.IntRange(0, 3000).Draw(t, "tau"), ReserveOutput: rapid.Bool().Draw(t, "reserve"),
@@ -86,8 +87,8 @@ func TestDecodeAggregatesIncremental(t *testing.T) {
 		var id int64
 		for range rapid.IntRange(1, 80).Draw(t, "ops") {
 			now += time.Duration(rapid.IntRange(0, 40).Draw(t, "dtMs")) * time.Millisecond
-			switch op := rapid.IntRange(0, 4).Draw(t, "op"); op {
-			case 0, 1: // a request: admitted (KV arrives later if Seed/Reseed) or run admission-free
+			switch op := rapid.IntRange(0, 5).Draw(t, "op"); op {
+			case 0, 1, 5: // a request: admitted (KV arrives later if Seed/Reseed; a rejected one as Fallback), run admission-free, or Vanilla
 				s := rapid.Int32Range(0, 5).Draw(t, "session")
 				in := rapid.IntRange(1, 3000).Draw(t, "in")
 				r := &workload.Request{ID: id, Session: s, Turn: turn[s], InputLen: in,
@@ -102,7 +103,16 @@ func TestDecodeAggregatesIncremental(t *testing.T) {
 						w.Run(now, js[i])
 						continue
 					}
-					if m, _ := w.Admit(now, js[i]); m == policy.ModeSeed || m == policy.ModeReseed {
+					if op == 5 {
+						js[i].Mode = policy.ModeVanilla
+						w.Arrive(now, js[i])
+						continue
+					}
+					m, _ := w.Admit(now, js[i])
+					if m == policy.ModeNone {
+						js[i].Mode = policy.ModeFallback
+					}
+					if m == policy.ModeSeed || m == policy.ModeReseed || m == policy.ModeNone {
 						if i == 0 {
 							arriving = append(arriving, pend{})
 						}
@@ -135,6 +145,12 @@ func TestDecodeAggregatesIncremental(t *testing.T) {
 				if w.aggOK {
 					aggCheck(w)
 				}
+				if got, want := w.readyGo, refReadyGo(w); got != want {
+					t.Fatalf("at %v: %d ready jobs kept as needing no room, %d on the queue", now, got, want)
+				}
+				if w.readyGo == 0 && len(w.ready) > 0 {
+					blockedSeen++
+				}
 				if w.perf != nil && w.stepOK {
 					if want := p.DecodeStepTime(w.stepN, w.stepCtx); w.stepT != want {
 						t.Fatalf("kept step time %v for batch %d context %d, the cost model says %v", w.stepT, w.stepN, w.stepCtx, want)
@@ -158,7 +174,21 @@ func TestDecodeAggregatesIncremental(t *testing.T) {
 	if checks.Load() == 0 {
 		t.Fatal("no kept aggregate was ever used: the test checks nothing")
 	}
+	if blockedSeen == 0 {
+		t.Fatal("no job ever waited for room on the ready queue: drainReady's early stop is not exercised")
+	}
 	t.Logf("%d uses of kept aggregates compared with a recomputation", checks.Load())
+}
+
+// refReadyGo counts the jobs on w's ready queue that need no room.
+func refReadyGo(w *DecodeWorker) int {
+	n := 0
+	for _, j := range w.ready {
+		if j.footprint <= 0 || j.reserved {
+			n++
+		}
+	}
+	return n
 }
 
 // TestSharedPrefix: the same-array shortcut gives what comparing the

@@ -50,16 +50,25 @@ func (w *DecodeWorker) kick(now time.Duration) {
 func (w *DecodeWorker) drainReady(now time.Duration) {
 	kept := w.ready[:0]
 	blocked := false
+	goLeft := w.readyGo // jobs needing no room on ready[i:]
 	for i, j := range w.ready {
 		if len(w.running) >= w.cfg.MaxRunning {
 			// The batch only grows in this loop: every job left waits.
 			// (A saturated worker used to walk its whole ready queue on
 			// every call to find that out.)
-			kept = append(kept, w.ready[i:]...)
+			kept = keepRest(kept, w.ready, i)
 			break
 		}
-		if j.footprint > 0 && !j.reserved {
+		if !noRoomNeeded(j) {
 			if blocked {
+				if goLeft == 0 {
+					// Only jobs needing room are left, and they wait
+					// behind the blocked one (an overloaded worker used to
+					// walk its whole queue on every call: 9 % of the
+					// Mooncake 1P3D run).
+					kept = keepRest(kept, w.ready, i)
+					break
+				}
 				kept = append(kept, j)
 				continue
 			}
@@ -71,12 +80,35 @@ func (w *DecodeWorker) drainReady(now time.Duration) {
 			}
 			w.setUsed(w.used + j.footprint)
 			j.reserved, j.KVReserved = true, now
+		} else {
+			goLeft--
 		}
 		w.join(now, j)
 	}
 	clear(w.ready[len(kept):])
-	w.ready = kept
+	w.ready, w.readyGo = kept, goLeft
 	w.afterFree()
+}
+
+// noRoomNeeded reports whether a ready job joins the batch without taking
+// room: its KV is the session's or already reserved.
+func noRoomNeeded(j *Job) bool { return j.footprint <= 0 || j.reserved }
+
+// pushReady queues a job whose first token is ready.
+func (w *DecodeWorker) pushReady(j *Job) {
+	w.ready = append(w.ready, j)
+	if noRoomNeeded(j) {
+		w.readyGo++
+	}
+}
+
+// keepRest appends ready[i:] to kept, a prefix of ready's array: nothing
+// moves when no job before i left.
+func keepRest(kept, ready []*Job, i int) []*Job {
+	if len(kept) == i {
+		return ready
+	}
+	return append(kept, ready[i:]...)
 }
 
 // afterFree lets requests waiting for memory in when a request finished.
@@ -229,7 +261,7 @@ func (w *DecodeWorker) advance(now time.Duration) {
 				w.abortEnd(t, j, true)
 			case j.chunkDone >= j.PrefillTokens:
 				w.cur, j.DPrefillEnd = nil, t
-				w.ready = append(w.ready, j)
+				w.pushReady(j)
 			}
 			w.kick(t)
 			w.drainReady(t)
