@@ -93,9 +93,12 @@ func (x *ResidentIndex) place(k uint64, busy int32) int32 {
 	fp := tabHash(k)
 	i := x.home(fp)
 	others, live := 0, int32(-1)
-	for ; x.tab[i].pos != 0; i = (i + 1) & x.tmask {
-		e := x.tab[i]
-		if e.fp != fp || x.keys[e.pos-1] != k {
+	// The probe reads hoisted slices (the fields were reloaded at every
+	// step).
+	tab, keys, mask := x.tab, x.keys, x.tmask
+	for ; tab[i].pos != 0; i = (i + 1) & mask {
+		e := tab[i]
+		if e.fp != fp || keys[e.pos-1] != k {
 			continue
 		}
 		p := e.pos - 1

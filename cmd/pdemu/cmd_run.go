@@ -154,6 +154,7 @@ func newLogger(level string, w io.Writer) (hclog.Logger, error) {
 
 func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	tuneGCForBatch()
 	for _, s := range f.set {
 		if _, v, _ := strings.Cut(s, "="); strings.Contains(v, ",") {
 			return usageErr("--set %s: run takes one value per path; sweep several values with 'pdemu compare'", s)
