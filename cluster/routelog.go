@@ -35,56 +35,36 @@ func appendLog(b []byte, l *pdLog) ([]byte, bool) {
 			}
 		}
 	}
-	b = append(b, `{"id":`...)
-	b = strconv.AppendInt(b, l.ID, 10)
-	b = append(b, `,"session":`...)
-	b = appendJSONString(b, l.Session)
-	b = append(b, `,"turn":`...)
-	b = strconv.AppendInt(b, int64(l.Turn), 10)
-	b = append(b, `,"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(l.InputTokens), 10)
-	b = append(b, `,"policy":`...)
-	b = appendJSONString(b, l.Policy)
-	b = append(b, `,"tries":`...)
-	b = appendJSONArray(b, l.Tries, appendTry)
-	b = append(b, `,"fallback":`...)
-	b = strconv.AppendBool(b, l.Fallback)
-	b = append(b, `,"fallback_reason":`...)
-	b = appendJSONString(b, l.FallbackReason)
-	b = append(b, `,"mode":`...)
-	b = appendJSONString(b, l.Mode)
-	b = append(b, `,"p_worker":`...)
-	b = appendJSONString(b, l.PWorker)
-	b = append(b, `,"d_worker":`...)
-	b = appendJSONString(b, l.DWorker)
+	b = appendIntField(b, `{"id":`, l.ID)
+	b = appendStrField(b, `,"session":`, l.Session)
+	b = appendIntField(b, `,"turn":`, int64(l.Turn))
+	b = appendIntField(b, `,"input_tokens":`, int64(l.InputTokens))
+	b = appendStrField(b, `,"policy":`, l.Policy)
+	b = appendJSONArray(append(b, `,"tries":`...), l.Tries, appendTry)
+	b = strconv.AppendBool(append(b, `,"fallback":`...), l.Fallback)
+	b = appendStrField(b, `,"fallback_reason":`, l.FallbackReason)
+	b = appendStrField(b, `,"mode":`, l.Mode)
+	b = appendStrField(b, `,"p_worker":`, l.PWorker)
+	b = appendStrField(b, `,"d_worker":`, l.DWorker)
 	return append(b, '}'), true
 }
 
 func appendTry(b []byte, t *pdTry) []byte {
-	b = append(b, `{"try":`...)
-	b = strconv.AppendInt(b, int64(t.Try), 10)
-	b = append(b, `,"at_ms":`...)
-	b = appendJSONFloat(b, t.AtMS)
-	b = append(b, `,"candidates":`...)
-	b = appendJSONArray(b, t.Candidates, appendCand)
+	b = appendIntField(b, `{"try":`, int64(t.Try))
+	b = appendJSONFloat(append(b, `,"at_ms":`...), t.AtMS)
+	b = appendJSONArray(append(b, `,"candidates":`...), t.Candidates, appendCand)
 	if t.Omitted != 0 {
-		b = append(b, `,"candidates_omitted":`...)
-		b = strconv.AppendInt(b, int64(t.Omitted), 10)
+		b = appendIntField(b, `,"candidates_omitted":`, int64(t.Omitted))
 	}
-	b = append(b, `,"chosen":`...)
-	b = appendJSONString(b, t.Chosen)
-	b = append(b, `,"reply":`...)
-	b = appendJSONString(b, t.Reply)
-	b = append(b, `,"reply_mode":`...)
-	b = appendJSONString(b, t.Mode)
-	b = append(b, `,"reply_reason":`...)
-	b = appendJSONString(b, t.Reason)
+	b = appendStrField(b, `,"chosen":`, t.Chosen)
+	b = appendStrField(b, `,"reply":`, t.Reply)
+	b = appendStrField(b, `,"reply_mode":`, t.Mode)
+	b = appendStrField(b, `,"reply_reason":`, t.Reason)
 	return append(b, '}')
 }
 
 func appendCand(b []byte, c *pdCand) []byte {
-	b = append(b, `{"d_worker":`...)
-	b = appendJSONString(b, c.DWorker)
+	b = appendStrField(b, `{"d_worker":`, c.DWorker)
 	b = append(b, `,"key":[`...)
 	for k, v := range c.Key {
 		if k > 0 {
@@ -92,14 +72,23 @@ func appendCand(b []byte, c *pdCand) []byte {
 		}
 		b = appendJSONFloat(b, v)
 	}
-	b = append(b, `],"overlap":`...)
-	b = strconv.AppendInt(b, int64(c.Overlap), 10)
-	b = append(b, `,"rejects":`...)
-	b = strconv.AppendInt(b, int64(c.Rejects), 10)
+	b = appendIntField(b, `],"overlap":`, int64(c.Overlap))
+	b = appendIntField(b, `,"rejects":`, int64(c.Rejects))
 	if c.Eligible {
 		return append(b, `,"eligible":true}`...)
 	}
 	return append(b, `,"eligible":false}`...)
+}
+
+// appendStrField appends key (a JSON object key with its quotes, colon
+// and any leading comma or brace) and s as a JSON string.
+func appendStrField(b []byte, key, s string) []byte {
+	return appendJSONString(append(b, key...), s)
+}
+
+// appendIntField appends key (as appendStrField) and n.
+func appendIntField(b []byte, key string, n int64) []byte {
+	return strconv.AppendInt(append(b, key...), n, 10)
 }
 
 // appendJSONArray appends xs as encoding/json does a slice: null when nil,

@@ -50,24 +50,31 @@ func sweDefaults() workload.SWEBenchConfig {
 	return workload.SWEBenchDefaults(workload.SWEBenchConfig{})
 }
 
-func sweInt(f func(*workload.SWEBenchConfig) *int) (func() float64, func(*workload.SWEBenchConfig, float64)) {
-	return func() float64 { c := sweDefaults(); return float64(*f(&c)) },
-		func(c *workload.SWEBenchConfig, v float64) { *f(c) = int(v) }
+// sweField is a field of the SWE-Bench content model as a float64: its
+// default and how a run sets it.
+type sweField struct {
+	get func() float64
+	set func(*workload.SWEBenchConfig, float64)
 }
 
-func sweFloat(f func(*workload.SWEBenchConfig) *float64) (func() float64, func(*workload.SWEBenchConfig, float64)) {
-	return func() float64 { c := sweDefaults(); return *f(&c) },
-		func(c *workload.SWEBenchConfig, v float64) { *f(c) = v }
+func sweInt(f func(*workload.SWEBenchConfig) *int) sweField {
+	return sweField{func() float64 { c := sweDefaults(); return float64(*f(&c)) },
+		func(c *workload.SWEBenchConfig, v float64) { *f(c) = int(v) }}
+}
+
+func sweFloat(f func(*workload.SWEBenchConfig) *float64) sweField {
+	return sweField{func() float64 { c := sweDefaults(); return *f(&c) },
+		func(c *workload.SWEBenchConfig, v float64) { *f(c) = v }}
 }
 
 // sweDur is a duration field in seconds.
-func sweDur(f func(*workload.SWEBenchConfig) *time.Duration) (func() float64, func(*workload.SWEBenchConfig, float64)) {
-	return func() float64 { c := sweDefaults(); return f(&c).Seconds() },
-		func(c *workload.SWEBenchConfig, v float64) { *f(c) = time.Duration(v * float64(time.Second)) }
+func sweDur(f func(*workload.SWEBenchConfig) *time.Duration) sweField {
+	return sweField{func() float64 { c := sweDefaults(); return f(&c).Seconds() },
+		func(c *workload.SWEBenchConfig, v float64) { *f(c) = time.Duration(v * float64(time.Second)) }}
 }
 
-func swe(name, unit, label string, lo, hi float64, source string, get func() float64, set func(*workload.SWEBenchConfig, float64)) Param {
-	return Param{Name: "swebench." + name, Unit: unit, Default: get(), Label: label, Low: lo, High: hi, Source: source, code: get, swe: set}
+func swe(name, unit, label string, lo, hi float64, source string, f sweField) Param {
+	return Param{Name: "swebench." + name, Unit: unit, Default: f.get(), Label: label, Low: lo, High: hi, Source: source, code: f.get, swe: f.set}
 }
 
 // Params is the kvc-paper experiment's parameter table, in docs/MODEL.md
@@ -75,58 +82,32 @@ func swe(name, unit, label string, lo, hi float64, source string, get func() flo
 func Params() []Param {
 	var ps []Param
 	add := func(p Param) { ps = append(ps, p) }
-	g, s := sweInt(func(c *workload.SWEBenchConfig) *int { return &c.Sessions })
-	add(swe("sessions", "sessions", LabelPublished, 0, 0, "spec §7: 52 sessions", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.Requests })
-	add(swe("requests", "requests", LabelPublished, 0, 0, "spec §7: 4,449 requests", g, s))
-	g, s = sweDur(func(c *workload.SWEBenchConfig) *time.Duration { return &c.Duration })
-	add(swe("duration", "s", LabelPublished, 0, 0, "spec §7: 5.44 h trace", g, s))
-	g, s = sweDur(func(c *workload.SWEBenchConfig) *time.Duration { return &c.GapP50 })
-	add(swe("gap_p50", "s", LabelPublished, 0, 0, "spec §7: p50 gap between turns 2.53 s", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.BlockTokens })
-	add(swe("block_tokens", "tokens", LabelPublished, 0, 0, "spec §7: 24-token blocks", g, s))
-	g, s = sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.GapSigma })
-	add(swe("gap_sigma", "–", LabelFitted, 0.7, 1.4, "fitted to the 5.44 h timeline, closed form: a log-normal gap of median 2.53 s and σ 1.05 has mean 2.53 s·e^(σ²/2) = 4.39 s, and 4,449 turns back to back × 4.39 s = 19,534 s against 19,584 s (residual −0.3 %)", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.OutputP50 })
-	add(unfitted(90, swe("output_p50", "tokens", LabelFitted, 120, 240, "fitted to the paper's ≈ 1.00 M decode tokens over 4,449 requests, closed form with σ 0.7: mean 176·e^(0.245) = 224.9 per request, 1.0004 M in all (residual +0.04 % before the 4,096 cap; the experiment's decode-token row is the emulated residual); unfitted: the v0 model's 90", g, s)))
-	g, s = sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.OutputSigma })
-	add(swe("output_sigma", "–", LabelAssumed, 0.4, 1.0, "nothing published; σ of a SWE-agent thought + action", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.AppendP50 })
-	add(unfitted(160, swe("append_p50", "tokens", LabelFitted, 120, 280, "fitted to the paper's median 187 uncached tokens per KVC request (the uncached part of a Direct request is its append, so the append median is set to the figure; the experiment's median-uncached row is the residual: 161, −14 %, in the README's run); unfitted: the v0 model's 160", g, s)))
-	g, s = sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.AppendSigma })
-	add(swe("append_sigma", "–", LabelAssumed, 0.6, 1.4, "nothing published", g, s))
-	g, s = sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.MidAppendProb })
-	add(swe("mid_append_prob", "–", LabelAssumed, 0.005, 0.05, "nothing published (whole-file views, test logs); so that appends between v1's and v2's τ_append exist", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MidAppendMin })
-	add(swe("mid_append_min", "tokens", LabelAssumed, 0, 0, "v1's τ_append + 1 by construction (not varied)", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MidAppendMax })
-	add(swe("mid_append_max", "tokens", LabelAssumed, 0, 0, "v2's τ_append by construction (not varied)", g, s))
-	g, s = sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.LargeAppendProb })
-	add(swe("large_append_prob", "–", LabelAssumed, 0.005, 0.05, "nothing published (file dumps); kept from the v0 model", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.LargeAppendMin })
-	add(swe("large_append_min", "tokens", LabelAssumed, 0, 0, "v2's τ_append + 1 by construction (not varied)", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.LargeAppendMax })
-	add(swe("large_append_max", "tokens", LabelAssumed, 16384, 32768, "nothing published", g, s))
-	g, s = sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.TurnsSigma })
-	add(swe("turns_sigma", "–", LabelAssumed, 0.25, 0.75, "nothing published (turns per session around 85.6)", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MinTurns })
-	add(swe("min_turns", "turns", LabelAssumed, 2, 10, "nothing published", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.SystemTokens })
-	add(swe("system_tokens", "tokens", LabelAssumed, 1500, 6000, "nothing published (SWE-agent system prompt + tool docs)", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.IssueTokens })
-	add(swe("issue_tokens", "tokens", LabelAssumed, 400, 1600, "nothing published (issue + repository context)", g, s))
-	g, s = sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.IssueSigma })
-	add(swe("issue_sigma", "–", LabelAssumed, 0.3, 0.9, "nothing published", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MaxOutput })
-	add(swe("max_output", "tokens", LabelAssumed, 2048, 8192, "nothing published", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MaxContext })
-	add(swe("max_context", "tokens", LabelAssumed, 49152, 81920, "nothing published (history condensation point)", g, s))
-	g, s = sweInt(func(c *workload.SWEBenchConfig) *int { return &c.CondensedTokens })
-	add(swe("condensed_tokens", "tokens", LabelAssumed, 1000, 4000, "nothing published", g, s))
-	g, s = sweDur(func(c *workload.SWEBenchConfig) *time.Duration { return &c.ServiceBase })
-	add(swe("service_base", "s", LabelAssumed, 0.05, 0.3, "nothing published (nominal service time taken out of recorded gaps)", g, s))
-	g, s = sweDur(func(c *workload.SWEBenchConfig) *time.Duration { return &c.TokenTime })
-	add(swe("token_time", "s", LabelAssumed, 0.005, 0.02, "nothing published", g, s))
+	add(swe("sessions", "sessions", LabelPublished, 0, 0, "spec §7: 52 sessions", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.Sessions })))
+	add(swe("requests", "requests", LabelPublished, 0, 0, "spec §7: 4,449 requests", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.Requests })))
+	add(swe("duration", "s", LabelPublished, 0, 0, "spec §7: 5.44 h trace", sweDur(func(c *workload.SWEBenchConfig) *time.Duration { return &c.Duration })))
+	add(swe("gap_p50", "s", LabelPublished, 0, 0, "spec §7: p50 gap between turns 2.53 s", sweDur(func(c *workload.SWEBenchConfig) *time.Duration { return &c.GapP50 })))
+	add(swe("block_tokens", "tokens", LabelPublished, 0, 0, "spec §7: 24-token blocks", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.BlockTokens })))
+	add(swe("gap_sigma", "–", LabelFitted, 0.7, 1.4, "fitted to the 5.44 h timeline, closed form: a log-normal gap of median 2.53 s and σ 1.05 has mean 2.53 s·e^(σ²/2) = 4.39 s, and 4,449 turns back to back × 4.39 s = 19,534 s against 19,584 s (residual −0.3 %)", sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.GapSigma })))
+	add(unfitted(90, swe("output_p50", "tokens", LabelFitted, 120, 240, "fitted to the paper's ≈ 1.00 M decode tokens over 4,449 requests, closed form with σ 0.7: mean 176·e^(0.245) = 224.9 per request, 1.0004 M in all (residual +0.04 % before the 4,096 cap; the experiment's decode-token row is the emulated residual); unfitted: the v0 model's 90", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.OutputP50 }))))
+	add(swe("output_sigma", "–", LabelAssumed, 0.4, 1.0, "nothing published; σ of a SWE-agent thought + action", sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.OutputSigma })))
+	add(unfitted(160, swe("append_p50", "tokens", LabelFitted, 120, 280, "fitted to the paper's median 187 uncached tokens per KVC request (the uncached part of a Direct request is its append, so the append median is set to the figure; the experiment's median-uncached row is the residual: 161, −14 %, in the README's run); unfitted: the v0 model's 160", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.AppendP50 }))))
+	add(swe("append_sigma", "–", LabelAssumed, 0.6, 1.4, "nothing published", sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.AppendSigma })))
+	add(swe("mid_append_prob", "–", LabelAssumed, 0.005, 0.05, "nothing published (whole-file views, test logs); so that appends between v1's and v2's τ_append exist", sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.MidAppendProb })))
+	add(swe("mid_append_min", "tokens", LabelAssumed, 0, 0, "v1's τ_append + 1 by construction (not varied)", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MidAppendMin })))
+	add(swe("mid_append_max", "tokens", LabelAssumed, 0, 0, "v2's τ_append by construction (not varied)", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MidAppendMax })))
+	add(swe("large_append_prob", "–", LabelAssumed, 0.005, 0.05, "nothing published (file dumps); kept from the v0 model", sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.LargeAppendProb })))
+	add(swe("large_append_min", "tokens", LabelAssumed, 0, 0, "v2's τ_append + 1 by construction (not varied)", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.LargeAppendMin })))
+	add(swe("large_append_max", "tokens", LabelAssumed, 16384, 32768, "nothing published", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.LargeAppendMax })))
+	add(swe("turns_sigma", "–", LabelAssumed, 0.25, 0.75, "nothing published (turns per session around 85.6)", sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.TurnsSigma })))
+	add(swe("min_turns", "turns", LabelAssumed, 2, 10, "nothing published", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MinTurns })))
+	add(swe("system_tokens", "tokens", LabelAssumed, 1500, 6000, "nothing published (SWE-agent system prompt + tool docs)", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.SystemTokens })))
+	add(swe("issue_tokens", "tokens", LabelAssumed, 400, 1600, "nothing published (issue + repository context)", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.IssueTokens })))
+	add(swe("issue_sigma", "–", LabelAssumed, 0.3, 0.9, "nothing published", sweFloat(func(c *workload.SWEBenchConfig) *float64 { return &c.IssueSigma })))
+	add(swe("max_output", "tokens", LabelAssumed, 2048, 8192, "nothing published", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MaxOutput })))
+	add(swe("max_context", "tokens", LabelAssumed, 49152, 81920, "nothing published (history condensation point)", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.MaxContext })))
+	add(swe("condensed_tokens", "tokens", LabelAssumed, 1000, 4000, "nothing published", sweInt(func(c *workload.SWEBenchConfig) *int { return &c.CondensedTokens })))
+	add(swe("service_base", "s", LabelAssumed, 0.05, 0.3, "nothing published (nominal service time taken out of recorded gaps)", sweDur(func(c *workload.SWEBenchConfig) *time.Duration { return &c.ServiceBase })))
+	add(swe("token_time", "s", LabelAssumed, 0.005, 0.02, "nothing published", sweDur(func(c *workload.SWEBenchConfig) *time.Duration { return &c.TokenTime })))
 
 	add(Param{Name: "mfu", Unit: "–", Default: gpu.DefaultMFU, Label: LabelAssumed, Low: 0.25, High: 0.5,
 		Source: "no fit exists: gpu.DefaultMFU, a plausible long-prompt prefill MFU (30–45 % typical); docs/MODEL.md §1 shows the model-vs-published prefill residuals",

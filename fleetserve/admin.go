@@ -38,14 +38,14 @@ func (s *fleetServer) adminMux() http.Handler {
 			s.adminPost(w, r)
 		default:
 			w.Header().Set("Allow", "GET, POST")
-			apiErr(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed", "%s /admin/workers: use GET or POST", r.Method)
+			apiErr(w, http.StatusMethodNotAllowed, "", "%s /admin/workers: use GET or POST", r.Method)
 		}
 	})
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		apiErr(w, http.StatusNotFound, "invalid_request_error", "", "not_found", "no such endpoint: %s %s (the admin API is GET/POST /admin/workers)", r.Method, r.URL.Path)
+		apiErr(w, http.StatusNotFound, "", "no such endpoint: %s %s (the admin API is GET/POST /admin/workers)", r.Method, r.URL.Path)
 	})
 	return mux
 }
@@ -63,11 +63,11 @@ func (s *fleetServer) adminPost(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		apiErr(w, http.StatusBadRequest, "invalid_request_error", "", "", "POST /admin/workers: %v (body: {\"action\":\"add\"|\"drain\",\"name\":...})", err)
+		apiErr(w, http.StatusBadRequest, "", "POST /admin/workers: %v (body: {\"action\":\"add\"|\"drain\",\"name\":...})", err)
 		return
 	}
 	if req.Name == "" {
-		apiErr(w, http.StatusBadRequest, "invalid_request_error", "name", "", "name is missing")
+		apiErr(w, http.StatusBadRequest, "name", "name is missing")
 		return
 	}
 	switch req.Action {
@@ -84,29 +84,29 @@ func (s *fleetServer) adminPost(w http.ResponseWriter, r *http.Request) {
 		s.kick()
 		switch {
 		case errors.Is(err, fleet.ErrUnknownWorker):
-			apiErr(w, http.StatusNotFound, "invalid_request_error", "name", "worker_not_found", "%v", err)
+			apiErr(w, http.StatusNotFound, "name", "%v", err)
 		case errors.Is(err, fleet.ErrGone):
-			apiErr(w, http.StatusConflict, "invalid_request_error", "name", "worker_gone", "%v", err)
+			apiErr(w, http.StatusConflict, "name", "%v", err)
 		case err != nil:
-			apiErr(w, http.StatusBadRequest, "invalid_request_error", "", "", "%v", err)
+			apiErr(w, http.StatusBadRequest, "", "%v", err)
 		default:
 			writeJSON(w, http.StatusAccepted, l)
 		}
 	default:
-		apiErr(w, http.StatusBadRequest, "invalid_request_error", "action", "", "action must be \"add\" or \"drain\", got %q", req.Action)
+		apiErr(w, http.StatusBadRequest, "action", "action must be \"add\" or \"drain\", got %q", req.Action)
 	}
 }
 
 func (s *fleetServer) adminAdd(w http.ResponseWriter, req AdminRequest) {
 	role := fleet.Role(strings.ToLower(req.Role))
 	if role != fleet.RolePrefill && role != fleet.RoleDecode {
-		apiErr(w, http.StatusBadRequest, "invalid_request_error", "role", "", "role must be \"prefill\" or \"decode\", got %q", req.Role)
+		apiErr(w, http.StatusBadRequest, "role", "role must be \"prefill\" or \"decode\", got %q", req.Role)
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		apiErr(w, http.StatusServiceUnavailable, "server_error", "", "shutting_down", "the fleet is shutting down")
+		apiErr(w, http.StatusServiceUnavailable, "", "the fleet is shutting down")
 		return
 	}
 	kind := topology.KindDecode
@@ -119,7 +119,7 @@ func (s *fleetServer) adminAdd(w http.ResponseWriter, req AdminRequest) {
 		if errors.Is(err, fleet.ErrUnknownWorker) {
 			status = http.StatusNotFound
 		}
-		apiErr(w, status, "invalid_request_error", "", "", "%v", err)
+		apiErr(w, status, "", "%v", err)
 		return
 	}
 	wi, _ := s.f.Worker(req.Name)
@@ -128,7 +128,7 @@ func (s *fleetServer) adminAdd(w http.ResponseWriter, req AdminRequest) {
 		// once so it leaves (nothing was sent to it).
 		_ = s.f.Drain(s.f.Now(), req.Name)
 		s.dispatch(s.f.Now())
-		apiErr(w, http.StatusInternalServerError, "server_error", "", "", "worker %s: %v", req.Name, err)
+		apiErr(w, http.StatusInternalServerError, "", "worker %s: %v", req.Name, err)
 		return
 	}
 	s.dispatch(s.f.Now())
@@ -140,5 +140,5 @@ func (s *fleetServer) adminAdd(w http.ResponseWriter, req AdminRequest) {
 			return
 		}
 	}
-	apiErr(w, http.StatusInternalServerError, "server_error", "", "", "worker %s was added but is not listed", req.Name)
+	apiErr(w, http.StatusInternalServerError, "", "worker %s was added but is not listed", req.Name)
 }

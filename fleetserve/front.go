@@ -54,7 +54,7 @@ func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *front) completion(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		apiErr(w, http.StatusBadRequest, "invalid_request_error", "", "", "reading the body: %v", err)
+		apiErr(w, http.StatusBadRequest, "", "reading the body: %v", err)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -65,7 +65,7 @@ func (h *front) completion(w http.ResponseWriter, r *http.Request) {
 	}
 	kv, err := parseKV(pr.KV)
 	if err != nil {
-		apiErr(w, http.StatusBadRequest, "invalid_request_error", "kv_transfer_params", "", "%v", err)
+		apiErr(w, http.StatusBadRequest, "kv_transfer_params", "%v", err)
 		return
 	}
 	if pr.KV != nil {
@@ -88,25 +88,25 @@ func (h *front) completion(w http.ResponseWriter, r *http.Request) {
 	switch h.ep.role {
 	case fleet.RolePrefill:
 		if kv != nil && kv.DoRemotePrefill {
-			apiErr(w, http.StatusBadRequest, "invalid_request_error", "kv_transfer_params", "",
+			apiErr(w, http.StatusBadRequest, "kv_transfer_params",
 				"%s is a prefill worker: it cannot pull KV (do_remote_prefill); send the decode call to a decode worker", h.ep.name)
 			return
 		}
 		if maxTok == nil || *maxTok != 1 {
-			apiErr(w, http.StatusBadRequest, "invalid_request_error", "max_tokens", "",
+			apiErr(w, http.StatusBadRequest, "max_tokens",
 				"%s is a prefill worker: it only prefills (max_tokens must be 1, as a P/D proxy sends it, with kv_transfer_params.do_remote_decode to hand the KV to a decode worker)", h.ep.name)
 			return
 		}
 		tk.remoteDecode = kv != nil && kv.DoRemoteDecode
 	case fleet.RoleFused:
 		if kv != nil && (kv.DoRemoteDecode || kv.DoRemotePrefill) {
-			apiErr(w, http.StatusBadRequest, "invalid_request_error", "kv_transfer_params", "",
+			apiErr(w, http.StatusBadRequest, "kv_transfer_params",
 				"%s is a fused worker: it serves requests whole, without a P/D hand-off", h.ep.name)
 			return
 		}
 	case fleet.RoleDecode:
 		if kv != nil && kv.DoRemoteDecode {
-			apiErr(w, http.StatusBadRequest, "invalid_request_error", "kv_transfer_params", "",
+			apiErr(w, http.StatusBadRequest, "kv_transfer_params",
 				"%s is a decode worker: do_remote_decode goes to a prefill worker", h.ep.name)
 			return
 		}

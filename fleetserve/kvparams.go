@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/pdemu/pdemu/serve"
 )
 
 // kvParams is vLLM's kv_transfer_params object (NixlConnector): what a
@@ -32,20 +34,11 @@ type probe struct {
 	Stream              *bool           `json:"stream"`
 }
 
-// apiErr writes an OpenAI-style error body.
-func apiErr(w http.ResponseWriter, status int, typ, param, code, format string, a ...any) {
+// apiErr writes vLLM's error body (serve.ErrorBody), as pdemu serve does.
+func apiErr(w http.ResponseWriter, status int, param, format string, a ...any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	body := map[string]any{"error": map[string]any{"message": fmt.Sprintf(format, a...), "type": typ,
-		"param": nilIfEmpty(param), "code": nilIfEmpty(code)}}
-	_ = json.NewEncoder(w).Encode(body)
-}
-
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+	_ = json.NewEncoder(w).Encode(serve.ErrorBody(status, param, fmt.Sprintf(format, a...)))
 }
 
 // parseKV reads kv_transfer_params (absent or null: nil).

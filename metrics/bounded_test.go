@@ -10,6 +10,16 @@ import (
 	"pgregory.net/rapid"
 )
 
+// boundedTallyOf is TallyOf(recs) bounded for slo.
+func boundedTallyOf(slo SLO, recs []Record) *Tally {
+	b := NewTally()
+	b.Bound(slo)
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	return b
+}
+
 // A bounded Tally is the exact one while at most BoundExact requests
 // completed: the same summary, buckets and SLO, byte for byte.
 func TestBoundedExactUpToLimit(t *testing.T) {
@@ -17,11 +27,7 @@ func TestBoundedExactUpToLimit(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		recs := genRecords(t)
 		exact := TallyOf(recs)
-		b := NewTally()
-		b.Bound(slo)
-		for i := range recs {
-			b.Add(&recs[i])
-		}
+		b := boundedTallyOf(slo, recs)
 		require.False(t, b.Estimated())
 		se, sb := exact.Summary(), b.Summary()
 		assert.Equal(t, jsonOf(t, se), jsonOf(t, sb))
@@ -56,11 +62,7 @@ func TestBoundedSketchAccuracy(t *testing.T) {
 	}
 	slo := SLO{TTFT: 200 * time.Millisecond, Attainment: 0.9}
 	exact := TallyOf(recs)
-	b := NewTally()
-	b.Bound(slo)
-	for i := range recs {
-		b.Add(&recs[i])
-	}
+	b := boundedTallyOf(slo, recs)
 	require.True(t, b.Estimated())
 	se, sb := exact.Summary(), b.Summary()
 	require.NotNil(t, sb.Estimates)

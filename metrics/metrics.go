@@ -273,22 +273,11 @@ type Quantiles struct {
 func QuantilesMS(ds []time.Duration) Quantiles { return quantilesInPlace(slices.Clone(ds)) }
 
 // quantilesInPlace is QuantilesMS of s, which it sorts (no copy: for a
-// caller's own scratch slice).
+// caller's own scratch slice): tailInPlace's figures without its extra
+// tail quantiles.
 func quantilesInPlace(s []time.Duration) Quantiles {
-	if len(s) == 0 {
-		return Quantiles{}
-	}
-	slices.Sort(s)
-	var sum float64
-	for _, d := range s {
-		sum += float64(d)
-	}
-	q := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		i = min(max(i, 0), len(s)-1)
-		return ms(s[i])
-	}
-	return Quantiles{P50: q(0.50), P90: q(0.90), P99: q(0.99), Mean: round3(sum / float64(len(s)) / 1e6), Max: ms(s[len(s)-1])}
+	t := tailInPlace(s)
+	return Quantiles{P50: t.P50, P90: t.P90, P99: t.P99, Mean: t.Mean, Max: t.Max}
 }
 
 func ms(d time.Duration) float64 { return round3(float64(d) / 1e6) }

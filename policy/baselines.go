@@ -301,21 +301,38 @@ func NewCacheAwareDP(cfg CacheAwareConfig) (*CacheAwareDP, error) {
 // Begin routes a request to a fused worker: Step{ActRun, D: w, Mode: ModeFused}.
 func (p *CacheAwareDP) Begin(ds *Dispatch) Step {
 	r := ds.Req
-	w := p.pick(r)
+	w := p.pick(r, nil)
 	p.load[w]++
 	p.Record(w, r)
 	return Step{Action: ActRun, P: -1, D: w, Mode: ModeFused, Unadmitted: true}
 }
 
+// BeginMatched is Begin for a caller that has just set match with
+// LongestPrefix(r, match) (nothing recorded since): it picks the same
+// worker without computing the match again, counts its load and records
+// r's blocks there as if r were not its session's last turn (the caller
+// records the turn itself, Record, once it is placed). It returns the
+// worker; match is not changed.
+func (p *CacheAwareDP) BeginMatched(r *workload.Request, match []int) int {
+	w := p.pick(r, match)
+	p.load[w]++
+	p.record(w, r.Session, r.Blocks, false)
+	return w
+}
+
 // Record replaces worker w's record of r's session by r's blocks (what
 // Begin does for the worker it picks).
 func (p *CacheAwareDP) Record(w int, r *workload.Request) {
-	p.index.SetImmutable(w, r.Session, r.Blocks) // Request.Blocks is immutable
+	p.record(w, r.Session, r.Blocks, r.Last)
+}
+
+func (p *CacheAwareDP) record(w int, s int32, blocks []uint64, last bool) {
+	p.index.SetImmutable(w, s, blocks) // Request.Blocks is immutable
 	switch {
-	case r.Last: // the session ends: no next turn to hint
-		delete(p.last, r.Session)
-	case len(r.Blocks) > 0:
-		p.last[r.Session] = int32(w)
+	case last: // the session ends: no next turn to hint
+		delete(p.last, s)
+	case len(blocks) > 0:
+		p.last[s] = int32(w)
 	}
 }
 
@@ -331,7 +348,9 @@ func (p *CacheAwareDP) LongestPrefix(r *workload.Request, out []int) {
 	p.index.LongestPrefixOwned(r.Blocks, d, r.Session, out)
 }
 
-func (p *CacheAwareDP) pick(r *workload.Request) int {
+// pick chooses r's worker; match, when not nil, is LongestPrefix(r) (else
+// it is computed into p.match when needed).
+func (p *CacheAwareDP) pick(r *workload.Request, match []int) int {
 	blocks := r.Blocks
 	lo, hi := p.load[0], p.load[0]
 	for _, l := range p.load[1:] {
@@ -342,13 +361,16 @@ func (p *CacheAwareDP) pick(r *workload.Request) int {
 		return p.leastLoaded(nil, 0)
 	}
 	best := 0
-	if len(blocks) > 0 {
-		p.LongestPrefix(r, p.match)
-		for _, m := range p.match {
-			best = max(best, m)
-		}
-	} else {
-		clear(p.match)
+	switch {
+	case len(blocks) == 0:
+		match = p.match
+		clear(match)
+	case match == nil:
+		match = p.match
+		p.LongestPrefix(r, match)
+	}
+	for _, m := range match {
+		best = max(best, m)
 	}
 	ratio := 0.0
 	if len(blocks) > 0 {
@@ -356,7 +378,7 @@ func (p *CacheAwareDP) pick(r *workload.Request) int {
 	}
 	if ratio > p.cfg.CacheThreshold || (!p.cfg.StrictMatch && ratio == p.cfg.CacheThreshold) {
 		p.stats.CacheHit++
-		return p.leastLoaded(p.match, best)
+		return p.leastLoaded(match, best)
 	}
 	p.stats.Miss++
 	if p.cfg.Miss == MissSmallestCache {

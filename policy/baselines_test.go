@@ -284,6 +284,10 @@ func TestCacheAwareDPMatchesRule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// q routes the same requests through LongestPrefix + BeginMatched
+		// (the bucket adapter's path).
+		q, _ := NewCacheAwareDP(cfg)
+		match := make([]int, n)
 		ref := newRefIndex(n)
 		load := make([]int, n)
 		var running []int
@@ -294,12 +298,14 @@ func TestCacheAwareDPMatchesRule(t *testing.T) {
 				if len(running) > 0 {
 					j := rapid.IntRange(0, len(running)-1).Draw(t, "done")
 					p.Finished(running[j])
+					q.Finished(running[j])
 					load[running[j]]--
 					running = append(running[:j], running[j+1:]...)
 				}
 			case 1:
 				w, s := rapid.IntRange(0, n-1).Draw(t, "ew"), int32(rapid.IntRange(0, 3).Draw(t, "es"))
 				p.Evicted(w, s)
+				q.Evicted(w, s)
 				ref.Remove(w, s)
 			default:
 				s := int32(rapid.IntRange(0, 3).Draw(t, "s"))
@@ -351,9 +357,14 @@ func TestCacheAwareDPMatchesRule(t *testing.T) {
 						want = least(all)
 					}
 				}
-				st := p.Begin(NewDispatch(req(s, turn[s], blocks)))
+				r := req(s, turn[s], blocks)
+				st := p.Begin(NewDispatch(r))
 				if st.D != want {
 					t.Fatalf("CacheAwareDP chose %d, the rule chooses %d (load %v)", st.D, want, load)
+				}
+				q.LongestPrefix(r, match)
+				if d := q.BeginMatched(r, match); d != want || q.Stats() != p.Stats() {
+					t.Fatalf("BeginMatched chose %d (stats %+v), the rule chooses %d (Begin's stats %+v)", d, q.Stats(), want, p.Stats())
 				}
 				load[want]++
 				running = append(running, want)

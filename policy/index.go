@@ -95,6 +95,7 @@ type ResidentIndex struct {
 	newLo     []int32
 
 	compactions int // (tests)
+	tableAllocs int // tables allocated (tests)
 
 	// bounded (Bound): a server's index, whose memory must follow what
 	// is resident, not the history of removed sessions.
@@ -149,7 +150,7 @@ func NewResidentIndex(n int) *ResidentIndex {
 		perWorker: make([]int, n),
 		canon:     make(map[uint64]posCtx),
 	}
-	x.compact(0)
+	x.compact(64)
 	return x
 }
 

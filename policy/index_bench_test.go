@@ -157,3 +157,26 @@ func BenchmarkIndexAgentic(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIndexStream replays the index traffic of a long stream of
+// sessions (sessionStream: the 1M-request 1P3D run's shape, 10 sessions
+// at a time of 24 turns of 30 new blocks, one turn in 5 moved to another
+// worker) on one index kept across iterations, so that it runs in its
+// steady state of compactions; ns/turn is per recorded turn. The
+// sub-benchmarks set keepDead, the dead positions kept for revival.
+func BenchmarkIndexStream(b *testing.B) {
+	for _, kd := range []int{1 << 12, 1 << 14, keepDead} {
+		b.Run(fmt.Sprintf("keepDead=%d", kd), func(b *testing.B) {
+			withKeepDead(b, kd)
+			x := NewResidentIndex(3)
+			sessionStream(b, x, nil, 200, 10, 24, 1) // warm up
+			b.ReportAllocs()
+			turns := 0
+			for b.Loop() {
+				sessionStream(b, x, nil, 20, 10, 24, 1)
+				turns += 20 * 24
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(turns), "ns/turn")
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"pgregory.net/rapid"
 )
 
@@ -358,5 +359,95 @@ func TestIndexCompaction(t *testing.T) {
 	t.Logf("%d compactions", x.compactions)
 	if x.limit > 4*x.live+1000 {
 		t.Fatalf("arena limit %d for %d live positions", x.limit, x.live)
+	}
+}
+
+// sessionStream drives x with a stream of sessions like the 1M-request
+// 1P3D run's: conc sessions at a time on 3 workers, each of turns turns
+// that append 30 fresh blocks behind a 20-block shared prefix, a session
+// removed when it ends, and every 5th turn's session moved to the next
+// worker (removed from its own, recorded there: its chain is revived).
+// With v non-nil it checks x against v every check turns.
+func sessionStream(t testing.TB, x *ResidentIndex, v *indexV1, sessions, conc, turns, check int) {
+	lists := make([][]uint64, conc)
+	ids := make([]int32, conc)
+	pin := make([]int, conc)
+	next := uint64(1 << 40)
+	out, want := make([]int, 3), make([]int, 3)
+	remove := func(d int, s int32) {
+		x.Remove(d, s)
+		if v != nil {
+			v.Remove(d, s)
+		}
+	}
+	for n, started := 0, 0; started < sessions; {
+		for c := range lists {
+			if len(lists[c]) == 0 || len(lists[c]) >= 20+30*turns {
+				if len(lists[c]) > 0 {
+					remove(pin[c], ids[c])
+				}
+				lists[c] = sharedChain(0, 20, 20)
+				ids[c], pin[c] = int32(started), started%3
+				started++
+			}
+			for range 30 {
+				lists[c] = append(lists[c], next)
+				next++
+			}
+			l := lists[c]
+			if n%5 == 4 {
+				remove(pin[c], ids[c])
+				pin[c] = (pin[c] + 1) % 3
+			}
+			clear(out)
+			x.OverlapOwned(l, pin[c], ids[c], out)
+			x.SetImmutable(pin[c], ids[c], l)
+			if v != nil {
+				v.SetImmutable(pin[c], ids[c], l)
+			}
+			if v != nil && n%check == 0 {
+				clear(out)
+				clear(want)
+				x.Overlap(l, out)
+				v.Overlap(l, want)
+				if !slices.Equal(out, want) || x.Blocks() != v.Blocks() {
+					t.Fatalf("turn %d: Overlap %v, want %v; Blocks %d, want %d", n, out, want, x.Blocks(), v.Blocks())
+				}
+				if err := checkSegs(x); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n++
+		}
+	}
+}
+
+// TestIndexCompactsAtOneSize: in a steady stream of sessions (live
+// positions about constant, dead ones piling up) the arena compacts at
+// the size its dead allowance asks for and reuses its table: after the
+// first compactions no table is allocated again. (Compacting to twice the
+// live positions, as before, grew the arena back step by step after
+// every compaction, allocating a table at each doubling.) A Bound
+// index, whose table shrinks when fewer positions are live, allocates
+// one now and then.
+func TestIndexCompactsAtOneSize(t *testing.T) {
+	for _, kd := range []int{64, 1 << 12} {
+		for _, bounded := range []bool{false, true} {
+			withKeepDead(t, kd)
+			x, v := NewResidentIndex(3), newIndexV1(3)
+			if bounded {
+				x.Bound()
+			}
+			sessionStream(t, x, v, 40, 4, 12, 37)
+			c0, a0 := x.compactions, x.tableAllocs
+			sessionStream(t, x, v, 400, 4, 12, 101)
+			c := x.compactions - c0
+			assert.Greater(t, c, 8, "keepDead %d bounded %v: compactions", kd, bounded)
+			if bounded { // its table may shrink and grow back
+				assert.LessOrEqual(t, x.tableAllocs-a0, c/8, "keepDead %d bounded: tables allocated in %d compactions", kd, c)
+			} else {
+				assert.Equal(t, a0, x.tableAllocs, "keepDead %d: tables allocated in %d compactions", kd, c)
+			}
+		}
 	}
 }

@@ -56,7 +56,13 @@ func (x *ResidentIndex) run(blocks []uint64) (s *iseg, n int, dup bool) {
 // and a segment's range once per run of positions with its id (a dead
 // chain's positions were labelled together), not once per position.
 func (x *ResidentIndex) deadUntil(from, to int32) int32 {
-	to = from + int32(firstFlagged(x.flag[from:to], posDup))
+	return x.liveFrom(from, from+int32(firstFlagged(x.flag[from:to], posDup)))
+}
+
+// liveFrom returns the first live position in [from, to), or to if
+// there is none, reading a segment's range once per run of positions
+// with its id (as deadUntil).
+func (x *ResidentIndex) liveFrom(from, to int32) int32 {
 	ids := x.pseg[from:to]
 	for i := 0; i < len(ids); {
 		id, j := ids[i], i+1
@@ -70,6 +76,19 @@ func (x *ResidentIndex) deadUntil(from, to int32) int32 {
 		i = j
 	}
 	return to
+}
+
+// clearFlag clears bit f of every element of flags, 8 at a time.
+func clearFlag(flags []uint8, f uint8) {
+	const ones = 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(flags); i += 8 {
+		w := binary.LittleEndian.Uint64(flags[i:])
+		binary.LittleEndian.PutUint64(flags[i:], w&^(ones*uint64(f)))
+	}
+	for ; i < len(flags); i++ {
+		flags[i] &^= f
+	}
 }
 
 // firstFlagged is the index of the first element of flags with bit f set,

@@ -239,10 +239,10 @@ func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int) int32 {
 		lo := int32(len(x.keys))
 		var hi int32
 		if p := x.place(blocks[i], lo); p >= 0 {
-			hi = p + 1
-			for i+int(hi-p) < n && int(hi) < len(x.keys) && x.keys[hi] == blocks[i+int(hi-p)] && !x.valid(hi) {
-				hi++
-			}
+			// The dead run that follows p and holds the next blocks:
+			// compare the hashes, then stop at the first live position.
+			m := commonPrefix(blocks[i+1:], x.keys[p+1:])
+			hi = x.liveFrom(p+1, p+1+int32(m))
 			lo = p
 		} else {
 			hi = lo + 1
@@ -264,19 +264,29 @@ func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
 	id := x.newSeg()
 	s := &x.segs[id]
 	*s = iseg{lo: lo, hi: hi, parent: q, depth: depth, occ: 1, hd: d, hn: 1}
+	ids := x.pseg[lo:hi]
+	for j := range ids {
+		ids[j] = id
+	}
 	dups := int32(0)
-	for p := lo; p < hi; p++ {
-		x.pseg[p] = id
-		f := x.flag[p] &^ posOff
-		if f&posCanon != 0 {
-			// The only position of a hash that was resident at the last
-			// compaction: it is canonical now.
-			delete(x.canon, x.keys[p])
-			f &^= posCanon
-		}
-		x.flag[p] = f
-		if f&posDup != 0 {
-			dups++
+	flags := x.flag[lo:hi]
+	if firstFlagged(flags, posCanon|posDup) == len(flags) {
+		// The common case (no flags but posOff, which a birth clears):
+		// 8 flags at a time.
+		clearFlag(flags, posOff)
+	} else {
+		for j, f := range flags {
+			f &^= posOff
+			if f&posCanon != 0 {
+				// The only position of a hash that was resident at the
+				// last compaction: it is canonical now.
+				delete(x.canon, x.keys[lo+int32(j)])
+				f &^= posCanon
+			}
+			flags[j] = f
+			if f&posDup != 0 {
+				dups++
+			}
 		}
 	}
 	s.dupc = dups

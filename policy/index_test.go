@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 func TestV1IndexOwnership(t *testing.T) {
@@ -256,4 +257,30 @@ func TestCommonPrefix(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFlagWords: firstFlagged and clearFlag, which read and write the
+// position flags 8 at a time, against a byte-at-a-time loop.
+func TestFlagWords(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		flags := rapid.SliceOfN(rapid.Uint8Range(0, 7), 0, 40).Draw(t, "flags")
+		f := uint8(rapid.SampledFrom([]int{posDup, posOff, posCanon, posDup | posCanon}).Draw(t, "f"))
+		want := len(flags)
+		for i, g := range flags {
+			if g&f != 0 {
+				want = i
+				break
+			}
+		}
+		if got := firstFlagged(flags, f); got != want {
+			t.Fatalf("firstFlagged(%v, %d) = %d, want %d", flags, f, got, want)
+		}
+		cleared := slices.Clone(flags)
+		clearFlag(cleared, f)
+		for i, g := range flags {
+			if cleared[i] != g&^f {
+				t.Fatalf("clearFlag(%v, %d) = %v", flags, f, cleared)
+			}
+		}
+	})
 }

@@ -8,16 +8,58 @@ import (
 	"strings"
 )
 
-// apiError is an OpenAI-style error: the body is {"error": apiError}.
+// apiError is an error answer. Its body is vLLM's ErrorResponse
+// (vllm/entrypoints/openai/protocol.py: {"error": ErrorInfo}, ErrorInfo
+// being message, type, param and an integer code, the HTTP status): Type
+// and the code are derived from Status when the error is written (see
+// envelope), as vLLM's create_error_response does. Reason is pdemu's
+// finer cause ("invalid_value", "model_not_found", ...): the
+// pdemu_http_errors_total label, not part of the body, which vLLM does
+// not have.
 type apiError struct {
-	Status  int     `json:"-"`
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
+	Status  int
+	Message string
+	Param   *string
+	Reason  string
 }
 
 func (e *apiError) Error() string { return e.Message }
+
+// errorInfo is vLLM's ErrorInfo.
+type errorInfo struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+// envelope is e as vLLM writes it: {"error": ErrorInfo}.
+func (e *apiError) envelope() any {
+	return struct {
+		Error errorInfo `json:"error"`
+	}{errorInfo{Message: e.Message, Type: errType(e.Status), Param: e.Param, Code: e.Status}}
+}
+
+// ErrorBody is vLLM's error body for an answer with this status, param
+// ("" for none) and message: what pdemu serve writes, for the fleet's
+// endpoints to write the same.
+func ErrorBody(status int, param, message string) any {
+	return (&apiError{Status: status, Message: message, Param: strp(param)}).envelope()
+}
+
+// errType is vLLM's err_type for an HTTP status: the status text in
+// CamelCase with "Error" appended (400 BadRequestError, 404 NotFoundError,
+// 500 InternalServerError, 503 ServiceUnavailableError).
+func errType(status int) string {
+	t := strings.ReplaceAll(http.StatusText(status), " ", "")
+	if t == "" {
+		t = "Unknown"
+	}
+	if !strings.HasSuffix(t, "Error") {
+		t += "Error"
+	}
+	return t
+}
 
 func strp(s string) *string {
 	if s == "" {
@@ -27,15 +69,15 @@ func strp(s string) *string {
 }
 
 // contextTooLong is vLLM's error for a prompt + output over the model's
-// length (vllm/entrypoints/openai/serving_engine.py, with OpenAI's code).
+// length (vllm/entrypoints/openai/serving_engine.py).
 func contextTooLong(maxLen, in, out int) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "BadRequestError", Param: strp("messages"), Code: strp("context_length_exceeded"),
+	return &apiError{Status: http.StatusBadRequest, Param: strp("messages"), Reason: "context_length_exceeded",
 		Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			maxLen, in+out, in, out)}
 }
 
 func badRequest(param, code, format string, a ...any) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: fmt.Sprintf(format, a...), Param: strp(param), Code: strp(code)}
+	return &apiError{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, a...), Param: strp(param), Reason: code}
 }
 
 // chatMessage is a message with its content flattened to text.
@@ -146,7 +188,7 @@ func (r *chatRequest) messages() ([]chatMessage, *apiError) {
 		var m rawMessage
 		if e := decodeJSON(raw, &m); e != nil {
 			e.Param = strp(p)
-			if e.Code != nil && *e.Code == "invalid_type" {
+			if e.Reason == "invalid_type" {
 				e.Message = p + ": " + e.Message
 			}
 			return nil, e

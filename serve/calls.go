@@ -58,9 +58,9 @@ func (s *Server) checkCommon(model string) *apiError {
 		return badRequest("model", "", "model is missing (this server serves %q)", s.opts.Model)
 	}
 	if model != s.opts.Model {
-		return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+		return &apiError{Status: http.StatusNotFound,
 			Message: fmt.Sprintf("the model %q does not exist (this server serves %q)", model, s.opts.Model),
-			Param:   strp("model"), Code: strp("model_not_found")}
+			Param:   strp("model"), Reason: "model_not_found"}
 	}
 	return nil
 }
@@ -286,8 +286,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 					cr.Client(chs[j].req.ID, metrics.ClientTimes{}) // their client gets none of it
 				}
 			}
-			s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",
-				Message: "the cluster did not accept the request: " + err.Error(), Code: strp("cluster_unavailable")})
+			s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Message: "the cluster did not accept the request: " + err.Error(), Reason: "cluster_unavailable"})
 			return
 		}
 		streams[i] = ev

@@ -45,14 +45,14 @@ func TestFaultFailureIs503OrErrorEvent(t *testing.T) {
 					}
 				}
 				require.Len(t, lines, tc.faultAfter+1, "tokens, the error event, [DONE]: %q", lines)
-				assert.Contains(t, lines[len(lines)-2], `"code":"service_unavailable"`)
+				assert.Contains(t, lines[len(lines)-2], `"type":"ServiceUnavailableError","param":null,"code":503`)
 				assert.Equal(t, "data: [DONE]", lines[len(lines)-1])
 				return
 			}
 			b, _ := io.ReadAll(res.Body)
 			assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, string(b))
 			assert.Equal(t, "1", res.Header.Get("Retry-After"))
-			assert.Contains(t, string(b), `"code":"service_unavailable"`)
+			assert.Contains(t, string(b), `"type":"ServiceUnavailableError","param":null,"code":503`)
 			assert.Contains(t, string(b), "crash d1")
 			assert.EqualValues(t, 1, f.ended.Load())
 		})

@@ -342,8 +342,7 @@ func (rl *relay) endStream() {
 }
 
 func (rl *relay) failed(end Event) {
-	e := &apiError{Status: http.StatusInternalServerError, Type: "server_error",
-		Message: "the emulated cluster failed the request: " + end.Reason, Code: strp("request_failed")}
+	e := &apiError{Status: http.StatusInternalServerError, Message: "the emulated cluster failed the request: " + end.Reason, Reason: "request_failed"}
 	switch {
 	case end.Reason == gpu.ReasonExceedsPool || end.Reason == gpu.ReasonExceedsContext:
 		first := rl.choices[0].req
@@ -352,14 +351,12 @@ func (rl *relay) failed(end Event) {
 	case end.Fault:
 		// A crash or a cut link lost it and the retries did not save it:
 		// what a client of a real fleet sees when its replica dies.
-		e.Status, e.Code = http.StatusServiceUnavailable, strp("service_unavailable")
+		e.Status, e.Reason = http.StatusServiceUnavailable, "service_unavailable"
 		e.Message = "the emulated cluster lost the request to a fault; retry: " + end.Reason
 	}
 	if rl.started {
 		// Mid-stream: the status is sent; report the error as an event.
-		rl.sse(struct {
-			Error *apiError `json:"error"`
-		}{e})
+		rl.sse(e.envelope())
 		rl.endStream()
 		return
 	}

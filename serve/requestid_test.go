@@ -1,10 +1,10 @@
 package serve
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,14 +31,7 @@ func TestRequestIDOnEveryResponse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, echo := range []string{"", "client-" + strings.ReplaceAll(tc.name, " ", "-")} {
-				req, err := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
-				require.NoError(t, err)
-				req.Header.Set("Content-Type", "application/json")
-				if echo != "" {
-					req.Header.Set("X-Request-Id", echo)
-				}
-				res, err := http.DefaultClient.Do(req)
-				require.NoError(t, err)
+				res := testkit.Do(t, tc.method, base+tc.path, tc.body, "X-Request-Id", echo)
 				res.Body.Close()
 				assert.Equal(t, tc.status, res.StatusCode)
 				id := res.Header.Get("X-Request-Id")

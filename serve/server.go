@@ -187,8 +187,8 @@ func New(opts Options, cl Cluster) (*Server, error) {
 	s.mux.Handle("/metrics", s.get(s.met.Handler().ServeHTTP))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.requestID(w, r)
-		s.fail(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: strp("not_found")})
+		s.fail(w, &apiError{Status: http.StatusNotFound,
+			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Reason: "not_found"})
 	})
 	return s, nil
 }
@@ -301,25 +301,19 @@ func Run(ctx context.Context, opts Options, cl Cluster) error {
 // ---------------------------------------------------------------- plumbing
 
 func (s *Server) fail(w http.ResponseWriter, e *apiError) {
-	code := ""
-	if e.Code != nil {
-		code = *e.Code
-	}
-	s.met.httpErrors.WithLabelValues(strconv.Itoa(e.Status), code).Inc()
+	s.met.httpErrors.WithLabelValues(strconv.Itoa(e.Status), e.Reason).Inc()
 	w.Header().Set("Content-Type", "application/json")
 	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
 	}
 	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(struct {
-		Error *apiError `json:"error"`
-	}{e})
+	_ = json.NewEncoder(w).Encode(e.envelope())
 }
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
-	s.fail(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
-		Message: fmt.Sprintf("%s %s: method not allowed (use %s)", r.Method, r.URL.Path, allow), Code: strp("method_not_allowed")})
+	s.fail(w, &apiError{Status: http.StatusMethodNotAllowed,
+		Message: fmt.Sprintf("%s %s: method not allowed (use %s)", r.Method, r.URL.Path, allow), Reason: "method_not_allowed"})
 }
 
 // requestID puts r's X-Request-Id on the response, or a generated one
@@ -368,12 +362,12 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 			var ne net.Error
 			switch {
 			case errors.As(err, &mb):
-				s.fail(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-					Message: fmt.Sprintf("request body exceeds %d bytes", mb.Limit), Code: strp("request_too_large")})
+				s.fail(w, &apiError{Status: http.StatusRequestEntityTooLarge,
+					Message: fmt.Sprintf("request body exceeds %d bytes", mb.Limit), Reason: "request_too_large"})
 			case errors.As(err, &ne) && ne.Timeout():
 				w.Header().Set("Connection", "close")
-				s.fail(w, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error",
-					Message: fmt.Sprintf("the request body was not received within %v", s.opts.ReadTimeout), Code: strp("request_timeout")})
+				s.fail(w, &apiError{Status: http.StatusRequestTimeout,
+					Message: fmt.Sprintf("the request body was not received within %v", s.opts.ReadTimeout), Reason: "request_timeout"})
 			default:
 				s.fail(w, badRequest("", "", "reading the request body: %v", err))
 			}
@@ -383,8 +377,8 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 		// see its context cancelled when it expires.
 		_ = rc.SetReadDeadline(time.Time{})
 		if ct := r.Header.Get("Content-Type"); !jsonContentType(ct) {
-			s.fail(w, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error",
-				Message: fmt.Sprintf("Content-Type must be application/json, got %q", ct), Code: strp("unsupported_media_type")})
+			s.fail(w, &apiError{Status: http.StatusUnsupportedMediaType,
+				Message: fmt.Sprintf("Content-Type must be application/json, got %q", ct), Reason: "unsupported_media_type"})
 			return
 		}
 		if s.draining.Load() { // the drain began while the body was read
@@ -393,9 +387,8 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 		}
 		if n := s.inflight.Add(1); n > int64(s.opts.MaxInFlight) {
 			s.inflight.Add(-1)
-			s.fail(w, &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error",
-				Message: fmt.Sprintf("too many requests in flight (admission limit %d); retry later", s.opts.MaxInFlight),
-				Code:    strp("rate_limit_exceeded")})
+			s.fail(w, &apiError{Status: http.StatusTooManyRequests, Message: fmt.Sprintf("too many requests in flight (admission limit %d); retry later", s.opts.MaxInFlight),
+				Reason: "rate_limit_exceeded"})
 			return
 		}
 		s.met.inflight.Inc()
@@ -422,8 +415,7 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 // unavailable answers a request that arrives while the server drains.
 func (s *Server) unavailable(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
-	s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error",
-		Message: "the server is shutting down; retry on another replica", Code: strp("shutting_down")})
+	s.fail(w, &apiError{Status: http.StatusServiceUnavailable, Message: "the server is shutting down; retry on another replica", Reason: "shutting_down"})
 }
 
 // jsonContentType accepts no Content-Type, application/json and
@@ -464,9 +456,9 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 // model is GET /v1/models/{id}: the model's card, or 404.
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	if id := r.PathValue("id"); id != s.opts.Model {
-		s.fail(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+		s.fail(w, &apiError{Status: http.StatusNotFound,
 			Message: fmt.Sprintf("the model %q does not exist (this server serves %q)", id, s.opts.Model),
-			Param:   strp("model"), Code: strp("model_not_found")})
+			Param:   strp("model"), Reason: "model_not_found"})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

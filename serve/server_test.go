@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +18,12 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pdemu/pdemu/internal/promtest"
+	"github.com/pdemu/pdemu/internal/testkit"
 )
 
 // start serves cl on a loopback port with the real http.Server (timeouts
@@ -70,13 +73,6 @@ func sdk(base string, opts ...option.RequestOption) *openai.Client {
 	return &c
 }
 
-func pdemuField(t *testing.T, raw string) pdemuInfo {
-	t.Helper()
-	var p pdemuInfo
-	require.NoError(t, json.Unmarshal([]byte(raw), &p), raw)
-	return p
-}
-
 func TestChatNonStreaming(t *testing.T) {
 	_, base := start(t, Options{}, newFake(2))
 	c := sdk(base)
@@ -94,7 +90,7 @@ func TestChatNonStreaming(t *testing.T) {
 	assert.EqualValues(t, 12, resp.Usage.CompletionTokens)
 	assert.EqualValues(t, resp.Usage.PromptTokens+12, resp.Usage.TotalTokens)
 	assert.EqualValues(t, 0, resp.Usage.PromptTokensDetails.CachedTokens)
-	p := pdemuField(t, resp.JSON.ExtraFields["pdemu"].Raw())
+	p := testkit.JSON[pdemuInfo](t, resp.JSON.ExtraFields["pdemu"].Raw())
 	assert.Equal(t, "Seed", p.Mode)
 	assert.Equal(t, 0, p.Turn)
 
@@ -131,7 +127,7 @@ func TestChatStreaming(t *testing.T) {
 		}
 		if len(ch.Choices) == 1 && ch.Choices[0].FinishReason != "" {
 			finish = ch.Choices[0].FinishReason
-			info = pdemuField(t, ch.JSON.ExtraFields["pdemu"].Raw())
+			info = testkit.JSON[pdemuInfo](t, ch.JSON.ExtraFields["pdemu"].Raw())
 		}
 		if len(ch.Choices) == 0 {
 			usageChunks++
@@ -169,11 +165,11 @@ func TestMultiTurnSession(t *testing.T) {
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage("Fix the bug in main.go")}
 	r1, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", Messages: msgs, MaxTokens: openai.Int(40)})
 	require.NoError(t, err)
-	p1 := pdemuField(t, r1.JSON.ExtraFields["pdemu"].Raw())
+	p1 := testkit.JSON[pdemuInfo](t, r1.JSON.ExtraFields["pdemu"].Raw())
 	msgs = append(msgs, openai.AssistantMessage(r1.Choices[0].Message.Content), openai.UserMessage("Now run the tests"))
 	r2, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", Messages: msgs, MaxTokens: openai.Int(10)})
 	require.NoError(t, err)
-	p2 := pdemuField(t, r2.JSON.ExtraFields["pdemu"].Raw())
+	p2 := testkit.JSON[pdemuInfo](t, r2.JSON.ExtraFields["pdemu"].Raw())
 	assert.Equal(t, p1.Session, p2.Session)
 	assert.Equal(t, 1, p2.Turn)
 	assert.Equal(t, "Direct", p2.Mode)
@@ -187,7 +183,7 @@ func TestMultiTurnSession(t *testing.T) {
 	c2 := sdk(base, option.WithHeader("X-Session-Id", "conv-2"))
 	r3, err := c2.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pdemu", Messages: msgs[:2], MaxTokens: openai.Int(5)})
 	require.NoError(t, err)
-	p3 := pdemuField(t, r3.JSON.ExtraFields["pdemu"].Raw())
+	p3 := testkit.JSON[pdemuInfo](t, r3.JSON.ExtraFields["pdemu"].Raw())
 	assert.NotEqual(t, p1.Session, p3.Session)
 	assert.Equal(t, 0, p3.Turn)
 
@@ -200,7 +196,7 @@ func TestMultiTurnSession(t *testing.T) {
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello there"),
 			openai.AssistantMessage(o1.Choices[0].Message.Content), openai.UserMessage("more")}, MaxTokens: openai.Int(5)})
 	require.NoError(t, err)
-	q1, q2 := pdemuField(t, o1.JSON.ExtraFields["pdemu"].Raw()), pdemuField(t, o2.JSON.ExtraFields["pdemu"].Raw())
+	q1, q2 := testkit.JSON[pdemuInfo](t, o1.JSON.ExtraFields["pdemu"].Raw()), testkit.JSON[pdemuInfo](t, o2.JSON.ExtraFields["pdemu"].Raw())
 	assert.Equal(t, q1.Session, q2.Session)
 	assert.Equal(t, 1, q2.Turn)
 	// The user field too.
@@ -211,8 +207,8 @@ func TestMultiTurnSession(t *testing.T) {
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("b")}, MaxTokens: openai.Int(2)})
 	require.NoError(t, err)
 	// ... as a hint: "b" does not extend "a", so it is a new session.
-	assert.NotEqual(t, pdemuField(t, u1.JSON.ExtraFields["pdemu"].Raw()).Session, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Session)
-	assert.Zero(t, pdemuField(t, u2.JSON.ExtraFields["pdemu"].Raw()).Turn)
+	assert.NotEqual(t, testkit.JSON[pdemuInfo](t, u1.JSON.ExtraFields["pdemu"].Raw()).Session, testkit.JSON[pdemuInfo](t, u2.JSON.ExtraFields["pdemu"].Raw()).Session)
+	assert.Zero(t, testkit.JSON[pdemuInfo](t, u2.JSON.ExtraFields["pdemu"].Raw()).Turn)
 	assert.Zero(t, fake.dupIDs.Load())
 }
 
@@ -283,7 +279,7 @@ func TestMetricsAgreeWithResponses(t *testing.T) {
 			gen += r.Usage.CompletionTokens
 			cached += r.Usage.PromptTokensDetails.CachedTokens
 			reqs++
-			if pdemuField(t, r.JSON.ExtraFields["pdemu"].Raw()).Mode == "Direct" {
+			if testkit.JSON[pdemuInfo](t, r.JSON.ExtraFields["pdemu"].Raw()).Mode == "Direct" {
 				direct++
 			}
 			msgs = append(msgs, openai.AssistantMessage(r.Choices[0].Message.Content), openai.UserMessage("next"))
@@ -321,18 +317,18 @@ type apiErrBody struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
 		Param   *string `json:"param"`
-		Code    *string `json:"code"`
+		Code    *int    `json:"code"` // vLLM's: the HTTP status, an integer
 	} `json:"error"`
 }
 
 func TestBadRequests(t *testing.T) {
 	fake := newFake(1)
-	_, base := start(t, Options{MaxBodyBytes: 64 << 10, MaxModelLen: 2000}, fake)
+	srv, base := start(t, Options{MaxBodyBytes: 64 << 10, MaxModelLen: 2000}, fake)
 	long := strings.Repeat("x", 9000) // 2250 tokens > MaxModelLen
 	cases := []struct {
 		name, method, path, body string
 		status                   int
-		param, code              string
+		param, reason            string // reason: the pdemu_http_errors_total label
 	}{
 		{"malformed", "POST", "/v1/chat/completions", `{"model":"pdemu","messages":[`, 400, "", "invalid_json"},
 		{"not an object", "POST", "/v1/chat/completions", `[1,2]`, 400, "", "invalid_type"},
@@ -374,25 +370,25 @@ func TestBadRequests(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
-			require.NoError(t, err)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
+			res := testkit.Do(t, tc.method, base+tc.path, tc.body)
 			defer res.Body.Close()
 			assert.Equal(t, tc.status, res.StatusCode)
 			assert.Equal(t, "application/json", res.Header.Get("Content-Type"))
 			var body apiErrBody
 			require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
 			assert.NotEmpty(t, body.Error.Message)
-			assert.NotEmpty(t, body.Error.Type)
+			// vLLM's ErrorInfo: type from the status, code the status.
+			require.NotNil(t, body.Error.Code, body.Error.Message)
+			assert.Equal(t, tc.status, *body.Error.Code, body.Error.Message)
+			assert.Equal(t, errType(tc.status), body.Error.Type)
 			if tc.param != "" {
 				require.NotNil(t, body.Error.Param, body.Error.Message)
 				assert.Equal(t, tc.param, *body.Error.Param, body.Error.Message)
 			}
-			if tc.code != "" {
-				require.NotNil(t, body.Error.Code, body.Error.Message)
-				assert.Equal(t, tc.code, *body.Error.Code, body.Error.Message)
+			if tc.reason != "" {
+				assert.EqualValues(t, 1, testutil.ToFloat64(srv.met.httpErrors.WithLabelValues(strconv.Itoa(tc.status), tc.reason)),
+					"the error counted under its reason: %s", body.Error.Message)
+				srv.met.httpErrors.Reset()
 			}
 		})
 	}
@@ -438,7 +434,8 @@ func TestOverloadGets429(t *testing.T) {
 	res.Body.Close()
 	assert.Equal(t, http.StatusTooManyRequests, res.StatusCode)
 	assert.Equal(t, "3", res.Header.Get("Retry-After"))
-	assert.Equal(t, "rate_limit_exceeded", *body.Error.Code)
+	assert.Equal(t, http.StatusTooManyRequests, *body.Error.Code)
+	assert.Equal(t, "TooManyRequestsError", body.Error.Type)
 	assert.Equal(t, 2, s.InFlight())
 	close(fake.gate)
 	wg.Wait()

@@ -38,7 +38,7 @@ func TestServeForgetsSessionsCounted(t *testing.T) {
 			msgs = append(msgs, [2]string{"user", fmt.Sprintf("session %d turn %d: %s", s, turn, strings.Repeat("some context ", 30))})
 			code, body := postMessages(t, base, fmt.Sprintf("forget-%d", s), 2, msgs...)
 			require.Equal(t, http.StatusOK, code, body)
-			c := decode(t, body)
+			c := testkit.JSON[completion](t, body)
 			assert.Equal(t, turn, c.Pdemu.Turn, "a multi-turn conversation: one session")
 			msgs = append(msgs, [2]string{"assistant", c.Choices[0].Message.Content})
 		}

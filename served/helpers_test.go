@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -40,14 +39,7 @@ func postMessages(t *testing.T, base, session string, maxTokens int, msgs ...[2]
 		ms = append(ms, fmt.Sprintf(`{"role":%q,"content":%q}`, m[0], m[1]))
 	}
 	body := fmt.Sprintf(`{"model":"qwen3-coder-30b-a3b","max_tokens":%d,"messages":[%s]}`, maxTokens, strings.Join(ms, ","))
-	req, err := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	if session != "" {
-		req.Header.Set("X-Session-Id", session)
-	}
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	res := testkit.Do(t, "POST", base+"/v1/chat/completions", body, "X-Session-Id", session)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pdemu/pdemu/internal/testkit"
 	"github.com/pdemu/pdemu/scenarios"
 )
 
@@ -29,13 +30,6 @@ type completion struct {
 	} `json:"choices"`
 }
 
-func decode(t *testing.T, body string) completion {
-	t.Helper()
-	var c completion
-	require.NoError(t, json.Unmarshal([]byte(body), &c), body)
-	return c
-}
-
 // Issue 21 row 4 against the real cluster: "hi" then an unrelated
 // 2,000-token prompt under the same session id used to come back Direct
 // with ~1,000 cached tokens (a session whose first prompt had no full
@@ -45,10 +39,10 @@ func TestServeShortPromptDoesNotContinueIntoAnother(t *testing.T) {
 	base, stop := startServe(t, scenarios.Default, Options{TimeScale: 10})
 	code, body := post(t, base, "same-id", "hi", 4)
 	require.Equal(t, http.StatusOK, code, body)
-	first := decode(t, body)
+	first := testkit.JSON[completion](t, body)
 	code, body = post(t, base, "same-id", strings.Repeat("an unrelated question about the build system ", 180), 4)
 	require.Equal(t, http.StatusOK, code, body)
-	second := decode(t, body)
+	second := testkit.JSON[completion](t, body)
 	assert.NotEqual(t, first.Pdemu.Session, second.Pdemu.Session)
 	assert.Zero(t, second.Pdemu.Turn)
 	assert.NotEqual(t, "Direct", second.Pdemu.Mode)
@@ -85,7 +79,7 @@ func fixedBody(t *testing.T, scenario string) {
 					return
 				}
 				mu.Lock()
-				got = append(got, decode(t, body))
+				got = append(got, testkit.JSON[completion](t, body))
 				mu.Unlock()
 			}
 			_ = w
@@ -141,7 +135,7 @@ func TestServeContextLimitIsTheClusters(t *testing.T) {
 	code, body := post(t, base, "big", over, 16)
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, "This model's maximum context length is")
-	assert.Contains(t, body, `"code":"context_length_exceeded"`)
+	assert.Contains(t, body, `"type":"BadRequestError","param":"messages","code":400`)
 	// Under it: served.
 	code, body = post(t, base, "fits", strings.Repeat("w", 4*(limit/2)), 16)
 	assert.Equal(t, http.StatusOK, code, body)

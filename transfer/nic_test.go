@@ -93,47 +93,41 @@ func TestSingleTransferMatchesEstimate(t *testing.T) {
 }
 
 func TestProcessorSharing(t *testing.T) {
-	t.Run("two equal transfers share evenly", func(t *testing.T) {
-		got := simulate(t, ideal(), []job{{0, 1, 1000, 0}, {0, 2, 1000, 0}}, nil, 0)
-		assert.Equal(t, []transfer.Completion{{ID: 1, At: 2001}, {ID: 2, At: 2001}}, got)
-	})
-	t.Run("late joiner slows the first", func(t *testing.T) {
+	fixed1000, slow := ideal(), ideal()
+	fixed1000.Latency = 999 * time.Nanosecond // fixed cost 1000 ns
+	slow.LineRate = 0.3e9
+	for _, tc := range []struct {
+		name string
+		cfg  transfer.Config
+		jobs []job
+		want []transfer.Completion
+	}{
+		{"two equal transfers share evenly", ideal(),
+			[]job{{0, 1, 1000, 0}, {0, 2, 1000, 0}}, []transfer.Completion{{ID: 1, At: 2001}, {ID: 2, At: 2001}}},
 		// A alone on [1, 502): 501 B; then 0.5 B/ns each: A's last 499 B take
 		// 998 ns (done at 1500); B then has 501 B left alone: 2001.
-		got := simulate(t, ideal(), []job{{0, 1, 1000, 0}, {501, 2, 1000, 0}}, nil, 0)
-		assert.Equal(t, []transfer.Completion{{ID: 1, At: 1500}, {ID: 2, At: 2001}}, got)
-	})
-	t.Run("fixed phase uses no bandwidth", func(t *testing.T) {
-		cfg := ideal()
-		cfg.Latency = 999 * time.Nanosecond // fixed cost 1000 ns
-		got := simulate(t, cfg, []job{{0, 1, 1000, 0}, {900, 2, 1000, 0}}, nil, 0)
+		{"late joiner slows the first", ideal(),
+			[]job{{0, 1, 1000, 0}, {501, 2, 1000, 0}}, []transfer.Completion{{ID: 1, At: 1500}, {ID: 2, At: 2001}}},
 		// B is in its fixed phase until 1900, by which time A (joined 1000)
 		// has 100 B left: A done at 1900+200, B then alone.
-		assert.Equal(t, []transfer.Completion{{ID: 1, At: 2100}, {ID: 2, At: 3000}}, got)
-	})
-	t.Run("water-filling gives capped transfers their cap", func(t *testing.T) {
+		{"fixed phase uses no bandwidth", fixed1000,
+			[]job{{0, 1, 1000, 0}, {900, 2, 1000, 0}}, []transfer.Completion{{ID: 1, At: 2100}, {ID: 2, At: 3000}}},
 		// 1 B/ns shared by A capped at 0.2 B/ns and two uncapped: 0.2/0.4/0.4.
-		got := simulate(t, ideal(), []job{
-			{0, 1, 200, 0.2e9}, {0, 2, 400, 0}, {0, 3, 800, 0},
-		}, nil, 0)
 		// All of A, B done at 1+1000; C has 400 B left alone: 1401.
-		assert.Equal(t, []transfer.Completion{{ID: 1, At: 1001}, {ID: 2, At: 1001}, {ID: 3, At: 1401}}, got)
-	})
-	t.Run("cap above the share is not binding", func(t *testing.T) {
-		got := simulate(t, ideal(), []job{{0, 1, 1000, 0.9e9}, {0, 2, 1000, 0}}, nil, 0)
-		assert.Equal(t, []transfer.Completion{{ID: 1, At: 2001}, {ID: 2, At: 2001}}, got)
-	})
-	t.Run("all capped below capacity", func(t *testing.T) {
-		got := simulate(t, ideal(), []job{{0, 1, 100, 0.1e9}, {0, 2, 100, 0.2e9}}, nil, 0)
-		assert.Equal(t, []transfer.Completion{{ID: 2, At: 501}, {ID: 1, At: 1001}}, got)
-	})
-	t.Run("completion times are rounded up", func(t *testing.T) {
+		{"water-filling gives capped transfers their cap", ideal(),
+			[]job{{0, 1, 200, 0.2e9}, {0, 2, 400, 0}, {0, 3, 800, 0}},
+			[]transfer.Completion{{ID: 1, At: 1001}, {ID: 2, At: 1001}, {ID: 3, At: 1401}}},
+		{"cap above the share is not binding", ideal(),
+			[]job{{0, 1, 1000, 0.9e9}, {0, 2, 1000, 0}}, []transfer.Completion{{ID: 1, At: 2001}, {ID: 2, At: 2001}}},
+		{"all capped below capacity", ideal(),
+			[]job{{0, 1, 100, 0.1e9}, {0, 2, 100, 0.2e9}}, []transfer.Completion{{ID: 2, At: 501}, {ID: 1, At: 1001}}},
 		// 1 B at 0.3 B/ns = 3.33 ns -> 4 ns, plus the 1 ns fixed cost.
-		cfg := ideal()
-		cfg.LineRate = 0.3e9
-		got := simulate(t, cfg, []job{{0, 1, 1, 0}}, nil, 0)
-		assert.Equal(t, []transfer.Completion{{ID: 1, At: 1 + 4}}, got)
-	})
+		{"completion times are rounded up", slow, []job{{0, 1, 1, 0}}, []transfer.Completion{{ID: 1, At: 1 + 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, simulate(t, tc.cfg, tc.jobs, nil, 0))
+		})
+	}
 }
 
 func TestCompletionOrderAndPending(t *testing.T) {

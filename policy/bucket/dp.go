@@ -56,11 +56,12 @@ func (l *cacheAwareLocal) Route(r *workload.Request, inst []InstanceView, _ Prob
 	if len(inst) != l.n {
 		return LocalDecision{Instance: -1, Mode: PolicyCacheAwareDP, Reason: "instance views do not match the pool"}
 	}
+	// The match is computed once, for the candidates' scores and the pick
+	// (Begin computed it again; BeginMatched records r as Begin did the
+	// copy of r it was given, which was never a last turn).
 	l.p.LongestPrefix(r, l.longest)
 	before := l.p.Stats()
-	wr := &workload.Request{ID: r.ID, Session: r.Session, InputLen: r.InputLen, OutputLen: r.OutputLen,
-		Blocks: r.Blocks, BlockTokens: r.BlockTokens}
-	st := l.p.Begin(policy.NewDispatch(wr))
+	d := l.p.BeginMatched(r, l.longest)
 	after := l.p.Stats()
 	reason := "cache-hit"
 	switch {
@@ -74,8 +75,8 @@ func (l *cacheAwareLocal) Route(r *workload.Request, inst []InstanceView, _ Prob
 		// Score: the recorded prefix; load is in the view.
 		cands[i] = InstanceCandidate{View: v, Score: float64(l.longest[i]), PredictedPrefix: l.longest[i]}
 	}
-	return LocalDecision{Instance: st.D, Mode: PolicyCacheAwareDP, Reason: reason, Candidates: cands,
-		PredictedPrefix: l.longest[st.D]}
+	return LocalDecision{Instance: d, Mode: PolicyCacheAwareDP, Reason: reason, Candidates: cands,
+		PredictedPrefix: l.longest[d]}
 }
 
 func (l *cacheAwareLocal) Routed(r *workload.Request, instance int, _ time.Duration) {
