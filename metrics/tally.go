@@ -227,10 +227,7 @@ func (t *Tally) Summary() Summary {
 	s.SchemaVersion = SchemaVersion
 	s.Vars = map[string]string{}
 	// explain
-	var parts [7]Tail
-	for k := range parts {
-		parts[k] = tailInPlace(t.partsWith(k))
-	}
+	parts := t.partTails()
 	s.TTFTParts = PartsSummary{Route: parts[0], PQueue: parts[1], Prefill: parts[2],
 		Transfer: parts[3], KVWait: parts[4], DPrefill: parts[5], FirstToken: parts[6]}
 	s.TPOT = tailInPlace(t.tpot.slice())
@@ -246,13 +243,51 @@ func (t *Tally) Summary() Summary {
 	return s
 }
 
+// partsOnePass bounds the completed requests whose seven TTFT parts
+// partTails decodes in one pass, seven slices at once (56 bytes a request,
+// 14 MB at the bound); beyond it, a pass per part keeps one slice at a
+// time, so the 1M-request runs' peak memory does not grow. One pass
+// instead of seven: 19.3M -> 6.6M instructions on the Mooncake 1P3D run
+// (callgrind).
+var partsOnePass = 1 << 18
+
+// partTails is the Tail of each TTFT part over the completed requests that
+// have parts.
+func (t *Tally) partTails() (tails [7]Tail) {
+	n := t.ttft.len() - len(t.noParts)
+	if n > partsOnePass {
+		for k := range tails {
+			tails[k] = tailInPlace(t.partsWith(k))
+		}
+		return tails
+	}
+	all := make([]time.Duration, len(tails)*n)
+	var cols [7][]time.Duration
+	for k := range cols {
+		cols[k] = all[k*n : k*n : (k+1)*n]
+	}
+	tt, pi := t.ttft.iter(), t.parts.iter()
+	for i := range t.ttft.len() {
+		p := pi.next(tt.next())
+		if len(t.noParts) == 0 || !t.noParts[i] {
+			for k := range cols {
+				cols[k] = append(cols[k], p[k])
+			}
+		}
+	}
+	for k := range tails {
+		tails[k] = tailInPlace(cols[k])
+	}
+	return tails
+}
+
 // partsWith returns part k of the completed requests that have parts.
 func (t *Tally) partsWith(k int) []time.Duration {
 	out := make([]time.Duration, 0, t.ttft.len()-len(t.noParts))
 	tt, pi := t.ttft.iter(), t.parts.iter()
 	for i := range t.ttft.len() {
 		p := pi.next(tt.next())
-		if !t.noParts[i] {
+		if len(t.noParts) == 0 || !t.noParts[i] {
 			out = append(out, p[k])
 		}
 	}

@@ -68,8 +68,11 @@ func jsonOf(t *rapid.T, v any) string {
 // gives what Summarize, SummarizeBuckets, AttachWorkers, Recover and
 // WriteRouterWindows compute from all the records in id order.
 func TestTallyEqualsRecordFunctions(t *testing.T) {
+	defer func(n int) { partsOnePass = n }(partsOnePass)
 	rapid.Check(t, func(t *rapid.T) {
 		recs := genRecords(t)
+		// The TTFT parts in one pass, or one pass per part (large runs).
+		partsOnePass = rapid.SampledFrom([]int{0, 1 << 18}).Draw(t, "partsOnePass")
 		order := rapid.Permutation(recs).Draw(t, "end order")
 		tl := NewTally(3*time.Second, 7500*time.Millisecond, 0)
 		for i := range order {

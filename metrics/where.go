@@ -11,29 +11,25 @@ func Where(j *gpu.Job) string {
 	if j.FirstToken > 0 {
 		return "decode"
 	}
-	if j.Mode.UsesPrefill() && j.P >= 0 {
-		switch {
-		case j.PQueued == 0:
-			return "route"
-		case j.PrefillStart == 0:
-			return "p_queue"
-		case j.PrefillEnd == 0:
-			return "prefill"
-		case j.DGot == 0 || j.DGot < j.PrefillEnd:
-			return "transfer"
-		case j.KVReserved == 0:
-			return "kv_wait"
-		}
-		return "first_token"
-	}
+	// One phase order; the P/D steps apply to a job with a prefill
+	// worker, d_prefill to one without (it prefills on its decode worker).
+	pd := j.Mode.UsesPrefill() && j.P >= 0
 	switch {
+	case pd && j.PQueued == 0:
+		return "route"
+	case pd && j.PrefillStart == 0:
+		return "p_queue"
+	case pd && j.PrefillEnd == 0:
+		return "prefill"
+	case pd && (j.DGot == 0 || j.DGot < j.PrefillEnd):
+		return "transfer"
 	case j.DGot == 0 && j.TransferStart != 0:
 		return "transfer" // fused: a prefix fetch over the bucket fabric
 	case j.DGot == 0:
 		return "route"
 	case j.KVReserved == 0:
 		return "kv_wait"
-	case j.DPrefillEnd == 0:
+	case !pd && j.DPrefillEnd == 0:
 		return "d_prefill"
 	}
 	return "first_token"

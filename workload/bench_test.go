@@ -152,3 +152,13 @@ func BenchmarkLoadMooncakeAgenticExport(b *testing.B) {
 }
 
 func BenchmarkWriteCompactJSONL(b *testing.B) { benchWrite(b, WriteCompactJSONL) }
+
+// The agentic generator's compact export (prefix_blocks + new_hash_ids,
+// the peer benchmark's agentic trace form) through the Mooncake loader.
+func BenchmarkLoadMooncakeAgenticCompact(b *testing.B) {
+	g, err := NewAgentic(AgenticConfig{Sessions: 32}, 1, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchLoader(b, FormatMooncake, exported(b, WriteCompactJSONL, g), LoadOptions{})
+}

@@ -10,9 +10,38 @@ import (
 // (see mcFields.scan for what "plain" means and why the result is
 // encoding/json's either way; FuzzClaudeCodeDecoders compares the two).
 
+var ccDocKeys = []string{"id", "block_size", "tool_tokens", "system_tokens", "requests"}
+
+// ccReqField is a key of a request object and the decoder of its value
+// into r; dec returns the index after the value or -1 to decline.
+type ccReqField struct {
+	key string
+	dec func(s *ccScanner, i int, r *ccReqJSON) int
+}
+
+// ccReqFields are the keys of ccReqJSON, one row each; ccReqKeys are
+// their names, in the same order (scanObject's key indexes).
 var (
-	ccDocKeys = []string{"id", "block_size", "tool_tokens", "system_tokens", "requests"}
-	ccReqKeys = []string{"t", "type", "in", "out", "hash_ids", "think_time", "api_time", "agent_id", "tool_tokens", "system_tokens", "requests"}
+	ccReqFields = []ccReqField{
+		{"t", func(s *ccScanner, i int, r *ccReqJSON) int { return s.num(i, &r.T) }},
+		{"type", func(s *ccScanner, i int, r *ccReqJSON) int { return s.strPtr(i, &r.Type) }},
+		{"in", func(s *ccScanner, i int, r *ccReqJSON) int { return s.num(i, &r.In) }},
+		{"out", func(s *ccScanner, i int, r *ccReqJSON) int { return s.num(i, &r.Out) }},
+		{"hash_ids", (*ccScanner).hashIDs},
+		{"think_time", func(s *ccScanner, i int, r *ccReqJSON) int { return s.num(i, &r.Think) }},
+		{"api_time", func(s *ccScanner, i int, r *ccReqJSON) int { return s.num(i, &r.API) }},
+		{"agent_id", func(s *ccScanner, i int, r *ccReqJSON) int { return s.strPtr(i, &r.AgentID) }},
+		{"tool_tokens", func(s *ccScanner, i int, r *ccReqJSON) int { return s.num(i, &r.ToolTokens) }},
+		{"system_tokens", func(s *ccScanner, i int, r *ccReqJSON) int { return s.num(i, &r.SystemTokens) }},
+		{"requests", (*ccScanner).rawRequests},
+	}
+	ccReqKeys = func() []string {
+		keys := make([]string, len(ccReqFields))
+		for k, f := range ccReqFields {
+			keys[k] = f.key
+		}
+		return keys
+	}()
 )
 
 // scanObject walks the JSON object at b[i]. For a key equal to known[k] it
@@ -141,47 +170,32 @@ func (s *ccScanner) doc(d *ccFileJSON[ccReqJSON]) bool {
 
 // req decodes the request object at b[i].
 func (s *ccScanner) req(i int, r *ccReqJSON) int {
+	return scanObject(s.b, i, ccReqKeys, func(k, i int) int { return ccReqFields[k].dec(s, i, r) })
+}
+
+// hashIDs decodes a request's hash_ids, cut from the ids arena.
+func (s *ccScanner) hashIDs(i int, r *ccReqJSON) int {
+	start := len(s.ids)
+	ids, j, ok := appendIDs(s.b, i, s.ids)
+	if !ok {
+		return -1
+	}
+	s.ids = ids
+	l := idList(ids[start:len(ids):len(ids)])
+	r.HashIDs = &l
+	return j
+}
+
+// rawRequests keeps a subagent's requests raw, decoded later.
+func (s *ccScanner) rawRequests(i int, r *ccReqJSON) int {
 	b := s.b
-	return scanObject(b, i, ccReqKeys, func(k, i int) int {
-		switch ccReqKeys[k] {
-		case "t":
-			return s.num(i, &r.T)
-		case "type":
-			return s.strPtr(i, &r.Type)
-		case "in":
-			return s.num(i, &r.In)
-		case "out":
-			return s.num(i, &r.Out)
-		case "think_time":
-			return s.num(i, &r.Think)
-		case "api_time":
-			return s.num(i, &r.API)
-		case "agent_id":
-			return s.strPtr(i, &r.AgentID)
-		case "tool_tokens":
-			return s.num(i, &r.ToolTokens)
-		case "system_tokens":
-			return s.num(i, &r.SystemTokens)
-		case "hash_ids":
-			start := len(s.ids)
-			ids, j, ok := appendIDs(b, i, s.ids)
-			if !ok {
-				return -1
-			}
-			s.ids = ids
-			l := idList(ids[start:len(ids):len(ids)])
-			r.HashIDs = &l
-			return j
+	r.Requests = []json.RawMessage{}
+	return scanArray(b, i, func(i int) int {
+		j := skipValue(b, i, 0)
+		if j >= 0 {
+			r.Requests = append(r.Requests, json.RawMessage(b[i:j:j]))
 		}
-		// requests (a subagent's): kept raw, decoded later
-		r.Requests = []json.RawMessage{}
-		return scanArray(b, i, func(i int) int {
-			j := skipValue(b, i, 0)
-			if j >= 0 {
-				r.Requests = append(r.Requests, json.RawMessage(b[i:j:j]))
-			}
-			return j
-		})
+		return j
 	})
 }
 

@@ -154,6 +154,7 @@ func newLogger(level string, w io.Writer) (hclog.Logger, error) {
 
 func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	tuneGCForBatch()
 	for _, s := range f.set {
 		if _, v, _ := strings.Cut(s, "="); strings.Contains(v, ",") {
 			return usageErr("--set %s: run takes one value per path; sweep several values with 'pdemu compare'", s)
@@ -187,20 +188,24 @@ func cmdRun(cmd *cobra.Command, f *runFlags, file string) error {
 	}
 	// Before anything runs: the trace exists and parses, and its requests
 	// fit the cluster's context and KV pools.
-	fc, err := preflight(spec, f.skipBad, cmd.Flags().Changed("trace"))
+	fc, src, err := preflightKeep(spec, f.skipBad, cmd.Flags().Changed("trace"))
 	if err != nil {
 		return err
+	}
+	if src != nil { // the requests preflight read, replayed
+		defer closeSource(src)
 	}
 	if w, err := fc.verdict(spec.Name, f.maxFailed); err != nil {
 		return err
 	} else if w != "" {
 		fmt.Fprintln(stderr, w)
 	}
-	src, err := openSource(spec, f.skipBad, cmd.Flags().Changed("trace"))
-	if err != nil {
-		return err
+	if src == nil {
+		if src, err = openSource(spec, f.skipBad, cmd.Flags().Changed("trace")); err != nil {
+			return err
+		}
+		defer closeSource(src)
 	}
-	defer closeSource(src)
 	warnFlags(stderr, idleRunFlags(cmd, spec))
 	if err := checkMetricsFlags(f, spec); err != nil {
 		return err

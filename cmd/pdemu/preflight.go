@@ -200,3 +200,110 @@ func checkBeforeRun(spec *topology.Spec, p report.Params, f *compareFlags, trace
 func scenarioLabel(s string) string {
 	return strings.TrimSuffix(filepath.Base(s), ".hcl")
 }
+
+// Up to replayMax requests (and replayBytes of them, estimated), the
+// preflight of `pdemu run` keeps what it read and the run takes the same
+// requests back (preflightKeep): the trace is parsed once, not twice (the
+// second parse was ~4 % of a Mooncake run). A longer workload is read
+// again, as it always was, so that a large trace is never held whole.
+var (
+	replayMax   = 1 << 16
+	replayBytes = 16 << 20
+)
+
+// keeper passes a source's requests through and keeps them while they are
+// few enough; over the bounds it drops them (full).
+type keeper struct {
+	workload.Source
+	reqs  []*workload.Request
+	bytes int
+	full  bool
+}
+
+func (k *keeper) Next() (*workload.Request, error) {
+	r, err := k.Source.Next()
+	if err != nil || k.full {
+		return r, err
+	}
+	k.bytes += 256 + 8*len(r.Blocks) // a Request and its blocks, roughly
+	if len(k.reqs) >= replayMax || k.bytes > replayBytes {
+		k.full, k.reqs = true, nil
+		return r, nil
+	}
+	k.reqs = append(k.reqs, r)
+	return r, nil
+}
+
+// replay hands out the kept requests, then whatever the source still has
+// (nothing after EOF; past max_requests, what a fresh source would give).
+// Close, Warnings, Skipped, Digest and ClientCap are the source's.
+type replay struct {
+	src  workload.Source
+	reqs []*workload.Request
+}
+
+func (r *replay) Close() error {
+	if c, ok := r.src.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+func (r *replay) Warnings() []string {
+	if w, ok := r.src.(workload.Warner); ok {
+		return w.Warnings()
+	}
+	return nil
+}
+
+func (r *replay) Skipped() int {
+	if s, ok := r.src.(workload.Skipper); ok {
+		return s.Skipped()
+	}
+	return 0
+}
+
+func (r *replay) Digest() (string, bool) {
+	if d, ok := r.src.(workload.Digester); ok {
+		return d.Digest()
+	}
+	return "", false
+}
+
+func (r *replay) ClientCap() int {
+	if c, ok := r.src.(workload.ClientCapper); ok {
+		return c.ClientCap()
+	}
+	return 0
+}
+
+func (r *replay) Next() (*workload.Request, error) {
+	if len(r.reqs) == 0 {
+		return r.src.Next()
+	}
+	q := r.reqs[0]
+	r.reqs[0] = nil // the run holds only what is in flight
+	r.reqs = r.reqs[1:]
+	return q, nil
+}
+
+// preflightKeep is preflight for a run that reads the workload next: when
+// it was small enough, the returned source replays it (still open: the
+// caller closes it); otherwise the source is nil and the run opens the
+// workload again.
+func preflightKeep(spec *topology.Spec, skipBad, traceOverridden bool) (*fitCheck, workload.Source, error) {
+	src, err := openSource(spec, skipBad, traceOverridden)
+	if err != nil {
+		return nil, nil, err
+	}
+	k := &keeper{Source: src}
+	f, err := checkFit(spec, k)
+	if err != nil || k.full {
+		closeSource(src)
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		return f, nil, nil
+	}
+	return f, &replay{src: src, reqs: k.reqs}, nil
+}

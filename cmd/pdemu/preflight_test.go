@@ -1,14 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pdemu/pdemu/workload"
 )
 
 // writeTrace writes a Mooncake-format trace of requests with these
@@ -103,4 +108,78 @@ func BenchmarkCheckFit(b *testing.B) {
 		require.NoError(b, err)
 		require.Equal(b, 384, fc.Requests)
 	}
+}
+
+// TestPreflightKeepReplaysTheSameRequests: the source preflightKeep hands
+// the run gives the requests, skipped-line count and warnings a fresh
+// source gives; a workload over the bound is not kept (the run reads it
+// again).
+func TestPreflightKeepReplaysTheSameRequests(t *testing.T) {
+	var b strings.Builder
+	for i := range 40 {
+		if i == 17 {
+			b.WriteString(`{"timestamp": 1, "input_length": "x"}` + "\n") // skipped with --skip-bad
+		}
+		fmt.Fprintf(&b, `{"timestamp":%d,"input_length":%d,"output_length":%d,"hash_ids":[%d,%d]}`+"\n", i*700, 1024-i, 1+i%5, i%7, 50+i)
+	}
+	trace := filepath.Join(t.TempDir(), "t.jsonl")
+	require.NoError(t, os.WriteFile(trace, []byte(b.String()), 0o644))
+	type row struct {
+		id, arrival        int64
+		session            int32
+		in, out, turn, app int
+		blocks             []uint64
+		last               bool
+	}
+	drain := func(src workload.Source) (rows []row, skipped int, warnings []string) {
+		for {
+			r, err := src.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err)
+			rows = append(rows, row{r.ID, int64(r.Arrival), r.Session, r.InputLen, r.OutputLen, r.Turn, r.AppendLen, slices.Clone(r.Blocks), r.Last})
+		}
+		if s, ok := src.(workload.Skipper); ok {
+			skipped = s.Skipped()
+		}
+		if w, ok := src.(workload.Warner); ok {
+			warnings = w.Warnings()
+		}
+		return rows, skipped, warnings
+	}
+	for _, maxReq := range []int{0, 25} {
+		spec, err := loadSpecTrace("1p3d-mlx5", nil, []string{fmt.Sprintf("workload.max_requests=%d", maxReq)}, "", trace)
+		require.NoError(t, err)
+		fresh, err := openSource(spec, true, true)
+		require.NoError(t, err)
+		wantRows, wantSkipped, wantWarn := drain(fresh)
+		closeSource(fresh)
+
+		fc, kept, err := preflightKeep(spec, true, true)
+		require.NoError(t, err)
+		require.NotNil(t, kept, "40 requests are kept")
+		if maxReq == 0 {
+			require.Equal(t, len(wantRows), fc.Requests)
+		}
+		require.NotEmpty(t, wantRows)
+		gotRows, gotSkipped, gotWarn := drain(kept)
+		closeSource(kept)
+		assert.Equal(t, wantRows, gotRows, "max_requests %d", maxReq)
+		assert.Equal(t, wantSkipped, gotSkipped)
+		assert.Equal(t, wantWarn, gotWarn)
+		assert.Equal(t, 1, gotSkipped, "the bad line is skipped once")
+	}
+
+	defer func(n int) { replayMax = n }(replayMax)
+	spec, err := loadSpecTrace("1p3d-mlx5", nil, nil, "", trace)
+	require.NoError(t, err)
+	fc, kept, err := preflightKeep(spec, true, true)
+	require.NoError(t, err)
+	closeSource(kept)
+	replayMax = fc.Requests - 1
+	fc2, kept, err := preflightKeep(spec, true, true)
+	require.NoError(t, err)
+	assert.Nil(t, kept, "over the bound: read again")
+	assert.Equal(t, fc.Requests, fc2.Requests, "and still counted whole")
 }
