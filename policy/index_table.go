@@ -185,26 +185,27 @@ func (x *ResidentIndex) deadAllowed(live int) int {
 // again rather than growing it step by step back to that size (which
 // allocated a table at every doubling: the 1M-request 1P3D run's index
 // allocated 1.4 GB of tables, 35 % of the run's allocation, and spent
-// 6 % of its CPU in grow). And it keeps the current table when that is
-// large enough and not too large (at most 4× the size needed; 2× for a
-// Bound index, whose memory follows what is resident), filling it to its
-// load limit: a count of live positions that moves up and down between
-// compactions then does not allocate a table each time it moves up.
+// 6 % of its CPU in grow). When the table is kept, the arena fills it.
 func (x *ResidentIndex) compactLimit(live, need int) int {
 	dead := x.deadAllowed(live)
 	want := max(live+need+dead+dead/8+64, 2*(live+need))
+	// Fill the table the arena keeps (tableBits) to its load limit.
+	return max(want, (1<<x.tableBits(want))*2/3)
+}
+
+// tableBits is the table size (log2 slots) for an arena limit: at least
+// 1.5·limit slots, and the current table when it is at most twice that
+// (the table is kept: a count of live positions that moves up and down
+// between compactions does not reallocate it each time it moves up).
+func (x *ResidentIndex) tableBits(limit int) uint {
 	bits := uint(4)
-	for 1<<bits < want*3/2 {
+	for 1<<bits < limit*3/2 {
 		bits++
 	}
-	slack := uint(2)
-	if x.bounded {
-		slack = 1
+	if x.tbits == bits+1 {
+		return x.tbits
 	}
-	if x.tbits >= bits && x.tbits <= bits+slack {
-		bits = x.tbits
-	}
-	return max(want, (1<<bits)*2/3)
+	return bits
 }
 
 // grow raises the arena's limit, doubling the table as often as needed
@@ -317,10 +318,7 @@ func (x *ResidentIndex) compact(limit int) {
 // every position again (live or dead; positions do not move), flagging
 // the positions of hashes entered more than once.
 func (x *ResidentIndex) rebuild() {
-	bits := uint(4)
-	for 1<<bits < x.limit*3/2 {
-		bits++
-	}
+	bits := x.tableBits(x.limit)
 	if len(x.tab) == 1<<bits {
 		clear(x.tab)
 	} else {
