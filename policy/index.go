@@ -88,11 +88,10 @@ type ResidentIndex struct {
 	alive []uint64   // LongestPrefix scratch (2 worker sets)
 	spare [][]uint64 // owner lists of removed records, for reuse
 
-	// The previous arena, reused by the next compaction.
-	spareKeys []uint64
-	sparePseg []int32
-	spareFlag []uint8
-	newLo     []int32
+	// Compaction scratch: the live segment ids in position order, and
+	// each segment's new start.
+	segOrder []int32
+	segLo    []int32
 
 	compactions int // (tests)
 	tableAllocs int // tables allocated (tests)
@@ -104,9 +103,9 @@ type ResidentIndex struct {
 
 // Bound makes the index's memory follow its live positions, for a server
 // that runs for ever (pdemu serve): the arena keeps at most as many dead
-// positions as live ones plus boundedDead, and no spare arena after a
-// compaction. Answers are unchanged (compaction is exact either way, see
-// TestIndexMatchesV1); only how often a removed session is revived in
+// positions as live ones plus boundedDead, and a compaction gives back
+// an arena more than twice the size it needs. Answers are unchanged
+// (compaction is exact either way, see TestIndexMatchesV1); only how often a removed session is revived in
 // place instead of re-placed differs, which costs CPU, not results.
 func (x *ResidentIndex) Bound() { x.bounded = true }
 
