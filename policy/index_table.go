@@ -1,6 +1,10 @@
 package policy
 
-import "iter"
+import (
+	"cmp"
+	"iter"
+	"slices"
+)
 
 // The resident index's hash table (hash → arena positions) and arena
 // compaction.
@@ -249,26 +253,25 @@ func (x *ResidentIndex) grow(limit int) {
 // RSS).
 func (x *ResidentIndex) compact(limit int) {
 	x.compactions++
-	// The live segments in position order, and where each goes. A
-	// position p reached by the scan that is live starts its segment (any
-	// of the segment's positions below p would have been reached first).
+	// The live segments in position order (sorting the segments is
+	// cheaper than scanning the arena, which is mostly dead), and where
+	// each goes.
 	order := x.segOrder[:0]
+	for id := range x.segs {
+		if s := &x.segs[id]; s.lo != s.hi {
+			order = append(order, int32(id))
+		}
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(x.segs[a].lo, x.segs[b].lo) })
 	if len(x.segLo) < len(x.segs) {
 		x.segLo = make([]int32, len(x.segs), cap(x.segs))
 	}
 	newLo := x.segLo[:len(x.segs)]
 	w := int32(0)
-	for p := int32(0); p < int32(len(x.keys)); {
-		if !x.valid(p) {
-			p++
-			continue
-		}
-		id := x.pseg[p]
+	for _, id := range order {
 		s := &x.segs[id]
-		order = append(order, id)
 		newLo[id] = w
 		w += s.hi - s.lo
-		p = s.hi
 	}
 	// Positions that outlive the move: parents and record tails (both
 	// live segments' ends), mapped while pseg and the ranges are the old
