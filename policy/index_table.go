@@ -249,8 +249,8 @@ func (x *ResidentIndex) grow(limit int) {
 // arena's limit becomes limit positions (at least the live ones). The
 // arena is reallocated only when it is too small for limit, or, for a
 // Bound index, more than twice as large: no second arena is kept (a spare
-// as large as the live one cost the 1M-request 1P3D run 35 MiB of peak
-// RSS).
+// as large as the live one was 8 MB of the 1M-request 1P3D run's peak
+// live heap, 114 → 106 MB).
 func (x *ResidentIndex) compact(limit int) {
 	x.compactions++
 	// The live segments in position order (sorting the segments is
