@@ -102,8 +102,12 @@ func (p *Publisher) Topic() string { return string(p.topic) }
 func (p *Publisher) accept() {
 	for {
 		c, err := p.ln.Accept()
-		if err != nil {
-			return // closed
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil { // e.g. out of file descriptors: retry, as net/http does
+			time.Sleep(10 * time.Millisecond)
+			continue
 		}
 		go p.handshake(c)
 	}
