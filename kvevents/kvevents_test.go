@@ -167,19 +167,25 @@ func TestCloseTimeoutCounts(t *testing.T) {
 	zc, err := zmq4.Open(c, null.Security(), zmq4.Sub, nil, false, nil)
 	require.NoError(t, err)
 	require.NoError(t, zc.SendMsg(zmq4.NewMsg([]byte("\x01kv@"))))
-	// It never reads; the batches are large enough to fill the socket
-	// buffers once it is subscribed.
+	// It never reads: publish large batches until the writer is stuck on
+	// it (the socket buffers are full and batches queue up).
 	big := kvevents.Batch{Events: []kvevents.Event{{Kind: kvevents.BlockRemoved, Hashes: make([]uint64, 1<<14), Medium: "GPU"}}}
 	for i := range big.Events[0].Hashes {
 		big.Events[0].Hashes[i] = 1 << 63
 	}
-	const n = 300 // > 40 MiB: more than the loopback socket buffers can take (tcp_rmem max 32 MiB + tcp_wmem max 4 MiB)
-	for range n {
+	n := int64(0)
+	for {
 		require.NoError(t, pub.Publish(big))
-		time.Sleep(time.Millisecond) // lets the subscription arrive
+		n++
+		sent, dropped, failed := pub.Stats()
+		if n-sent-dropped-failed >= 8 {
+			break
+		}
+		require.Less(t, n, int64(2000), "the writer never stalled on the subscriber (buffers hold < 40 MiB, this is 290 MiB)")
+		time.Sleep(time.Millisecond)
 	}
 	require.NoError(t, pub.Close(100*time.Millisecond))
 	sent, dropped, failed := pub.Stats()
-	assert.Equal(t, int64(n), sent+dropped+failed)
+	assert.Equal(t, n, sent+dropped+failed)
 	assert.Positive(t, failed, "the stalled subscriber's batches are failed, not sent")
 }
