@@ -503,6 +503,7 @@ func TestGateway(t *testing.T) {
 	}
 	g.mu.Unlock()
 	assert.Zero(t, res.KVDropped)
+	assert.Zero(t, res.KVFailed)
 
 	// The outputs: every HTTP request a worker took ended exactly once.
 	rr, err := res.RunResult(loadSpec(t))

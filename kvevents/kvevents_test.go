@@ -2,9 +2,13 @@ package kvevents_test
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-zeromq/zmq4"
+	"github.com/go-zeromq/zmq4/security/null"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
@@ -104,4 +108,84 @@ func TestPubSub(t *testing.T) {
 	require.NoError(t, pub.Close(time.Second))
 	cancel()
 	<-errc
+}
+
+// TestCloseFlushes: every batch Publish queued before Close and Stats
+// counts as sent reaches a subscriber that is connected, even when
+// Close comes right after (a drained worker's last AllBlocksCleared).
+// zmq4's PUB socket reported such batches sent and then dropped them
+// from its own queue at close.
+func TestCloseFlushes(t *testing.T) {
+	for round := range 5 {
+		pub, err := kvevents.Listen("tcp://127.0.0.1:0", "kv@d1@pdemu")
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		got := make(chan kvevents.Message, 1<<12)
+		errc, err := kvevents.Subscribe(ctx, pub.Endpoint(), "kv@", func(m kvevents.Message) { got <- m })
+		require.NoError(t, err)
+		first := int64(-1)
+		for first < 0 { // slow joiner: probe until one comes through
+			require.NoError(t, pub.Publish(kvevents.Batch{TS: 0}))
+			select {
+			case m := <-got:
+				first = m.Seq
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				t.Fatal("no batch came through")
+			}
+		}
+		const n = 2000
+		for range n {
+			require.NoError(t, pub.Publish(sample()))
+		}
+		require.NoError(t, pub.Close(10*time.Second))
+		sent, dropped, failed := pub.Stats()
+		require.Zero(t, dropped+failed, "round %d", round)
+		last := sent - 1
+		var m kvevents.Message
+		for m.Seq < last {
+			select {
+			case m = <-got:
+			case <-ctx.Done():
+				t.Fatalf("round %d: batch %d of %d (counted sent) never arrived", round, m.Seq+1, last)
+			}
+		}
+		cancel()
+		<-errc
+	}
+}
+
+// TestCloseTimeoutCounts: when Close gives up on a subscriber that
+// stopped reading, what it did not write counts as failed (never as
+// sent), and every published batch is counted once.
+func TestCloseTimeoutCounts(t *testing.T) {
+	pub, err := kvevents.Listen("tcp://127.0.0.1:0", "kv@d1@pdemu")
+	require.NoError(t, err)
+	c, err := net.Dial("tcp", strings.TrimPrefix(pub.Endpoint(), "tcp://"))
+	require.NoError(t, err)
+	defer c.Close()
+	zc, err := zmq4.Open(c, null.Security(), zmq4.Sub, nil, false, nil)
+	require.NoError(t, err)
+	require.NoError(t, zc.SendMsg(zmq4.NewMsg([]byte("\x01kv@"))))
+	// It never reads: publish large batches until the writer is stuck on
+	// it (the socket buffers are full and batches queue up).
+	big := kvevents.Batch{Events: []kvevents.Event{{Kind: kvevents.BlockRemoved, Hashes: make([]uint64, 1<<14), Medium: "GPU"}}}
+	for i := range big.Events[0].Hashes {
+		big.Events[0].Hashes[i] = 1 << 63
+	}
+	n := int64(0)
+	for {
+		require.NoError(t, pub.Publish(big))
+		n++
+		sent, dropped, failed := pub.Stats()
+		if n-sent-dropped-failed >= 8 {
+			break
+		}
+		require.Less(t, n, int64(2000), "the writer never stalled on the subscriber (buffers hold < 40 MiB, this is 290 MiB)")
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, pub.Close(100*time.Millisecond))
+	sent, dropped, failed := pub.Stats()
+	assert.Equal(t, n, sent+dropped+failed)
+	assert.Positive(t, failed, "the stalled subscriber's batches are failed, not sent")
 }
