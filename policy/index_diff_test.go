@@ -225,6 +225,14 @@ func withKeepDead(t interface{ Cleanup(func()) }, v int) {
 // their segments, the dup and off counts, holder counts against the
 // records' paths, and the derived totals.
 func checkSegs(x *ResidentIndex) error {
+	for p, f := range x.flag {
+		// An off position is one of a hash's several positions, or its
+		// only one after a compaction with the canon entry kept (birth's
+		// fast path relies on it: it clears posOff alone).
+		if f&posOff != 0 && f&(posDup|posCanon) == 0 {
+			return fmt.Errorf("position %d is off but neither dup nor canon", p)
+		}
+	}
 	live := 0
 	occ := map[int32]map[int32]int32{} // segment → worker → lists through it
 	for id := 1; id < len(x.segs); id++ {

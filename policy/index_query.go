@@ -78,19 +78,6 @@ func (x *ResidentIndex) liveFrom(from, to int32) int32 {
 	return to
 }
 
-// clearFlag clears bit f of every element of flags, 8 at a time.
-func clearFlag(flags []uint8, f uint8) {
-	const ones = 0x0101010101010101
-	i := 0
-	for ; i+8 <= len(flags); i += 8 {
-		w := binary.LittleEndian.Uint64(flags[i:])
-		binary.LittleEndian.PutUint64(flags[i:], w&^(ones*uint64(f)))
-	}
-	for ; i < len(flags); i++ {
-		flags[i] &^= f
-	}
-}
-
 // firstFlagged is the index of the first element of flags with bit f set,
 // or len(flags).
 func firstFlagged(flags []uint8, f uint8) int {

@@ -270,11 +270,11 @@ func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
 	}
 	dups := int32(0)
 	flags := x.flag[lo:hi]
-	if firstFlagged(flags, posCanon|posDup) == len(flags) {
-		// The common case (no flags but posOff, which a birth clears):
-		// 8 flags at a time.
-		clearFlag(flags, posOff)
-	} else {
+	// The common case has no flag set (read 8 at a time) and nothing to
+	// clear. A position is off only while its hash has other positions
+	// (posDup) or, after a compaction, keeps its canon entry (posCanon):
+	// checkSegs checks it.
+	if firstFlagged(flags, posCanon|posDup|posOff) != len(flags) {
 		for j, f := range flags {
 			f &^= posOff
 			if f&posCanon != 0 {

@@ -259,12 +259,12 @@ func TestCommonPrefix(t *testing.T) {
 	}
 }
 
-// TestFlagWords: firstFlagged and clearFlag, which read and write the
-// position flags 8 at a time, against a byte-at-a-time loop.
+// TestFlagWords: firstFlagged, which reads the position flags 8 at a
+// time, against a byte-at-a-time loop.
 func TestFlagWords(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		flags := rapid.SliceOfN(rapid.Uint8Range(0, 7), 0, 40).Draw(t, "flags")
-		f := uint8(rapid.SampledFrom([]int{posDup, posOff, posCanon, posDup | posCanon}).Draw(t, "f"))
+		f := uint8(rapid.SampledFrom([]int{posDup, posOff, posCanon, posDup | posCanon, posDup | posOff | posCanon}).Draw(t, "f"))
 		want := len(flags)
 		for i, g := range flags {
 			if g&f != 0 {
@@ -274,13 +274,6 @@ func TestFlagWords(t *testing.T) {
 		}
 		if got := firstFlagged(flags, f); got != want {
 			t.Fatalf("firstFlagged(%v, %d) = %d, want %d", flags, f, got, want)
-		}
-		cleared := slices.Clone(flags)
-		clearFlag(cleared, f)
-		for i, g := range flags {
-			if cleared[i] != g&^f {
-				t.Fatalf("clearFlag(%v, %d) = %v", flags, f, cleared)
-			}
 		}
 	})
 }
