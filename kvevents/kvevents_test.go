@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,4 +189,45 @@ func TestCloseTimeoutCounts(t *testing.T) {
 	sent, dropped, failed := pub.Stats()
 	assert.Equal(t, n, sent+dropped+failed)
 	assert.Positive(t, failed, "the stalled subscriber's batches are failed, not sent")
+}
+
+// flakyListener fails its first n Accepts with a transient error (as
+// accept(2) does when the process is out of file descriptors).
+type flakyListener struct {
+	net.Listener
+	n int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.n > 0 {
+		l.n--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptRetries: a transient Accept error does not stop the
+// publisher from taking subscribers (it used to return on any error).
+func TestAcceptRetries(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	pub := kvevents.PublishOn(&flakyListener{Listener: ln, n: 3}, "kv@d1@pdemu")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan kvevents.Message, 64)
+	errc, err := kvevents.Subscribe(ctx, pub.Endpoint(), "kv@", func(m kvevents.Message) { got <- m })
+	require.NoError(t, err)
+	for done := false; !done; {
+		require.NoError(t, pub.Publish(kvevents.Batch{TS: 0}))
+		select {
+		case <-got:
+			done = true
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("no batch came through after transient Accept errors")
+		}
+	}
+	require.NoError(t, pub.Close(time.Second))
+	cancel()
+	<-errc
 }

@@ -86,11 +86,16 @@ func Listen(endpoint, topic string) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kvevents: listen %s: %w", endpoint, err)
 	}
+	return publishOn(ln, topic), nil
+}
+
+// publishOn starts a Publisher accepting subscribers on ln.
+func publishOn(ln net.Listener, topic string) *Publisher {
 	p := &Publisher{ln: ln, topic: []byte(topic), endpoint: "tcp://" + ln.Addr().String(),
 		q: make(chan frame, QueueLen), done: make(chan struct{})}
 	go p.accept()
 	go p.run()
-	return p, nil
+	return p
 }
 
 // Endpoint is the address subscribers dial (tcp://host:port).
