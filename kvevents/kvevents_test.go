@@ -216,7 +216,7 @@ func TestAcceptRetries(t *testing.T) {
 	defer cancel()
 	got := make(chan kvevents.Message, 64)
 	errc, err := kvevents.Subscribe(ctx, pub.Endpoint(), "kv@", func(m kvevents.Message) { got <- m })
-	require.NoError(t, err)
+	require.NoError(t, err, "no subscriber accepted after transient Accept errors")
 	for done := false; !done; {
 		require.NoError(t, pub.Publish(kvevents.Batch{TS: 0}))
 		select {
@@ -230,4 +230,25 @@ func TestAcceptRetries(t *testing.T) {
 	require.NoError(t, pub.Close(time.Second))
 	cancel()
 	<-errc
+}
+
+// TestSubscribeGivesUpWithItsContext: a peer that accepts the connection
+// and never speaks ZMTP does not hold Subscribe past its context.
+func TestSubscribeGivesUpWithItsContext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = kvevents.Subscribe(ctx, "tcp://"+ln.Addr().String(), "", func(kvevents.Message) {})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }

@@ -278,9 +278,19 @@ type Message struct {
 // when ctx ended it).
 func Subscribe(ctx context.Context, endpoint, topic string, f func(Message)) (<-chan error, error) {
 	sock := zmq4.NewSub(ctx, zmq4.WithDialerRetry(50*time.Millisecond))
-	if err := sock.Dial(endpoint); err != nil {
+	// zmq4's Dial runs the ZMTP handshake and does not watch ctx: a peer
+	// that accepts the connection and never greets would hold it forever.
+	dialed := make(chan error, 1)
+	go func() { dialed <- sock.Dial(endpoint) }()
+	select {
+	case err := <-dialed:
+		if err != nil {
+			_ = sock.Close()
+			return nil, fmt.Errorf("kvevents: dial %s: %w", endpoint, err)
+		}
+	case <-ctx.Done():
 		_ = sock.Close()
-		return nil, fmt.Errorf("kvevents: dial %s: %w", endpoint, err)
+		return nil, fmt.Errorf("kvevents: dial %s: %w", endpoint, ctx.Err())
 	}
 	if err := sock.SetOption(zmq4.OptionSubscribe, topic); err != nil {
 		_ = sock.Close()
