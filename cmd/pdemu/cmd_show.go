@@ -67,11 +67,8 @@ terraform show -json.`,
 		Args:              exactlyOne("show", "SCENARIO"),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			vars, err := sf.varMap()
-			if err != nil {
-				return err
-			}
-			spec, err := loadSpecTrace(args[0], vars, sf.set, sf.router, trace)
+			sf.trace = trace
+			spec, err := sf.load(args[0], cmd.InOrStdin())
 			if err != nil {
 				return err
 			}

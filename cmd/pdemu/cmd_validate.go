@@ -68,20 +68,11 @@ diagnostics: [{severity, summary, detail, file, line, column}]}.`,
 		Args:              exactlyOne("validate", "SCENARIO"),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			vars, err := sf.varMap()
-			if err != nil {
-				return err
-			}
 			traceSet := cmd.Flags().Changed("trace")
 			if traceSet {
 				sf.trace = vf.trace
 			}
-			var spec *topology.Spec
-			if args[0] == "-" {
-				spec, err = loadStdin(cmd.InOrStdin(), vars, sf)
-			} else {
-				spec, err = loadSpecTrace(args[0], vars, sf.set, sf.router, sf.trace)
-			}
+			spec, err := sf.load(args[0], cmd.InOrStdin())
 			var fc *fitCheck
 			var warning string
 			if err == nil {

@@ -49,6 +49,19 @@ func (f *scenarioFlags) varMap() (map[string]string, error) {
 	return m, nil
 }
 
+// load reads the scenario file (an embedded scenario's name, or "-" for
+// in, standard input) with the flags' --var, --set, --router and --trace.
+func (f *scenarioFlags) load(file string, in io.Reader) (*topology.Spec, error) {
+	vars, err := f.varMap()
+	if err != nil {
+		return nil, err
+	}
+	if file == "-" {
+		return loadStdin(in, vars, *f)
+	}
+	return loadSpecTrace(file, vars, f.set, f.router, f.trace)
+}
+
 func parseOptions(vars map[string]string, set []string, router string) topology.Options {
 	o := cluster.ParseOptions(vars)
 	o.Set, o.Router = set, router
@@ -217,11 +230,7 @@ func (f *scenarioFlags) loadForRun(file, level string, stderr io.Writer, out str
 	if err != nil {
 		return nil, nil, err
 	}
-	vars, err := f.varMap()
-	if err != nil {
-		return nil, nil, err
-	}
-	spec, err := loadSpecTrace(file, vars, f.set, f.router, f.trace)
+	spec, err := f.load(file, nil)
 	if err != nil {
 		return nil, nil, err
 	}
