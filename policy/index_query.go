@@ -184,8 +184,7 @@ var chainMin = 8
 // The counts are always Overlap's (which walks segments, not blocks, with
 // or without a hint).
 func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int) int {
-	c := x.chainHint(blocks, d, s)
-	p, n := x.hintPath(blocks, d, s)
+	c, p, n := x.ownedHint(blocks, d, s)
 	if n == 0 {
 		x.Overlap(blocks, out)
 		return c
@@ -208,47 +207,35 @@ func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int)
 	return c
 }
 
-// hintPath returns the tail of session s's record on worker d and the
-// length n of the prefix it shares with blocks, when that prefix is worth
-// walking as a path: n > 0 and no segment of the record's path holds a
-// hash at several positions. Otherwise n is 0.
-func (x *ResidentIndex) hintPath(blocks []uint64, d int, s int32) (tail int32, n int) {
+// ownedHint looks session s's record on worker d up once for
+// OverlapOwned and LongestPrefixOwned. c is their result: the prefix
+// blocks shares with the record when the index is Chained and it is ≥
+// chainMin, else 0. tail is the record's tail and n that shared prefix's
+// length, when the prefix is worth walking as a path: n > 0 and no
+// segment of the record's path holds a hash at several positions.
+// Otherwise n is 0.
+func (x *ResidentIndex) ownedHint(blocks []uint64, d int, s int32) (c int, tail int32, n int) {
 	if d < 0 || len(blocks) == 0 {
-		return -1, 0
+		return 0, -1, 0
 	}
 	r := x.owned[ownerKey{int32(d), s}]
-	if r.tail == 0 {
-		return -1, 0
+	shared := r.sharedPrefix(blocks)
+	if x.bad == 0 && shared >= chainMin {
+		c = shared
 	}
-	if n = r.sharedPrefix(blocks); n == 0 {
-		return -1, 0
+	if r.tail == 0 || shared == 0 {
+		return c, -1, 0
 	}
-	if x.dupLive == 0 {
-		return r.tail - 1, n
-	}
-	for p := r.tail - 1; p >= 0; {
-		seg := &x.segs[x.pseg[p]]
-		if seg.dupc != 0 {
-			return -1, 0
+	if x.dupLive != 0 {
+		for p := r.tail - 1; p >= 0; {
+			seg := &x.segs[x.pseg[p]]
+			if seg.dupc != 0 {
+				return c, -1, 0
+			}
+			p = seg.parent
 		}
-		p = seg.parent
 	}
-	return r.tail - 1, n
-}
-
-// chainHint is the c of OverlapOwned and LongestPrefixOwned.
-func (x *ResidentIndex) chainHint(blocks []uint64, d int, s int32) int {
-	if d < 0 || x.bad != 0 || len(blocks) < chainMin {
-		return 0
-	}
-	hint := x.owned[ownerKey{int32(d), s}]
-	if len(hint.blocks) < chainMin {
-		return 0
-	}
-	if c := hint.sharedPrefix(blocks); c >= chainMin {
-		return c
-	}
-	return 0
+	return c, r.tail - 1, shared
 }
 
 func u64bytes(s []uint64) []byte {
@@ -329,8 +316,7 @@ func (x *ResidentIndex) walkPrefix(blocks []uint64, start int, alive []uint64, o
 // as a hint, as OverlapOwned does, and returns OverlapOwned's c. The result
 // is always LongestPrefix's.
 func (x *ResidentIndex) LongestPrefixOwned(blocks []uint64, d int, s int32, out []int) int {
-	c := x.chainHint(blocks, d, s)
-	p, n := x.hintPath(blocks, d, s)
+	c, p, n := x.ownedHint(blocks, d, s)
 	if n == 0 {
 		x.LongestPrefix(blocks, out)
 		return c

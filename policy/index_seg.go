@@ -208,23 +208,16 @@ func (x *ResidentIndex) child(q int32, k uint64) int32 {
 		return -1
 	}
 	fp := tabHash(k)
-	for i := x.home(fp); ; i = (i + 1) & x.tmask {
-		e := x.tab[i]
-		if e.pos == 0 {
-			return -1
-		}
-		if e.fp != fp || x.keys[e.pos-1] != k {
-			continue
-		}
-		p := e.pos - 1
+	for i, p := x.probe(k, fp, x.home(fp)); p >= 0; i, p = x.probe(k, fp, (i+1)&x.tmask) {
 		id := x.pseg[p]
 		if s := &x.segs[id]; s.lo == p && s.hi > p && s.parent == q {
 			return id
 		}
 		if x.flag[p]&posDup == 0 {
-			return -1 // the hash's only position
+			break // the hash's only position
 		}
 	}
+	return -1
 }
 
 // create adds one list of d along blocks[i:], none of whose nodes exist,

@@ -60,13 +60,21 @@ func (x *ResidentIndex) first(k uint64) int32 {
 		return -1
 	}
 	fp := tabHash(k)
-	for i := x.home(fp); ; i = (i + 1) & x.tmask {
+	_, p := x.probe(k, fp, x.home(fp))
+	return p
+}
+
+// probe returns the first table slot from i on (in probe order) that
+// holds a position of hash k (fingerprint fp), and that position; or the
+// empty slot that ends k's probe run, and -1.
+func (x *ResidentIndex) probe(k uint64, fp uint32, i uint32) (uint32, int32) {
+	for ; ; i = (i + 1) & x.tmask {
 		e := x.tab[i]
 		if e.pos == 0 {
-			return -1
+			return i, -1
 		}
 		if e.fp == fp && x.keys[e.pos-1] == k {
-			return e.pos - 1
+			return i, e.pos - 1
 		}
 	}
 }
@@ -76,14 +84,7 @@ func (x *ResidentIndex) first(k uint64) int32 {
 func (x *ResidentIndex) entries(k uint64) iter.Seq[int32] {
 	return func(yield func(int32) bool) {
 		fp := tabHash(k)
-		for i := x.home(fp); ; i = (i + 1) & x.tmask {
-			e := x.tab[i]
-			if e.pos == 0 {
-				return
-			}
-			if e.fp == fp && x.keys[e.pos-1] == k && !yield(e.pos-1) {
-				return
-			}
+		for i, p := x.probe(k, fp, x.home(fp)); p >= 0 && yield(p); i, p = x.probe(k, fp, (i+1)&x.tmask) {
 		}
 	}
 }
