@@ -75,18 +75,17 @@ type ResidentIndex struct {
 	hsets   [][]holder
 	hfree   []int32
 
-	owned     map[ownerKey]record // (worker, session) → its recorded blocks
-	perWorker []int               // distinct hashes per worker
-	used      int                 // distinct hashes resident somewhere
-	live      int                 // live positions
-	bad       int                 // occurrences off their hash's canonical (parent, depth)
-	dupLive   int                 // live positions flagged posDup (0: hint paths need no check)
+	records         // owner lists
+	perWorker []int // distinct hashes per worker
+	used      int   // distinct hashes resident somewhere
+	live      int   // live positions
+	bad       int   // occurrences off their hash's canonical (parent, depth)
+	dupLive   int   // live positions flagged posDup (0: hint paths need no check)
 	// canon holds the canonical context of resident hashes at several
 	// positions (a hash at one position is canonical there).
 	canon map[uint64]posCtx
 
-	alive []uint64   // LongestPrefix scratch (2 worker sets)
-	spare [][]uint64 // owner lists of removed records, for reuse
+	alive []uint64 // LongestPrefix scratch (2 worker sets)
 
 	// Compaction scratch: the live segment ids in position order, and
 	// each segment's new start.
@@ -109,35 +108,6 @@ type ResidentIndex struct {
 // place instead of re-placed differs, which costs CPU, not results.
 func (x *ResidentIndex) Bound() { x.bounded = true }
 
-const maxSpare = 32
-
-type ownerKey struct {
-	d int32
-	s int32
-}
-
-// record is one (worker, session) owner list. With src == nil, blocks is
-// the index's own copy (Set). Otherwise blocks is the caller's slice itself
-// and src its first element's address (SetImmutable: the caller promised
-// that its elements never change), so the index never writes or recycles
-// it, and any slice starting at src agrees with blocks on their common
-// length without comparing them. tail is the arena position of the list's
-// last node + 1 (0: empty list).
-type record struct {
-	blocks []uint64
-	src    *uint64
-	tail   int32
-}
-
-// sharedPrefix is the length of the longest common prefix of blocks and
-// r.blocks.
-func (r record) sharedPrefix(blocks []uint64) int {
-	if r.src != nil && len(blocks) > 0 && unsafe.SliceData(blocks) == r.src {
-		return min(len(blocks), len(r.blocks))
-	}
-	return commonPrefix(blocks, r.blocks)
-}
-
 const golden = 0x9E3779B97F4A7C15
 
 // NewResidentIndex returns an empty index over n workers.
@@ -145,7 +115,7 @@ func NewResidentIndex(n int) *ResidentIndex {
 	x := &ResidentIndex{
 		n: n, words: (n + 63) / 64,
 		segs:      make([]iseg, 1),
-		owned:     make(map[ownerKey]record),
+		records:   records{owned: make(map[ownerKey]record)},
 		perWorker: make([]int, n),
 		canon:     make(map[uint64]posCtx),
 	}
@@ -212,64 +182,7 @@ func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 	if common < len(blocks) {
 		q = x.extend(d, q, blocks, common)
 	}
-	tail := q + 1
-	if rec.src != nil {
-		// A borrowed list: never written or recycled, and none of it is
-		// ours to keep.
-		old, common = nil, 0
-	}
-	if len(blocks) == 0 {
-		x.recycle(old)
-		delete(x.owned, k)
-		return
-	}
-	if src != nil {
-		x.recycle(old)
-		x.owned[k] = record{blocks: blocks, src: src, tail: tail}
-		return
-	}
-	switch {
-	case cap(old) >= len(blocks):
-		old = old[:len(blocks)]
-	case old == nil:
-		old = x.buffer(len(blocks))
-	default:
-		old = append(old[:common:common], make([]uint64, len(blocks)-common)...)
-	}
-	copy(old[common:], blocks[common:])
-	x.owned[k] = record{blocks: old, tail: tail}
-}
-
-// buffer returns a list of length n, reusing a removed record's if one is
-// large enough.
-func (x *ResidentIndex) buffer(n int) []uint64 {
-	for i, b := range x.spare {
-		if cap(b) >= n {
-			last := len(x.spare) - 1
-			x.spare[i] = x.spare[last]
-			x.spare[last] = nil
-			x.spare = x.spare[:last]
-			return b[:n]
-		}
-	}
-	return make([]uint64, n, n+n/4)
-}
-
-func (x *ResidentIndex) recycle(b []uint64) {
-	if cap(b) == 0 {
-		return
-	}
-	if len(x.spare) < maxSpare {
-		x.spare = append(x.spare, b[:0])
-		return
-	}
-	// Keep the larger buffers.
-	for i, o := range x.spare {
-		if cap(o) < cap(b) {
-			x.spare[i] = b[:0]
-			return
-		}
-	}
+	x.put(k, rec, blocks, src, common, q+1)
 }
 
 // Remove forgets session s's blocks on worker d.
@@ -282,8 +195,5 @@ func (x *ResidentIndex) Remove(d int, s int32) {
 	if rec.tail > 0 {
 		x.release(d, rec.tail-1, 0)
 	}
-	if rec.src == nil {
-		x.recycle(rec.blocks)
-	}
-	delete(x.owned, k)
+	x.drop(k, rec)
 }

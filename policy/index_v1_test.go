@@ -64,15 +64,12 @@ type indexV1 struct {
 	cnts    []int32
 	cntFree [][]int32
 
-	owned     map[ownerKey]record // (worker, session) → its recorded blocks
-	perWorker []int               // distinct blocks per worker
-	bad       int                 // occurrences off their block's canonical (parent, depth)
+	records         // owner lists
+	perWorker []int // distinct blocks per worker
+	bad       int   // occurrences off their block's canonical (parent, depth)
 
-	alive []uint64   // LongestPrefix scratch
-	spare [][]uint64 // owner lists of removed records, for reuse
+	alive []uint64 // LongestPrefix scratch
 }
-
-const v1maxSpare = 32
 
 // v1extCounts locates an ext record's owner counts: cnts[off : off+2<<class],
 // of which the first (holders) are in use, holder d's at rank(e, d).
@@ -101,7 +98,7 @@ const (
 func newIndexV1(n int) *indexV1 {
 	x := &indexV1{
 		n: n, words: (n + 63) / 64,
-		owned:     make(map[ownerKey]record),
+		records:   records{owned: make(map[ownerKey]record)},
 		perWorker: make([]int, n),
 	}
 	x.alloc(v1minShift)
@@ -167,63 +164,7 @@ func (x *indexV1) set(d int, s int32, blocks []uint64, src *uint64) {
 	for i := common; i < len(blocks); i++ {
 		x.ref(d, blocks, i)
 	}
-	if rec.src != nil {
-		// A borrowed list: never written or recycled, and none of it is
-		// ours to keep.
-		old, common = nil, 0
-	}
-	if len(blocks) == 0 {
-		x.recycle(old)
-		delete(x.owned, k)
-		return
-	}
-	if src != nil {
-		x.recycle(old)
-		x.owned[k] = record{blocks: blocks, src: src}
-		return
-	}
-	switch {
-	case cap(old) >= len(blocks):
-		old = old[:len(blocks)]
-	case old == nil:
-		old = x.buffer(len(blocks))
-	default:
-		old = append(old[:common:common], make([]uint64, len(blocks)-common)...)
-	}
-	copy(old[common:], blocks[common:])
-	x.owned[k] = record{blocks: old}
-}
-
-// buffer returns a list of length n, reusing a removed record's if one is
-// large enough.
-func (x *indexV1) buffer(n int) []uint64 {
-	for i, b := range x.spare {
-		if cap(b) >= n {
-			last := len(x.spare) - 1
-			x.spare[i] = x.spare[last]
-			x.spare[last] = nil
-			x.spare = x.spare[:last]
-			return b[:n]
-		}
-	}
-	return make([]uint64, n, n+n/4)
-}
-
-func (x *indexV1) recycle(b []uint64) {
-	if cap(b) == 0 {
-		return
-	}
-	if len(x.spare) < v1maxSpare {
-		x.spare = append(x.spare, b[:0])
-		return
-	}
-	// Keep the larger buffers.
-	for i, o := range x.spare {
-		if cap(o) < cap(b) {
-			x.spare[i] = b[:0]
-			return
-		}
-	}
+	x.put(k, rec, blocks, src, common, 0)
 }
 
 // Remove forgets session s's blocks on worker d.
@@ -234,10 +175,7 @@ func (x *indexV1) Remove(d int, s int32) {
 	for i := range old {
 		x.unref(d, old, i)
 	}
-	if rec.src == nil {
-		x.recycle(old)
-	}
-	delete(x.owned, k)
+	x.drop(k, rec)
 }
 
 // Has reports whether block b is recorded resident on worker d.
