@@ -123,17 +123,6 @@ func (x *indexV1) Blocks() int { return x.used }
 // WorkerBlocks is the number of distinct blocks recorded on worker d.
 func (x *indexV1) WorkerBlocks(d int) int { return x.perWorker[d] }
 
-// Owned returns the blocks recorded for session s on worker d (nil if none).
-// The slice belongs to the index: read it, do not keep or modify it.
-func (x *indexV1) Owned(d int, s int32) []uint64 { return x.owned[ownerKey{int32(d), s}].blocks }
-
-// OwnedPrefix is the length of the longest common prefix of blocks and
-// Owned(d, s), compared in O(1) when the record was set by SetImmutable
-// from a slice with the same first element as blocks.
-func (x *indexV1) OwnedPrefix(d int, s int32, blocks []uint64) int {
-	return x.owned[ownerKey{int32(d), s}].sharedPrefix(blocks)
-}
-
 // Set records blocks as session s's resident blocks on worker d, replacing
 // whatever was recorded for (d, s). Blocks kept from the previous record are
 // not touched, so a growing prefix costs only its new blocks. The index

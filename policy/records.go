@@ -41,6 +41,17 @@ func (r record) sharedPrefix(blocks []uint64) int {
 	return commonPrefix(blocks, r.blocks)
 }
 
+// Owned returns the blocks recorded for session s on worker d (nil if none).
+// The slice belongs to the index: read it, do not keep or modify it.
+func (r *records) Owned(d int, s int32) []uint64 { return r.owned[ownerKey{int32(d), s}].blocks }
+
+// OwnedPrefix is the length of the longest common prefix of blocks and
+// Owned(d, s), compared in O(1) when the record was set by SetImmutable
+// from a slice with the same first element as blocks.
+func (r *records) OwnedPrefix(d int, s int32, blocks []uint64) int {
+	return r.owned[ownerKey{int32(d), s}].sharedPrefix(blocks)
+}
+
 // put makes blocks k's record in place of rec, with which it shares its
 // first common blocks; src is blocks' first element for SetImmutable (the
 // record keeps the caller's slice), nil for Set (the record keeps a copy,
