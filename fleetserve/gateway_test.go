@@ -460,10 +460,21 @@ func TestGateway(t *testing.T) {
 	}
 	before := g.served("d0")
 	wave(3, 1, 1000, "long", option.WithHeader("X-Gateway-Decode", "d0"))
-	require.Eventually(t, func() bool {
-		v, _ := gauge(scrape(t, d0.URL), "vllm:num_requests_running", "d0")
-		return v == 3
-	}, 10*time.Second, 5*time.Millisecond)
+	// Wait until d0 holds all three (running or waiting) or has finished
+	// some of them, with one still in flight. Waiting for all three
+	// running at once raced: on a loaded machine the first could finish
+	// before the third was admitted, and the wait timed out.
+	var inFlight, done atomic.Int64 // the last poll's, for the failure message
+	if !assert.Eventually(t, func() bool {
+		m := scrape(t, d0.URL)
+		running, _ := gauge(m, "vllm:num_requests_running", "d0")
+		waiting, _ := gauge(m, "vllm:num_requests_waiting", "d0")
+		inFlight.Store(int64(running + waiting))
+		done.Store(int64(g.served("d0") - before))
+		return inFlight.Load() >= 1 && inFlight.Load()+done.Load() == 3
+	}, 10*time.Second, 5*time.Millisecond) {
+		t.Fatalf("d0 never held the long wave: %d in flight, %d done at the last poll", inFlight.Load(), done.Load())
+	}
 	resp, err = http.Post(fu.listing.Admin+"/admin/workers", "application/json", strings.NewReader(`{"action":"drain","name":"d0"}`))
 	require.NoError(t, err)
 	resp.Body.Close()
