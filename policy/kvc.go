@@ -95,7 +95,16 @@ type KVC struct {
 
 	// Route counters (see RouteStats).
 	routes, chained int64
+
+	// Session states not in use: new ones carved from a chunk
+	// (sessChunk states and their rejects and blacklist rows in three
+	// allocations), and forgotten ones (Forget), reused first.
+	sessNew  []sessState
+	sessFree []*sessState
 }
+
+// sessChunk is how many session states one allocation holds.
+const sessChunk = 64
 
 // NewKVC validates cfg and returns a router with empty state.
 func NewKVC(cfg KVCConfig) (*KVC, error) {
@@ -173,7 +182,9 @@ func (k *KVC) Forget(s int32) (SessionStats, bool) {
 	}
 	delete(k.sess, s)
 	k.ver++ // the pin and resident set are gone
-	return st.stats, true
+	stats := st.stats
+	k.sessFree = append(k.sessFree, st)
+	return stats, true
 }
 
 // RouteStats reports how many Route calls computed overlaps and how many
@@ -183,9 +194,40 @@ func (k *KVC) RouteStats() (routes, chained int64) { return k.routes, k.chained 
 func (k *KVC) state(s int32) *sessState {
 	st := k.sess[s]
 	if st == nil {
-		st = &sessState{pin: -1, rejects: make([]int32, k.cfg.Decode), black: make([]uint64, k.words())}
+		st = k.newSess()
 		k.sess[s] = st
 	}
+	return st
+}
+
+// newSess returns the state of a session never seen (or forgotten): no
+// pin, no rejects, no counters. A forgotten session's state is reused, so
+// a server's memory follows its live sessions; otherwise states come from
+// a chunk, so a run with many sessions does not allocate three times for
+// each.
+func (k *KVC) newSess() *sessState {
+	if n := len(k.sessFree); n > 0 {
+		st := k.sessFree[n-1]
+		k.sessFree[n-1] = nil
+		k.sessFree = k.sessFree[:n-1]
+		clear(st.rejects)
+		clear(st.black)
+		*st = sessState{pin: -1, rejects: st.rejects, black: st.black, resident: st.resident[:0]}
+		return st
+	}
+	if len(k.sessNew) == 0 {
+		nd, nw := k.cfg.Decode, k.words()
+		k.sessNew = make([]sessState, sessChunk)
+		rejects := make([]int32, sessChunk*nd)
+		black := make([]uint64, sessChunk*nw)
+		for i := range k.sessNew {
+			k.sessNew[i].rejects = rejects[i*nd : (i+1)*nd : (i+1)*nd]
+			k.sessNew[i].black = black[i*nw : (i+1)*nw : (i+1)*nw]
+		}
+	}
+	st := &k.sessNew[0]
+	k.sessNew = k.sessNew[1:]
+	st.pin = -1
 	return st
 }
 

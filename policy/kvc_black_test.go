@@ -55,3 +55,43 @@ func TestBlacklistBitsFollowRejects(t *testing.T) {
 		}
 	})
 }
+
+// TestForgottenStateIsReusedClean: a forgotten session's state is reused
+// for the next new session (so a server's memory follows its live
+// sessions), and the reused state starts as a new one: no pin, no
+// rejects, no blacklist bit, no counters, no resident workers.
+func TestForgottenStateIsReusedClean(t *testing.T) {
+	const nd = 65
+	k, err := NewKVC(KVCConfig{Alpha: 1, TauReject: 1, Epsilon: 2, Prefill: 1, Decode: nd, OwnOverlap: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := NewDispatch(&workload.Request{ID: 1, Session: 7, Blocks: []uint64{1, 2}})
+	st := k.Begin(ds)
+	for st.Action == ActAdmit && st.D != nd-1 {
+		st = k.Rejected(ds, st.D, "full")
+	}
+	if st.Action == ActAdmit {
+		k.Admitted(ds, st.D, ModeSeed)
+	}
+	old := k.sess[7]
+	if old.pin < 0 && old.rejects[0] == 0 {
+		t.Fatal("the test did not give session 7 a pin or a reject")
+	}
+	k.Forget(7)
+	fresh := k.state(8)
+	if fresh != old {
+		t.Fatal("a new session did not reuse the forgotten session's state")
+	}
+	if fresh.pin != -1 || fresh.stats != (SessionStats{}) || len(fresh.resident) != 0 {
+		t.Fatalf("reused state not reset: pin %d, stats %+v, resident %v", fresh.pin, fresh.stats, fresh.resident)
+	}
+	for d := range nd {
+		if fresh.rejects[d] != 0 || fresh.black[d>>6]&(1<<(uint(d)&63)) != 0 {
+			t.Fatalf("reused state keeps worker %d's rejects (%d) or blacklist bit", d, fresh.rejects[d])
+		}
+	}
+	if len(fresh.rejects) != nd || len(fresh.black) != (nd+63)/64 {
+		t.Fatalf("rows of %d rejects and %d blacklist words, want %d and %d", len(fresh.rejects), len(fresh.black), nd, (nd+63)/64)
+	}
+}
