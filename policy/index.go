@@ -74,6 +74,7 @@ type ResidentIndex struct {
 	segFree []int32 // free segment ids
 	hsets   [][]holder
 	hfree   []int32
+	hslab   []holder // room for new holder sets (newHset)
 
 	records         // owner lists
 	perWorker []int // distinct hashes per worker

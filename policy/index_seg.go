@@ -127,9 +127,19 @@ func (x *ResidentIndex) newHset() int32 {
 		x.hfree = x.hfree[:n-1]
 		return h
 	}
-	x.hsets = append(x.hsets, make([]holder, 0, 4))
+	// New sets start with room for 4 holders, carved from a chunk of
+	// hsetChunk such rooms (the 3-index slice keeps a set that grows past
+	// 4 from writing into its neighbour: append copies it out).
+	if len(x.hslab) < 4 {
+		x.hslab = make([]holder, 4*hsetChunk)
+	}
+	x.hsets = append(x.hsets, x.hslab[:0:4])
+	x.hslab = x.hslab[4:]
 	return int32(len(x.hsets) - 1)
 }
+
+// hsetChunk is how many new holder sets one allocation makes room for.
+const hsetChunk = 64
 
 // copyHolders gives segment to the holders of segment from (a copy).
 func (x *ResidentIndex) copyHolders(to, from int32) {
