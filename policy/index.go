@@ -75,6 +75,7 @@ type ResidentIndex struct {
 	hsets   [][]holder
 	hfree   []int32
 	hslab   []holder // room for new holder sets (newHset)
+	touched int32    // touchHomes' sum, kept so that its reads are not dropped
 
 	records         // owner lists
 	perWorker []int // distinct hashes per worker
