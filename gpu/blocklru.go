@@ -18,23 +18,30 @@ import (
 //     hashes with the arena's, one hash-table probe per segment instead of
 //     one per block;
 //   - the LRU list links segments, not blocks: touching a cached run of a
-//     prompt splits its segment at most twice (the side with fewer blocks
-//     takes a new segment id, so a block changes id O(log n) times between
-//     compactions, plus once per touch), and evicting takes blocks off the
-//     tail segment's end without visiting them (except to report them);
+//     prompt splits its segment at most twice, and evicting takes blocks
+//     off the tail segment's end without visiting them (except to report
+//     them);
+//   - nothing per block says which segment holds it: two bitmaps over the
+//     positions say which are live and which start a segment, and a
+//     segment's id is stored at its first position (segAt), so the segment
+//     holding a live position is the one starting at the highest start at
+//     or below it (a few word reads). Creating, splitting, trimming or
+//     reviving a segment writes its start and 1 bit per block, 64 to a
+//     word: no segment id per block (relabelling every revived position
+//     and reading back the ids of the dead ones was a tenth of the agentic
+//     runs' LRU instructions);
 //   - a block keeps its arena position when it is evicted (or removed),
 //     until the next compaction: the hash table maps a hash to that
-//     position, and a position holds a block only if it lies in its
-//     segment's range. So the table is written when a block is first
-//     inserted, never when one is evicted, and a block that comes back (a
-//     session's chain re-read after its tail was evicted) is revived in
-//     place with the evicted blocks around it that come back with it, by
-//     comparing hashes: one probe per run. Positions are allocated
-//     downwards, a block has at most one, and they are never reused.
-//     When the arena is used up, the live segments are copied to a fresh
-//     one in LRU order (adjacent segments of equal block size merge) and
-//     the table is rebuilt from them: O(live blocks) once per ≥ live + 2n
-//     new blocks.
+//     position, and a position holds a block only if its live bit is set.
+//     So the table is written when a block is first inserted, never when
+//     one is evicted, and a block that comes back (a session's chain
+//     re-read after its tail was evicted) is revived in place with the
+//     evicted blocks around it that come back with it, by comparing
+//     hashes: one probe per run. Positions are allocated downwards, a
+//     block has at most one, and they are never reused. When the arena is
+//     used up, the live segments are copied to a fresh one in LRU order
+//     (adjacent segments of equal block size merge) and the table is
+//     rebuilt from them: O(live blocks) once per ≥ live + 2n new blocks.
 //
 // So a block costs one probe when it is first inserted, none when it is
 // touched within a known segment, matched, evicted or revived with its
@@ -44,11 +51,12 @@ type BlockLRU struct {
 	used      int
 	live      int // blocks held
 
-	keys []uint64 // arena: the block hash at each position
-	seg  []int32  // the segment of each position (meaningful when live)
-	bot  int32    // new blocks take positions below bot
-	idx  posMap   // hash → position, lazy (see valid)
-	runs []lruSeg // compact's scratch: the merged segments
+	keys  []uint64 // arena: the block hash at each position
+	segAt []int32  // the segment starting at each position, where pos.starts says one does
+	pos   posBits  // which positions are live, which start a segment
+	bot   int32    // new blocks take positions below bot
+	idx   posMap   // hash → position, lazy (see valid)
+	runs  []lruSeg // compact's scratch: the merged segments
 
 	segs     []lruSeg // segs[0] is the list sentinel: segs[0].next is most recent
 	freeSegs []int32
@@ -75,9 +83,17 @@ func NewBlockLRU(capTokens int) *BlockLRU {
 func (c *BlockLRU) Used() int { return c.used }
 
 // valid reports whether arena position p holds a live block.
-func (c *BlockLRU) valid(p int32) bool {
-	s := &c.segs[c.seg[p]]
-	return p >= s.lo && p < s.hi
+func (c *BlockLRU) valid(p int32) bool { return c.pos.isLive(p) }
+
+// segOf is the segment holding live position p: the one starting at the
+// highest start at or below p.
+func (c *BlockLRU) segOf(p int32) int32 { return c.segAt[c.pos.startAtOrBelow(p)] }
+
+// mark records that segment s starts at its lo (s not empty).
+func (c *BlockLRU) mark(s int32) {
+	lo := c.segs[s].lo
+	c.pos.setStart(lo)
+	c.segAt[lo] = s
 }
 
 // lookup returns b's position, or -1 if b is not cached.
@@ -108,7 +124,7 @@ func (c *BlockLRU) Peek(blocks []uint64) int {
 		if p < 0 {
 			return k
 		}
-		s := &c.segs[c.seg[p]]
+		s := &c.segs[c.segOf(p)]
 		// The rest of the segment is the cached chain's continuation.
 		end := int(s.hi - p)
 		rest := blocks[k:]
@@ -143,7 +159,7 @@ func (c *BlockLRU) Match(blocks []uint64) int {
 // one from the last to the first would. It returns the index of the next
 // block to look at and a guess at its position.
 func (c *BlockLRU) touchRun(blocks []uint64, k int, p int32) (int, int32) {
-	s := c.seg[p]
+	s := c.segOf(p)
 	// The segment's blocks before p that match the blocks before
 	// blocks[k], compared in chunks (commonSuffix).
 	m := commonSuffix(c.keys[c.segs[s].lo:p], blocks[:k])
@@ -176,38 +192,21 @@ func (c *BlockLRU) toFront(s, lo, hi int32) {
 }
 
 // split cuts segment s before position at (strictly inside it) into two
-// segments adjacent in the list, the side with fewer blocks taking a new
-// id, and returns the left and right ones.
+// segments adjacent in the list, the right one taking a new id (no
+// position changes hands: the cut is a new start), and returns the left
+// and right ones.
 func (c *BlockLRU) split(s, at int32) (int32, int32) {
 	t := c.newSeg()
 	S := &c.segs[s]
 	T := &c.segs[t]
 	T.tokens = S.tokens
-	if at-S.lo <= S.hi-at {
-		T.lo, T.hi = S.lo, at
-		S.lo = at
-		c.relabel(t)
-		// t goes just before s.
-		T.prev, T.next = S.prev, s
-		c.segs[S.prev].next = t
-		S.prev = t
-		return t, s
-	}
 	T.lo, T.hi = at, S.hi
 	S.hi = at
-	c.relabel(t)
+	c.mark(t)
 	T.prev, T.next = s, S.next
 	c.segs[S.next].prev = t
 	S.next = t
 	return s, t
-}
-
-func (c *BlockLRU) relabel(t int32) {
-	s := c.segs[t]
-	ids := c.seg[s.lo:s.hi]
-	for i := range ids {
-		ids[i] = t
-	}
 }
 
 func (c *BlockLRU) newSeg() int32 {
@@ -244,20 +243,24 @@ func (c *BlockLRU) remove(key uint64) {
 	if p < 0 {
 		return
 	}
-	s := c.seg[p]
-	switch S := &c.segs[s]; {
-	case p == S.lo:
-		S.lo++
-	case p == S.hi-1:
-		S.hi--
-	default:
-		_, r := c.split(s, p)
-		c.segs[r].lo++
-		s = r
+	s := c.segOf(p)
+	if p == c.segs[s].hi-1 {
+		c.segs[s].hi--
+	} else {
+		if p > c.segs[s].lo {
+			_, s = c.split(s, p)
+		}
+		// p starts s: the next position does.
+		c.pos.clearStart(p)
+		if c.segs[s].lo++; c.segs[s].lo < c.segs[s].hi {
+			c.mark(s)
+		}
 	}
+	c.pos.clearLive(p, p+1)
 	c.used -= int(c.segs[s].tokens)
 	c.live--
-	if c.segs[s].lo == c.segs[s].hi {
+	if c.segs[s].lo == c.segs[s].hi { // p was its only block
+		c.pos.clearStart(p)
 		c.unlink(s)
 		c.freeSeg(s)
 	}
@@ -313,10 +316,12 @@ func (c *BlockLRU) evictTo(limit int) {
 			slices.Reverse(dst) // a copy and a reversal: half the instructions of a reversed copy
 		}
 		T.hi -= int32(n)
+		c.pos.clearLive(T.hi, T.hi+int32(n))
 		c.evictions += n
 		c.used -= n * int(T.tokens)
 		c.live -= n
 		if T.lo == T.hi {
+			c.pos.clearStart(T.lo)
 			c.unlink(t)
 			c.freeSeg(t)
 		}
@@ -365,8 +370,14 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 			k -= int(q-lo) + 1
 			s := c.newSeg()
 			c.segs[s] = lruSeg{lo: lo, hi: q + 1, tokens: int32(blockTokens)}
-			c.relabel(s)
+			c.pos.setLive(lo, q+1)
+			c.mark(s)
 			c.add(s, int(q+1-lo), blockTokens)
+			if k >= 0 && lo > c.bot && c.keys[lo-1] == blocks[k] {
+				// The run stopped at a live block, blocks[k] (a
+				// mismatch leaves it to the table).
+				hint = lo - 1
+			}
 			continue
 		}
 		// A run of blocks never seen since the last compaction: blocks[k],
@@ -382,13 +393,18 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 			b := blocks[k]
 			sl := c.idx.claim(b, c.keys)
 			if sl.pos != 0 {
-				break // it has a position (maybe in this run): touched or revived next
+				// It has a position (maybe in this run): touched or
+				// revived next, found there without probing again.
+				hint = sl.pos - 1
+				break
 			}
 			c.bot--
-			c.keys[c.bot], c.seg[c.bot] = b, s
-			c.segs[s].lo = c.bot
+			c.keys[c.bot] = b
 			sl.pos = c.bot + 1
 		}
+		c.segs[s].lo = c.bot
+		c.pos.setLive(c.bot, hi)
+		c.mark(s)
 		c.add(s, int(hi-c.bot), blockTokens)
 	}
 }
@@ -397,25 +413,13 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 // are dead (evicted or removed) and hold the last q-lo blocks of before,
 // in order: the evicted run that comes back with the block at q. It
 // compares the hashes first (commonSuffix), then finds the highest live
-// position among the matching ones, reading a segment's range once per
-// run of positions with its id (they were labelled together), not once
-// per position: that random read was most of a revival's cost.
+// position among the matching ones in the live bitmap, 64 positions a
+// word.
 func (c *BlockLRU) deadRun(before []uint64, q int32) int32 {
 	m := commonSuffix(c.keys[c.bot:q], before)
-	ids := c.seg[int(q)-m : q]
 	lo := q - int32(m)
-	for i := len(ids); i > 0; {
-		// ids[j:i] is a run of one segment id: its live positions are
-		// those in the segment's range.
-		id, j := ids[i-1], i-1
-		for j > 0 && ids[j-1] == id {
-			j--
-		}
-		S := &c.segs[id]
-		if top := min(lo+int32(i), S.hi); top > max(lo+int32(j), S.lo) {
-			return top // top-1 is live
-		}
-		i = j
+	if top := c.pos.highestLive(lo, q); top >= 0 {
+		return top + 1
 	}
 	return lo
 }
