@@ -435,6 +435,11 @@ func commonSuffix(a, b []uint64) int {
 	for i >= chunk && bytes.Equal(u64bytes(a[i-chunk:i]), u64bytes(b[i-chunk:i])) {
 		i -= chunk
 	}
+	// The chunk that differs: 4 at a time, then one by one.
+	a, b = a[:i], b[:i]
+	for i >= 4 && (a[i-1]^b[i-1])|(a[i-2]^b[i-2])|(a[i-3]^b[i-3])|(a[i-4]^b[i-4]) == 0 {
+		i -= 4
+	}
 	for i > 0 && a[i-1] == b[i-1] {
 		i--
 	}
@@ -446,9 +451,17 @@ func commonSuffix(a, b []uint64) int {
 func commonPrefix(a, b []uint64) int {
 	n := min(len(a), len(b))
 	const chunk = 32
+	a, b = a[:n], b[:n]
 	i := 0
 	for i+chunk <= n && bytes.Equal(u64bytes(a[i:i+chunk]), u64bytes(b[i:i+chunk])) {
 		i += chunk
+	}
+	for i+4 <= n {
+		x, y := a[i:i+4], b[i:i+4]
+		if (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3]) != 0 {
+			break
+		}
+		i += 4
 	}
 	for i < n && a[i] == b[i] {
 		i++
