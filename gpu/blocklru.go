@@ -23,7 +23,7 @@ import (
 //     them);
 //   - nothing per block says which segment holds it: two bitmaps over the
 //     positions say which are live and which start a segment, and a
-//     segment's id is stored at its first position (segAt), so the segment
+//     segment's id is stored at its first position (at), so the segment
 //     holding a live position is the one starting at the highest start at
 //     or below it (a few word reads). Creating, splitting, trimming or
 //     reviving a segment writes its start and 1 bit per block, 64 to a
@@ -43,20 +43,31 @@ import (
 //     (adjacent segments of equal block size merge) and the table is
 //     rebuilt from them: O(live blocks) once per ≥ live + 2n new blocks.
 //
+// A chain that comes back lies in pieces, one per turn that grew it
+// (each turn's new blocks took the positions free then), and Insert walks
+// it from its last block, reviving a piece at a time; finding the block
+// before a piece would cost a probe of the table (a cache miss on a table
+// that is 16 bytes a position), so a piece's first position also keeps
+// where that block was the last time (pred: set when a new run stops at
+// a block that has a position, learnt when a revived run's predecessor
+// had to be probed for). A hint is taken only where the arena holds that
+// block (a block has at most one position), and compaction clears them.
+//
 // So a block costs one probe when it is first inserted, none when it is
 // touched within a known segment, matched, evicted or revived with its
-// neighbours. Nothing here allocates per block.
+// neighbours, and a revived piece of a chain usually none either. Nothing
+// here allocates per block.
 type BlockLRU struct {
 	capTokens int
 	used      int
 	live      int // blocks held
 
-	keys  []uint64 // arena: the block hash at each position
-	segAt []int32  // the segment starting at each position, where pos.starts says one does
-	pos   posBits  // which positions are live, which start a segment
-	bot   int32    // new blocks take positions below bot
-	idx   posMap   // hash → position, lazy (see valid)
-	runs  []lruSeg // compact's scratch: the merged segments
+	keys []uint64  // arena: the block hash at each position
+	at   []posMeta // per position: the segment starting there (where pos.starts says one does), a hint
+	pos  posBits   // which positions are live, which start a segment
+	bot  int32     // new blocks take positions below bot
+	idx  posMap    // hash → position, lazy (see valid)
+	runs []lruSeg  // compact's scratch: the merged segments
 
 	segs     []lruSeg // segs[0] is the list sentinel: segs[0].next is most recent
 	freeSegs []int32
@@ -64,6 +75,15 @@ type BlockLRU struct {
 	trackEvictions bool
 	evicted        []uint64
 	evictions      int // blocks evicted so far (tracked or not)
+}
+
+// posMeta is what a position keeps beside its key: seg, the segment
+// starting there, and pred, where the block before the run starting there
+// was found in a chain the last time (position + 1; 0: not known). Both
+// are read and written only at runs' first positions, so they share a
+// cache line: Insert reads pred where it writes seg.
+type posMeta struct {
+	seg, pred int32
 }
 
 // lruSeg is a segment: arena positions [lo, hi), most recent first, each
@@ -87,13 +107,13 @@ func (c *BlockLRU) valid(p int32) bool { return c.pos.isLive(p) }
 
 // segOf is the segment holding live position p: the one starting at the
 // highest start at or below p.
-func (c *BlockLRU) segOf(p int32) int32 { return c.segAt[c.pos.startAtOrBelow(p)] }
+func (c *BlockLRU) segOf(p int32) int32 { return c.at[c.pos.startAtOrBelow(p)].seg }
 
 // mark records that segment s starts at its lo (s not empty).
 func (c *BlockLRU) mark(s int32) {
 	lo := c.segs[s].lo
 	c.pos.setStart(lo)
-	c.segAt[lo] = s
+	c.at[lo].seg = s
 }
 
 // lookup returns b's position, or -1 if b is not cached.
@@ -350,13 +370,18 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 		return
 	}
 	hint := int32(-1)
+	from := int32(-1) // the first position of the run after blocks[k], revived or new
 	for k := len(blocks) - 1; k >= 0; {
 		b := blocks[k]
 		q := hint // b's position (a block has at most one), live or not
-		if q < 0 || c.keys[q] != b {
+		if q < c.bot || c.keys[q] != b {
+			// (Positions below bot are not in use: a hint there is stale.)
 			q = c.idx.get(b, c.keys)
+			if q >= 0 && from >= 0 {
+				c.at[from].pred = q + 1 // for the next time the run comes back
+			}
 		}
-		hint = -1
+		hint, from = -1, -1
 		switch {
 		case q >= 0 && c.valid(q):
 			k, hint = c.touchRun(blocks, k, q)
@@ -373,10 +398,14 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 			c.pos.setLive(lo, q+1)
 			c.mark(s)
 			c.add(s, int(q+1-lo), blockTokens)
+			// The run stopped at a live block, blocks[k], or at a
+			// mismatch: then blocks[k] is probably where it was the last
+			// time this run came back (a session's chain lies in pieces,
+			// one per turn that grew it), as pred remembers.
 			if k >= 0 && lo > c.bot && c.keys[lo-1] == blocks[k] {
-				// The run stopped at a live block, blocks[k] (a
-				// mismatch leaves it to the table).
 				hint = lo - 1
+			} else {
+				hint, from = c.at[lo].pred-1, lo
 			}
 			continue
 		}
@@ -394,7 +423,8 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 			sl := c.idx.claim(b, c.keys)
 			if sl.pos != 0 {
 				// It has a position (maybe in this run): touched or
-				// revived next, found there without probing again.
+				// revived next, found there without probing again, and
+				// remembered as this run's predecessor.
 				hint = sl.pos - 1
 				break
 			}
@@ -405,6 +435,7 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 		c.segs[s].lo = c.bot
 		c.pos.setLive(c.bot, hi)
 		c.mark(s)
+		c.at[c.bot].pred = hint + 1
 		c.add(s, int(hi-c.bot), blockTokens)
 	}
 }

@@ -56,7 +56,9 @@ func (c *BlockLRU) compact(n, blockTokens int) {
 	}
 	c.runs = runs
 	if len(c.keys) != size {
-		c.keys, c.segAt = make([]uint64, size), make([]int32, size)
+		c.keys, c.at = make([]uint64, size), make([]posMeta, size)
+	} else {
+		clear(c.at) // the hints name old positions
 	}
 	c.pos.init(size)
 	c.bot = int32(size - c.live)
