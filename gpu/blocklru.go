@@ -138,11 +138,18 @@ func (c *BlockLRU) has(b uint64) bool { return c.lookup(b) >= 0 }
 // Peek returns how many leading blocks are cached, without touching the
 // LRU order.
 func (c *BlockLRU) Peek(blocks []uint64) int {
-	hint := int32(-1)
+	n, _ := c.peek(blocks)
+	return n
+}
+
+// peek is Peek, also returning the position of the last cached leading
+// block (-1 if none), where Match starts touching them.
+func (c *BlockLRU) peek(blocks []uint64) (int, int32) {
+	hint, last := int32(-1), int32(-1)
 	for k := 0; k < len(blocks); {
 		p := c.find(blocks[k], hint)
 		if p < 0 {
-			return k
+			return k, last
 		}
 		s := &c.segs[c.segOf(p)]
 		// The rest of the segment is the cached chain's continuation.
@@ -151,13 +158,14 @@ func (c *BlockLRU) Peek(blocks []uint64) int {
 		lim := min(end, len(rest))
 		n := 1 + commonPrefix(c.keys[p+1:int(p)+lim], rest[1:lim])
 		k += n
+		last = p + int32(n) - 1
 		hint = -1
 		if n == end && s.next != 0 {
 			// The chain probably goes on in the next segment.
 			hint = c.segs[s.next].lo
 		}
 	}
-	return len(blocks)
+	return len(blocks), last
 }
 
 // Match returns how many leading blocks are cached, touching them. Blocks
@@ -165,8 +173,7 @@ func (c *BlockLRU) Peek(blocks []uint64) int {
 // a chain is the most recent: eviction trims prefixes from their tail, like
 // a radix cache evicting leaves, and never orphans a chain's tail.
 func (c *BlockLRU) Match(blocks []uint64) int {
-	n := c.Peek(blocks)
-	hint := int32(-1)
+	n, hint := c.peek(blocks)
 	for k := n - 1; k >= 0; {
 		p := c.find(blocks[k], hint)
 		k, hint = c.touchRun(blocks, k, p)
