@@ -28,8 +28,8 @@ import (
 //     or below it (a few word reads). Creating, splitting, trimming or
 //     reviving a segment writes its start and 1 bit per block, 64 to a
 //     word: no segment id per block (relabelling every revived position
-//     and reading back the ids of the dead ones was a tenth of the agentic
-//     runs' LRU instructions);
+//     and reading back the ids of the dead ones was about 7 % of the
+//     agentic dp4 run's instructions);
 //   - a block keeps its arena position when it is evicted (or removed),
 //     until the next compaction: the hash table maps a hash to that
 //     position, and a position holds a block only if its live bit is set.
@@ -66,7 +66,7 @@ type BlockLRU struct {
 	at   []posMeta // per position: the segment starting there (where pos.starts says one does), a hint
 	pos  posBits   // which positions are live, which start a segment
 	bot  int32     // new blocks take positions below bot
-	idx  posMap    // hash → position, lazy (see valid)
+	idx  posMap    // hash → position, lazy: dead positions stay in it (see valid)
 	runs []lruSeg  // compact's scratch: the merged segments
 
 	segs     []lruSeg // segs[0] is the list sentinel: segs[0].next is most recent
