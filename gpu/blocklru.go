@@ -18,37 +18,56 @@ import (
 //     hashes with the arena's, one hash-table probe per segment instead of
 //     one per block;
 //   - the LRU list links segments, not blocks: touching a cached run of a
-//     prompt splits its segment at most twice (the side with fewer blocks
-//     takes a new segment id, so a block changes id O(log n) times between
-//     compactions, plus once per touch), and evicting takes blocks off the
-//     tail segment's end without visiting them (except to report them);
+//     prompt splits its segment at most twice, and evicting takes blocks
+//     off the tail segment's end without visiting them (except to report
+//     them);
+//   - nothing per block says which segment holds it: two bitmaps over the
+//     positions say which are live and which start a segment, and a
+//     segment's id is stored at its first position (at), so the segment
+//     holding a live position is the one starting at the highest start at
+//     or below it (a few word reads). Creating, splitting, trimming or
+//     reviving a segment writes its start and 1 bit per block, 64 to a
+//     word: no segment id per block (relabelling every revived position
+//     and reading back the ids of the dead ones was about 7 % of the
+//     agentic dp4 run's instructions);
 //   - a block keeps its arena position when it is evicted (or removed),
 //     until the next compaction: the hash table maps a hash to that
-//     position, and a position holds a block only if it lies in its
-//     segment's range. So the table is written when a block is first
-//     inserted, never when one is evicted, and a block that comes back (a
-//     session's chain re-read after its tail was evicted) is revived in
-//     place with the evicted blocks around it that come back with it, by
-//     comparing hashes: one probe per run. Positions are allocated
-//     downwards, a block has at most one, and they are never reused.
-//     When the arena is used up, the live segments are copied to a fresh
-//     one in LRU order (adjacent segments of equal block size merge) and
-//     the table is rebuilt from them: O(live blocks) once per ≥ live + 2n
-//     new blocks.
+//     position, and a position holds a block only if its live bit is set.
+//     So the table is written when a block is first inserted, never when
+//     one is evicted, and a block that comes back (a session's chain
+//     re-read after its tail was evicted) is revived in place with the
+//     evicted blocks around it that come back with it, by comparing
+//     hashes: one probe per run. Positions are allocated downwards, a
+//     block has at most one, and they are never reused. When the arena is
+//     used up, the live segments are copied to a fresh one in LRU order
+//     (adjacent segments of equal block size merge) and the table is
+//     rebuilt from them: O(live blocks) once per ≥ live + 2n new blocks.
+//
+// A chain that comes back lies in pieces, one per turn that grew it
+// (each turn's new blocks took the positions free then), and Insert walks
+// it from its last block, reviving a piece at a time; finding the block
+// before a piece would cost a probe of the table (a cache miss on a table
+// that is 16 bytes a position), so a piece's first position also keeps
+// where that block was the last time (pred: set when a new run stops at
+// a block that has a position, learnt when a revived run's predecessor
+// had to be probed for). A hint is taken only where the arena holds that
+// block (a block has at most one position), and compaction clears them.
 //
 // So a block costs one probe when it is first inserted, none when it is
 // touched within a known segment, matched, evicted or revived with its
-// neighbours. Nothing here allocates per block.
+// neighbours, and a revived piece of a chain usually none either. Nothing
+// here allocates per block.
 type BlockLRU struct {
 	capTokens int
 	used      int
 	live      int // blocks held
 
-	keys []uint64 // arena: the block hash at each position
-	seg  []int32  // the segment of each position (meaningful when live)
-	bot  int32    // new blocks take positions below bot
-	idx  posMap   // hash → position, lazy (see valid)
-	runs []lruSeg // compact's scratch: the merged segments
+	keys []uint64  // arena: the block hash at each position
+	at   []posMeta // per position: the segment starting there (where pos.starts says one does), a hint
+	pos  posBits   // which positions are live, which start a segment
+	bot  int32     // new blocks take positions below bot
+	idx  posMap    // hash → position, lazy: dead positions stay in it (see valid)
+	runs []lruSeg  // compact's scratch: the merged segments
 
 	segs     []lruSeg // segs[0] is the list sentinel: segs[0].next is most recent
 	freeSegs []int32
@@ -56,6 +75,15 @@ type BlockLRU struct {
 	trackEvictions bool
 	evicted        []uint64
 	evictions      int // blocks evicted so far (tracked or not)
+}
+
+// posMeta is what a position keeps beside its key: seg, the segment
+// starting there, and pred, where the block before the run starting there
+// was found in a chain the last time (position + 1; 0: not known). Both
+// are read and written only at runs' first positions, so they share a
+// cache line: Insert reads pred where it writes seg.
+type posMeta struct {
+	seg, pred int32
 }
 
 // lruSeg is a segment: arena positions [lo, hi), most recent first, each
@@ -75,9 +103,17 @@ func NewBlockLRU(capTokens int) *BlockLRU {
 func (c *BlockLRU) Used() int { return c.used }
 
 // valid reports whether arena position p holds a live block.
-func (c *BlockLRU) valid(p int32) bool {
-	s := &c.segs[c.seg[p]]
-	return p >= s.lo && p < s.hi
+func (c *BlockLRU) valid(p int32) bool { return c.pos.isLive(p) }
+
+// segOf is the segment holding live position p: the one starting at the
+// highest start at or below p.
+func (c *BlockLRU) segOf(p int32) int32 { return c.at[c.pos.startAtOrBelow(p)].seg }
+
+// mark records that segment s starts at its lo (s not empty).
+func (c *BlockLRU) mark(s int32) {
+	lo := c.segs[s].lo
+	c.pos.setStart(lo)
+	c.at[lo].seg = s
 }
 
 // lookup returns b's position, or -1 if b is not cached.
@@ -102,26 +138,34 @@ func (c *BlockLRU) has(b uint64) bool { return c.lookup(b) >= 0 }
 // Peek returns how many leading blocks are cached, without touching the
 // LRU order.
 func (c *BlockLRU) Peek(blocks []uint64) int {
-	hint := int32(-1)
+	n, _ := c.peek(blocks)
+	return n
+}
+
+// peek is Peek, also returning the position of the last cached leading
+// block (-1 if none), where Match starts touching them.
+func (c *BlockLRU) peek(blocks []uint64) (int, int32) {
+	hint, last := int32(-1), int32(-1)
 	for k := 0; k < len(blocks); {
 		p := c.find(blocks[k], hint)
 		if p < 0 {
-			return k
+			return k, last
 		}
-		s := &c.segs[c.seg[p]]
+		s := &c.segs[c.segOf(p)]
 		// The rest of the segment is the cached chain's continuation.
 		end := int(s.hi - p)
 		rest := blocks[k:]
 		lim := min(end, len(rest))
 		n := 1 + commonPrefix(c.keys[p+1:int(p)+lim], rest[1:lim])
 		k += n
+		last = p + int32(n) - 1
 		hint = -1
 		if n == end && s.next != 0 {
 			// The chain probably goes on in the next segment.
 			hint = c.segs[s.next].lo
 		}
 	}
-	return len(blocks)
+	return len(blocks), last
 }
 
 // Match returns how many leading blocks are cached, touching them. Blocks
@@ -129,8 +173,7 @@ func (c *BlockLRU) Peek(blocks []uint64) int {
 // a chain is the most recent: eviction trims prefixes from their tail, like
 // a radix cache evicting leaves, and never orphans a chain's tail.
 func (c *BlockLRU) Match(blocks []uint64) int {
-	n := c.Peek(blocks)
-	hint := int32(-1)
+	n, hint := c.peek(blocks)
 	for k := n - 1; k >= 0; {
 		p := c.find(blocks[k], hint)
 		k, hint = c.touchRun(blocks, k, p)
@@ -143,7 +186,7 @@ func (c *BlockLRU) Match(blocks []uint64) int {
 // one from the last to the first would. It returns the index of the next
 // block to look at and a guess at its position.
 func (c *BlockLRU) touchRun(blocks []uint64, k int, p int32) (int, int32) {
-	s := c.seg[p]
+	s := c.segOf(p)
 	// The segment's blocks before p that match the blocks before
 	// blocks[k], compared in chunks (commonSuffix).
 	m := commonSuffix(c.keys[c.segs[s].lo:p], blocks[:k])
@@ -176,38 +219,21 @@ func (c *BlockLRU) toFront(s, lo, hi int32) {
 }
 
 // split cuts segment s before position at (strictly inside it) into two
-// segments adjacent in the list, the side with fewer blocks taking a new
-// id, and returns the left and right ones.
+// segments adjacent in the list, the right one taking a new id (no
+// position changes hands: the cut is a new start), and returns the left
+// and right ones.
 func (c *BlockLRU) split(s, at int32) (int32, int32) {
 	t := c.newSeg()
 	S := &c.segs[s]
 	T := &c.segs[t]
 	T.tokens = S.tokens
-	if at-S.lo <= S.hi-at {
-		T.lo, T.hi = S.lo, at
-		S.lo = at
-		c.relabel(t)
-		// t goes just before s.
-		T.prev, T.next = S.prev, s
-		c.segs[S.prev].next = t
-		S.prev = t
-		return t, s
-	}
 	T.lo, T.hi = at, S.hi
 	S.hi = at
-	c.relabel(t)
+	c.mark(t)
 	T.prev, T.next = s, S.next
 	c.segs[S.next].prev = t
 	S.next = t
 	return s, t
-}
-
-func (c *BlockLRU) relabel(t int32) {
-	s := c.segs[t]
-	ids := c.seg[s.lo:s.hi]
-	for i := range ids {
-		ids[i] = t
-	}
 }
 
 func (c *BlockLRU) newSeg() int32 {
@@ -244,20 +270,24 @@ func (c *BlockLRU) remove(key uint64) {
 	if p < 0 {
 		return
 	}
-	s := c.seg[p]
-	switch S := &c.segs[s]; {
-	case p == S.lo:
-		S.lo++
-	case p == S.hi-1:
-		S.hi--
-	default:
-		_, r := c.split(s, p)
-		c.segs[r].lo++
-		s = r
+	s := c.segOf(p)
+	if p == c.segs[s].hi-1 {
+		c.segs[s].hi--
+	} else {
+		if p > c.segs[s].lo {
+			_, s = c.split(s, p)
+		}
+		// p starts s: the next position does.
+		c.pos.clearStart(p)
+		if c.segs[s].lo++; c.segs[s].lo < c.segs[s].hi {
+			c.mark(s)
+		}
 	}
+	c.pos.clearLive(p, p+1)
 	c.used -= int(c.segs[s].tokens)
 	c.live--
-	if c.segs[s].lo == c.segs[s].hi {
+	if c.segs[s].lo == c.segs[s].hi { // p was its only block
+		c.pos.clearStart(p)
 		c.unlink(s)
 		c.freeSeg(s)
 	}
@@ -313,10 +343,12 @@ func (c *BlockLRU) evictTo(limit int) {
 			slices.Reverse(dst) // a copy and a reversal: half the instructions of a reversed copy
 		}
 		T.hi -= int32(n)
+		c.pos.clearLive(T.hi, T.hi+int32(n))
 		c.evictions += n
 		c.used -= n * int(T.tokens)
 		c.live -= n
 		if T.lo == T.hi {
+			c.pos.clearStart(T.lo)
 			c.unlink(t)
 			c.freeSeg(t)
 		}
@@ -345,13 +377,18 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 		return
 	}
 	hint := int32(-1)
+	from := int32(-1) // the first position of the run after blocks[k], revived or new
 	for k := len(blocks) - 1; k >= 0; {
 		b := blocks[k]
 		q := hint // b's position (a block has at most one), live or not
-		if q < 0 || c.keys[q] != b {
+		if q < c.bot || c.keys[q] != b {
+			// (Positions below bot are not in use: a hint there is stale.)
 			q = c.idx.get(b, c.keys)
+			if q >= 0 && from >= 0 {
+				c.at[from].pred = q + 1 // for the next time the run comes back
+			}
 		}
-		hint = -1
+		hint, from = -1, -1
 		switch {
 		case q >= 0 && c.valid(q):
 			k, hint = c.touchRun(blocks, k, q)
@@ -365,8 +402,18 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 			k -= int(q-lo) + 1
 			s := c.newSeg()
 			c.segs[s] = lruSeg{lo: lo, hi: q + 1, tokens: int32(blockTokens)}
-			c.relabel(s)
+			c.pos.setLive(lo, q+1)
+			c.mark(s)
 			c.add(s, int(q+1-lo), blockTokens)
+			// The run stopped at a live block, blocks[k], or at a
+			// mismatch: then blocks[k] is probably where it was the last
+			// time this run came back (a session's chain lies in pieces,
+			// one per turn that grew it), as pred remembers.
+			if k >= 0 && lo > c.bot && c.keys[lo-1] == blocks[k] {
+				hint = lo - 1
+			} else {
+				hint, from = c.at[lo].pred-1, lo
+			}
 			continue
 		}
 		// A run of blocks never seen since the last compaction: blocks[k],
@@ -382,13 +429,20 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 			b := blocks[k]
 			sl := c.idx.claim(b, c.keys)
 			if sl.pos != 0 {
-				break // it has a position (maybe in this run): touched or revived next
+				// It has a position (maybe in this run): touched or
+				// revived next, found there without probing again, and
+				// remembered as this run's predecessor.
+				hint = sl.pos - 1
+				break
 			}
 			c.bot--
-			c.keys[c.bot], c.seg[c.bot] = b, s
-			c.segs[s].lo = c.bot
+			c.keys[c.bot] = b
 			sl.pos = c.bot + 1
 		}
+		c.segs[s].lo = c.bot
+		c.pos.setLive(c.bot, hi)
+		c.mark(s)
+		c.at[c.bot].pred = hint + 1
 		c.add(s, int(hi-c.bot), blockTokens)
 	}
 }
@@ -397,25 +451,13 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 // are dead (evicted or removed) and hold the last q-lo blocks of before,
 // in order: the evicted run that comes back with the block at q. It
 // compares the hashes first (commonSuffix), then finds the highest live
-// position among the matching ones, reading a segment's range once per
-// run of positions with its id (they were labelled together), not once
-// per position: that random read was most of a revival's cost.
+// position among the matching ones in the live bitmap, 64 positions a
+// word.
 func (c *BlockLRU) deadRun(before []uint64, q int32) int32 {
 	m := commonSuffix(c.keys[c.bot:q], before)
-	ids := c.seg[int(q)-m : q]
 	lo := q - int32(m)
-	for i := len(ids); i > 0; {
-		// ids[j:i] is a run of one segment id: its live positions are
-		// those in the segment's range.
-		id, j := ids[i-1], i-1
-		for j > 0 && ids[j-1] == id {
-			j--
-		}
-		S := &c.segs[id]
-		if top := min(lo+int32(i), S.hi); top > max(lo+int32(j), S.lo) {
-			return top // top-1 is live
-		}
-		i = j
+	if top := c.pos.highestLive(lo, q); top >= 0 {
+		return top + 1
 	}
 	return lo
 }
@@ -431,6 +473,11 @@ func commonSuffix(a, b []uint64) int {
 	for i >= chunk && bytes.Equal(u64bytes(a[i-chunk:i]), u64bytes(b[i-chunk:i])) {
 		i -= chunk
 	}
+	// The chunk that differs: 4 at a time, then one by one.
+	a, b = a[:i], b[:i]
+	for i >= 4 && (a[i-1]^b[i-1])|(a[i-2]^b[i-2])|(a[i-3]^b[i-3])|(a[i-4]^b[i-4]) == 0 {
+		i -= 4
+	}
 	for i > 0 && a[i-1] == b[i-1] {
 		i--
 	}
@@ -442,9 +489,17 @@ func commonSuffix(a, b []uint64) int {
 func commonPrefix(a, b []uint64) int {
 	n := min(len(a), len(b))
 	const chunk = 32
+	a, b = a[:n], b[:n]
 	i := 0
 	for i+chunk <= n && bytes.Equal(u64bytes(a[i:i+chunk]), u64bytes(b[i:i+chunk])) {
 		i += chunk
+	}
+	for i+4 <= n {
+		x, y := a[i:i+4], b[i:i+4]
+		if (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3]) != 0 {
+			break
+		}
+		i += 4
 	}
 	for i < n && a[i] == b[i] {
 		i++

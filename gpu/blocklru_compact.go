@@ -56,8 +56,11 @@ func (c *BlockLRU) compact(n, blockTokens int) {
 	}
 	c.runs = runs
 	if len(c.keys) != size {
-		c.keys, c.seg = make([]uint64, size), make([]int32, size)
+		c.keys, c.at = make([]uint64, size), make([]posMeta, size)
+	} else {
+		clear(c.at) // the hints name old positions
 	}
+	c.pos.init(size)
 	c.bot = int32(size - c.live)
 	moved := c.keys[c.bot:]
 	for i, sl := range park[:k] {
@@ -71,10 +74,11 @@ func (c *BlockLRU) compact(n, blockTokens int) {
 		c.segs = append(c.segs, lruSeg{lo: p, hi: p + r.hi, tokens: r.tokens, prev: last})
 		t := int32(len(c.segs) - 1)
 		c.segs[last].next = t
-		c.relabel(t)
+		c.mark(t)
 		last, p = t, p+r.hi
 	}
 	c.segs[0].prev = last
+	c.pos.setLive(c.bot, int32(size))
 	for i, b := range moved {
 		c.idx.add(pmHash(b), c.bot+int32(i))
 	}

@@ -12,7 +12,7 @@ import (
 
 // footprint is the bytes c's arrays hold (their capacities).
 func (c *BlockLRU) footprint() int {
-	return cap(c.keys)*8 + cap(c.seg)*4 + cap(c.idx.slots)*int(unsafe.Sizeof(pmSlot{})) +
+	return cap(c.keys)*8 + cap(c.at)*int(unsafe.Sizeof(posMeta{})) + (cap(c.pos.live)+cap(c.pos.starts)+cap(c.pos.sum))*8 + cap(c.idx.slots)*int(unsafe.Sizeof(pmSlot{})) +
 		(cap(c.segs)+cap(c.runs))*int(unsafe.Sizeof(lruSeg{})) + cap(c.freeSegs)*4 + cap(c.evicted)*8
 }
 
@@ -41,10 +41,15 @@ func churn(c *BlockLRU, capBlocks, chainLen, bt int, after func()) {
 	}
 }
 
+// bitmapBytes is the size of the live and start bitmaps and the summary
+// of an arena of size positions.
+func bitmapBytes(size int) int { return size/4 + 8*((size/64+63)/64) }
+
 // The cache's memory is bounded by its capacity, however many blocks go
 // through it: an arena of the smallest power of two ≥ ghostCacheFulls
-// cache-fulls of positions, 28 bytes each (key, segment id, two table
-// slots), held once (no spare arena or table), and at most a segment per
+// cache-fulls of positions, 32 bytes and 2 bits each (key, the id of a
+// segment starting there and a hint, two table slots; live and start
+// bits), held once (no spare arena or table), and at most a segment per
 // live block (its capacity within 3× of that: append rounds up).
 func TestBlockLRUMemoryBoundedByCapacity(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -62,7 +67,7 @@ func TestBlockLRUMemoryBoundedByCapacity(t *testing.T) {
 		if len(c.keys) > size {
 			t.Fatalf("arena of %d positions, want at most %d (cache of %d blocks)", len(c.keys), size, capBlocks)
 		}
-		bound := 28*size + (cap(c.segs)+cap(c.runs))*int(unsafe.Sizeof(lruSeg{})) + cap(c.freeSegs)*4 + cap(c.evicted)*8
+		bound := 32*size + bitmapBytes(size) + (cap(c.segs)+cap(c.runs))*int(unsafe.Sizeof(lruSeg{})) + cap(c.freeSegs)*4 + cap(c.evicted)*8
 		if got := c.footprint(); got > bound {
 			t.Fatalf("footprint %d B, want at most %d B", got, bound)
 		}
@@ -117,7 +122,7 @@ func TestBlockLRUHeapBoundedByCapacity(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	held := int64(ms.HeapAlloc) - int64(before)
 	size := pow2ceil(ghostCacheFulls * capBlocks)
-	bound := int64(28*size + 2*(capBlocks+2)*int(unsafe.Sizeof(lruSeg{})) + 256<<10)
+	bound := int64(32*size + bitmapBytes(size) + 2*(capBlocks+2)*int(unsafe.Sizeof(lruSeg{})) + 256<<10)
 	t.Logf("cache of %d blocks: %d KiB held, footprint %d KiB, bound %d KiB", capBlocks, held>>10, c.footprint()>>10, bound>>10)
 	assert.LessOrEqual(t, held, bound)
 	runtime.KeepAlive(c)

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"math/bits"
 	"slices"
 	"testing"
 
@@ -102,8 +103,14 @@ func (c *BlockLRU) order(t *rapid.T) []uint64 {
 			t.Fatalf("segment %d: [%d, %d) of %d-token blocks, arena [%d, %d)", s, S.lo, S.hi, S.tokens, c.bot, len(c.keys))
 		}
 		for p := S.lo; p < S.hi; p++ {
-			if c.seg[p] != s {
-				t.Fatalf("position %d in segment %d labelled %d", p, s, c.seg[p])
+			if !c.pos.isLive(p) {
+				t.Fatalf("position %d in segment %d not marked live", p, s)
+			}
+			if got := c.segOf(p); got != s {
+				t.Fatalf("position %d in segment %d: segOf %d", p, s, got)
+			}
+			if want := p == S.lo; c.pos.starts[p>>6]&(1<<(p&63)) != 0 != want {
+				t.Fatalf("position %d in segment %d [%d, %d): start bit %v", p, s, S.lo, S.hi, !want)
 			}
 			if got := c.lookup(c.keys[p]); got != p {
 				t.Fatalf("position %d (key %d): lookup %d", p, c.keys[p], got)
@@ -118,6 +125,23 @@ func (c *BlockLRU) order(t *rapid.T) []uint64 {
 	}
 	if c.segs[0].prev != prev {
 		t.Fatalf("sentinel prev %d, want %d", c.segs[0].prev, prev)
+	}
+	// No other position is live or starts a segment, and the summary of
+	// starts is exact.
+	live, starts := 0, 0
+	for w, x := range c.pos.live {
+		live += bits.OnesCount64(x)
+		starts += bits.OnesCount64(c.pos.starts[w])
+		if got := c.pos.sum[w>>6]&(1<<(w&63)) != 0; got != (c.pos.starts[w] != 0) {
+			t.Fatalf("summary bit of word %d is %v, its starts %#x", w, got, c.pos.starts[w])
+		}
+	}
+	segs := 0
+	for s := c.segs[0].next; s != 0; s = c.segs[s].next {
+		segs++
+	}
+	if live != len(keys) || starts != segs {
+		t.Fatalf("%d live bits and %d start bits for %d blocks in %d segments", live, starts, len(keys), segs)
 	}
 	if c.live != len(keys) || c.used != used {
 		t.Fatalf("live %d, used %d; the list holds %d blocks, %d tokens", c.live, c.used, len(keys), used)
@@ -454,4 +478,21 @@ func TestCommonPrefix(t *testing.T) {
 		}
 		require.Equal(t, want, commonPrefix(a, b))
 	})
+}
+
+// BenchmarkBlockLRUCompact measures a compaction (the arena rewritten in
+// LRU order and the table rebuilt) of a full cache the size of the agentic
+// 1P3D prefill worker's (44,861 blocks of 16 tokens, in 512-block chains),
+// in place at its final arena size.
+func BenchmarkBlockLRUCompact(b *testing.B) {
+	const bt, capBlocks = 16, 44861
+	c := NewBlockLRU(capBlocks * bt)
+	for s := 0; c.evictions == 0 || s < 4*capBlocks/512; s++ {
+		c.Insert(lruChain(s, 512), bt)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.compact(1, bt)
+	}
+	b.ReportMetric(float64(c.live), "blocks")
 }
