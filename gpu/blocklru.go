@@ -1,9 +1,9 @@
 package gpu
 
 import (
-	"bytes"
 	"slices"
-	"unsafe"
+
+	"github.com/pdemu/pdemu/internal/hashrun"
 )
 
 // BlockLRU is a prefix cache of block hashes with an LRU replacement policy
@@ -156,7 +156,7 @@ func (c *BlockLRU) peek(blocks []uint64) (int, int32) {
 		end := int(s.hi - p)
 		rest := blocks[k:]
 		lim := min(end, len(rest))
-		n := 1 + commonPrefix(c.keys[p+1:int(p)+lim], rest[1:lim])
+		n := 1 + hashrun.Prefix(c.keys[p+1:int(p)+lim], rest[1:lim])
 		k += n
 		last = p + int32(n) - 1
 		hint = -1
@@ -188,8 +188,8 @@ func (c *BlockLRU) Match(blocks []uint64) int {
 func (c *BlockLRU) touchRun(blocks []uint64, k int, p int32) (int, int32) {
 	s := c.segOf(p)
 	// The segment's blocks before p that match the blocks before
-	// blocks[k], compared in chunks (commonSuffix).
-	m := commonSuffix(c.keys[c.segs[s].lo:p], blocks[:k])
+	// blocks[k], compared in chunks (hashrun.Suffix).
+	m := hashrun.Suffix(c.keys[c.segs[s].lo:p], blocks[:k])
 	lo := p - int32(m)
 	k -= m
 	// Where blocks[k-1] probably is: the end of the segment before the run.
@@ -450,65 +450,16 @@ func (c *BlockLRU) Insert(blocks []uint64, blockTokens int) {
 // deadRun returns the lowest position lo ≤ q such that positions [lo, q)
 // are dead (evicted or removed) and hold the last q-lo blocks of before,
 // in order: the evicted run that comes back with the block at q. It
-// compares the hashes first (commonSuffix), then finds the highest live
+// compares the hashes first (hashrun.Suffix), then finds the highest live
 // position among the matching ones in the live bitmap, 64 positions a
 // word.
 func (c *BlockLRU) deadRun(before []uint64, q int32) int32 {
-	m := commonSuffix(c.keys[c.bot:q], before)
+	m := hashrun.Suffix(c.keys[c.bot:q], before)
 	lo := q - int32(m)
 	if top := c.pos.highestLive(lo, q); top >= 0 {
 		return top + 1
 	}
 	return lo
-}
-
-// commonSuffix is the length of the longest common suffix of a and b: 256
-// bytes at a time with bytes.Equal (vectorised), then element by element
-// in the chunk that differs.
-func commonSuffix(a, b []uint64) int {
-	n := min(len(a), len(b))
-	a, b = a[len(a)-n:], b[len(b)-n:]
-	const chunk = 32
-	i := n // a[i:] == b[i:]
-	for i >= chunk && bytes.Equal(u64bytes(a[i-chunk:i]), u64bytes(b[i-chunk:i])) {
-		i -= chunk
-	}
-	// The chunk that differs: 4 at a time, then one by one.
-	a, b = a[:i], b[:i]
-	for i >= 4 && (a[i-1]^b[i-1])|(a[i-2]^b[i-2])|(a[i-3]^b[i-3])|(a[i-4]^b[i-4]) == 0 {
-		i -= 4
-	}
-	for i > 0 && a[i-1] == b[i-1] {
-		i--
-	}
-	return n - i
-}
-
-// commonPrefix is the length of the longest common prefix of a and b,
-// compared as commonSuffix compares.
-func commonPrefix(a, b []uint64) int {
-	n := min(len(a), len(b))
-	const chunk = 32
-	a, b = a[:n], b[:n]
-	i := 0
-	for i+chunk <= n && bytes.Equal(u64bytes(a[i:i+chunk]), u64bytes(b[i:i+chunk])) {
-		i += chunk
-	}
-	for i+4 <= n {
-		x, y := a[i:i+4], b[i:i+4]
-		if (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3]) != 0 {
-			break
-		}
-		i += 4
-	}
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
-}
-
-func u64bytes(s []uint64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*8)
 }
 
 // add puts new segment s of n blocks at the front, then evicts LRU blocks

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
 
@@ -442,42 +441,6 @@ func BenchmarkBlockLRU(b *testing.B) {
 			b.ReportMetric(float64(blocks)/b.Elapsed().Seconds(), "blocks/s")
 		})
 	}
-}
-
-// TestCommonSuffix checks commonSuffix (chunked) against the element by
-// element definition, on lengths around its chunk size.
-func TestCommonSuffix(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		a := rapid.SliceOfN(rapid.Uint64Range(0, 2), 0, 100).Draw(t, "a")
-		b := append([]uint64(nil), a[rapid.IntRange(0, len(a)).Draw(t, "cut"):]...)
-		b = append(rapid.SliceOfN(rapid.Uint64Range(0, 2), 0, 5).Draw(t, "head"), b...)
-		if len(b) > 0 && rapid.Bool().Draw(t, "flip") {
-			b[rapid.IntRange(0, len(b)-1).Draw(t, "at")]++
-		}
-		want := 0
-		for want < min(len(a), len(b)) && a[len(a)-1-want] == b[len(b)-1-want] {
-			want++
-		}
-		require.Equal(t, want, commonSuffix(a, b))
-	})
-}
-
-// TestCommonPrefix checks commonPrefix (chunked) against the element by
-// element definition, on lengths around its chunk size.
-func TestCommonPrefix(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		a := rapid.SliceOfN(rapid.Uint64Range(0, 2), 0, 100).Draw(t, "a")
-		b := append([]uint64(nil), a[:rapid.IntRange(0, len(a)).Draw(t, "cut")]...)
-		b = append(b, rapid.SliceOfN(rapid.Uint64Range(0, 2), 0, 5).Draw(t, "tail")...)
-		if len(b) > 0 && rapid.Bool().Draw(t, "flip") {
-			b[rapid.IntRange(0, len(b)-1).Draw(t, "at")]++
-		}
-		want := 0
-		for want < min(len(a), len(b)) && a[want] == b[want] {
-			want++
-		}
-		require.Equal(t, want, commonPrefix(a, b))
-	})
 }
 
 // BenchmarkBlockLRUCompact measures a compaction (the arena rewritten in

@@ -1,10 +1,10 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math/bits"
-	"unsafe"
+
+	"github.com/pdemu/pdemu/internal/hashrun"
 )
 
 // Has reports whether block b is recorded resident on worker d.
@@ -37,10 +37,10 @@ func (x *ResidentIndex) run(blocks []uint64) (s *iseg, n int, dup bool) {
 		// Dead, and so are the blocks after it that follow it here (a
 		// removed chain): compare the hashes, then find the first live
 		// or dup position, reading each segment's range once.
-		m := 1 + commonPrefix(blocks[1:], x.keys[p+1:])
+		m := 1 + hashrun.Prefix(blocks[1:], x.keys[p+1:])
 		return nil, int(x.deadUntil(p+1, p+int32(m)) - p), false
 	}
-	n = 1 + commonPrefix(blocks[1:], x.keys[p+1:s.hi])
+	n = 1 + hashrun.Prefix(blocks[1:], x.keys[p+1:s.hi])
 	if s.dupc != 0 {
 		for m := 1; m < n; m++ {
 			if x.flag[int(p)+m]&posDup != 0 {
@@ -236,30 +236,6 @@ func (x *ResidentIndex) ownedHint(blocks []uint64, d int, s int32) (c int, tail 
 		}
 	}
 	return c, r.tail - 1, shared
-}
-
-func u64bytes(s []uint64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*8)
-}
-
-// commonPrefix is the length of the longest common prefix of a and b. It
-// compares 4 KB chunks with bytes.Equal (vectorised) and walks only the
-// first chunk that differs element by element.
-func commonPrefix(a, b []uint64) int {
-	n := min(len(a), len(b))
-	const chunk = 512
-	i := 0
-	for i < n {
-		j := min(i+chunk, n)
-		if !bytes.Equal(u64bytes(a[i:j]), u64bytes(b[i:j])) {
-			break
-		}
-		i = j
-	}
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
 }
 
 // LongestPrefix sets out[d] to the length of the longest prefix of blocks

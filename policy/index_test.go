@@ -160,9 +160,6 @@ func TestV1IndexHelpers(t *testing.T) {
 	require.False(t, x.same(a, b))
 	require.True(t, x.same(b, b))
 
-	require.Zero(t, commonPrefix(nil, []uint64{1}))
-	require.Equal(t, 2, commonPrefix([]uint64{1, 2, 3}, []uint64{1, 2, 4, 5}))
-	require.Equal(t, 3, commonPrefix([]uint64{1, 2, 3}, []uint64{1, 2, 3, 5}))
 }
 
 // TestSetForgetsCallerSlice: Set copies and does not remember the caller's
@@ -232,30 +229,6 @@ func TestSetImmutableSharedArray(t *testing.T) {
 	}
 	if got := x.Owned(0, 0); !slices.Equal(got, other) {
 		t.Fatalf("Owned after Set over SetImmutable = %v, want %v", got, other)
-	}
-}
-
-func TestCommonPrefix(t *testing.T) {
-	base := make([]uint64, 1000)
-	for i := range base {
-		base[i] = uint64(i) * 7
-	}
-	for _, n := range []int{0, 1, 255, 256, 257, 511, 512, 513, 1000} { // chunks of 512
-		for _, diff := range []int{-1, 0, 1, 254, 255, 256, 257, 511, 512, 513, 700, 999} {
-			a := base[:n]
-			b := slices.Clone(base[:n])
-			want := n
-			if diff >= 0 && diff < n {
-				b[diff]++
-				want = diff
-			}
-			if got := commonPrefix(a, b); got != want {
-				t.Fatalf("commonPrefix(n=%d, diff at %d) = %d, want %d", n, diff, got, want)
-			}
-			if got := commonPrefix(a, b[:min(n, 300)]); got != min(want, 300) {
-				t.Fatalf("commonPrefix(n=%d, diff at %d, b cut at 300) = %d, want %d", n, diff, got, min(want, 300))
-			}
-		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package policy
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/pdemu/pdemu/internal/hashrun"
+)
 
 // records are an index's per-(worker, session) owner lists: what Set was
 // last given for each, kept for the next Set's diff and the Owned hints.
@@ -38,7 +42,7 @@ func (r record) sharedPrefix(blocks []uint64) int {
 	if r.src != nil && len(blocks) > 0 && unsafe.SliceData(blocks) == r.src {
 		return min(len(blocks), len(r.blocks))
 	}
-	return commonPrefix(blocks, r.blocks)
+	return hashrun.Prefix(blocks, r.blocks)
 }
 
 // Owned returns the blocks recorded for session s on worker d (nil if none).
