@@ -150,14 +150,14 @@ func (t *Tally) quarterTTFT() (first, last float64) {
 	if q == 0 {
 		return 0, 0
 	}
-	arr := make([]time.Duration, 0, n)
+	arr := t.scratchFor(n)
 	t.slo.each(&t.ttft, &t.e2e, &t.tpot, func(r sloRow) { arr = append(arr, r.arrival) })
 	slices.Sort(arr)
 	a1, a2 := arr[q-1], arr[n-q]
 	lt1 := sort.Search(n, func(i int) bool { return arr[i] >= a1 })    // rows before a1
 	gt2 := n - sort.Search(n, func(i int) bool { return arr[i] > a2 }) // rows after a2
 	eq2 := n - gt2 - sort.Search(n, func(i int) bool { return arr[i] >= a2 })
-	arr = nil
+	arr, t.scratch = nil, nil
 	take1, skip2 := q-lt1, eq2-(q-gt2) // a1's first ties in; a2's first ties out
 	var sum1, sum2 time.Duration
 	var k1, k2 int
