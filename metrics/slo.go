@@ -70,6 +70,7 @@ type sloRow struct {
 // SLO computes the SLO figures of the requests tallied, with s the
 // run's summary (emulated seconds, TTFT p99 and its tail's parts).
 func (t *Tally) SLO(slo SLO, s Summary) *SLOSummary {
+	defer func() { t.scratch = nil }() // Summary's and quarterTTFT's (scratchFor)
 	if t.Estimated() {
 		return t.boundSLOSummary(slo, s)
 	}
@@ -157,7 +158,7 @@ func (t *Tally) quarterTTFT() (first, last float64) {
 	lt1 := sort.Search(n, func(i int) bool { return arr[i] >= a1 })    // rows before a1
 	gt2 := n - sort.Search(n, func(i int) bool { return arr[i] > a2 }) // rows after a2
 	eq2 := n - gt2 - sort.Search(n, func(i int) bool { return arr[i] >= a2 })
-	arr, t.scratch = nil, nil
+	arr = nil
 	take1, skip2 := q-lt1, eq2-(q-gt2) // a1's first ties in; a2's first ties out
 	var sum1, sum2 time.Duration
 	var k1, k2 int

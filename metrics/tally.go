@@ -57,7 +57,8 @@ type Tally struct {
 	// list into, each in turn (scratchFor): a 1M-request run's Summary and
 	// SLO then allocate one list's 8 MB instead of ten lists' 108 MB,
 	// which, allocated at the end of the run on top of the run's live
-	// heap, raised its peak RSS by some 85 MiB.
+	// heap, raised its peak RSS by some 85 MiB. SLO, which follows
+	// Summary, drops it.
 	scratch []time.Duration
 }
 
@@ -238,7 +239,6 @@ func (t *Tally) Summary() Summary {
 	s.TTFTParts = PartsSummary{Route: parts[0], PQueue: parts[1], Prefill: parts[2],
 		Transfer: parts[3], KVWait: parts[4], DPrefill: parts[5], FirstToken: parts[6]}
 	s.TPOT = tailInPlace(t.tpot.appendTo(t.scratchFor(t.tpot.len())))
-	t.scratch = nil // a server's Tally does not keep it between summaries
 	if s.EmulatedSeconds > 0 {
 		s.Throughput.PromptTokensPerS = round3(float64(t.prompt) / s.EmulatedSeconds)
 		s.Throughput.GeneratedTokensPerS = round3(float64(t.gen) / s.EmulatedSeconds)
@@ -362,8 +362,9 @@ func (t *Tally) Buckets() []BucketSummary {
 // scratchFor returns the Tally's scratch slice emptied, with room for n
 // values: the caller's previous use of it is over. Its allocation is
 // sized for the largest list any caller asks for (every completed and
-// every ended request), so Summary allocates it once, and SLO once; each
-// drops it when done.
+// every ended request), so a Summary and the SLO after it allocate it
+// once; SLO drops it (a server's Tally does not keep it between
+// summaries).
 func (t *Tally) scratchFor(n int) []time.Duration {
 	if cap(t.scratch) < n {
 		t.scratch = make([]time.Duration, 0, max(n, t.ttft.len(), t.slo.len()))
