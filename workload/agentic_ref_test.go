@@ -139,3 +139,32 @@ func TestAgenticLengthsOnly(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkAgenticLengthsOnly: 100k requests of the 1P3D generator's
+// shape (24 turns a session), with blocks (the run) and lengths only
+// (pdemu run's preflight past its replay bound).
+func BenchmarkAgenticLengthsOnly(b *testing.B) {
+	for _, lengthsOnly := range []bool{false, true} {
+		name := "blocks"
+		if lengthsOnly {
+			name = "lengths-only"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				g, err := NewAgentic(AgenticConfig{Sessions: 4167, SessionStagger: 10 * time.Second}, 42, 100_000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if lengthsOnly {
+					g.LengthsOnly()
+				}
+				for {
+					if _, err := g.Next(); err != nil {
+						break
+					}
+				}
+			}
+		})
+	}
+}
