@@ -23,9 +23,9 @@ type decodeNode struct {
 	// aborts are the Aborts of requests this worker did not hold when they
 	// came (they may still arrive), until their AbortDone.
 	aborts map[int64]bool
-	// evictions are this worker's evictions.csv rows (kvcause.go); they
-	// outlive a crash, which replaces w.
-	evictions []metrics.EvictionRow
+	// evictions are this worker's evictions.csv rows (kvcause.go,
+	// evictlog.go; nil: none yet); they outlive a crash, which replaces w.
+	evictions *evictLog
 	// evSink, when set, takes the rows instead (StreamEvictions).
 	evSink func(metrics.EvictionRow) error
 	evName string

@@ -219,7 +219,10 @@ func (n *decodeNode) recordCrash(now time.Duration) {
 // evictions sink (StreamEvictions; an error fails the run).
 func (n *decodeNode) keepEviction(row metrics.EvictionRow) {
 	if n.evSink == nil {
-		n.evictions = append(n.evictions, row)
+		if n.evictions == nil {
+			n.evictions = &evictLog{}
+		}
+		n.evictions.add(row)
 		return
 	}
 	row.Worker = n.evName
@@ -245,8 +248,9 @@ func (c *Cluster) StreamEvictions(sink func(metrics.EvictionRow) error) {
 // Evictions returns every decode worker's evictions.csv rows, and the
 // fused workers' prefix-cache evictions, after the run, in time order
 // (ties: node order, then the order they happened). The rows move from
-// the nodes into one slice of exactly their number (a run's end holds
-// them once, not twice and a doubling's slack); later calls return the
+// the nodes (the decode nodes' compact logs, evictlog.go) into one slice
+// of exactly their number, read from the logs as they are merged (a run's
+// end holds each row once as a struct, not twice); later calls return the
 // same slice.
 func (c *Cluster) Evictions() []metrics.EvictionRow {
 	if c.evMerged {
@@ -258,8 +262,8 @@ func (c *Cluster) Evictions() []metrics.EvictionRow {
 	for i, nd := range c.Nodes {
 		switch dn := nd.(type) {
 		case *decodeNode:
-			runs = append(runs, evRun{rows: dn.evictions, name: c.Names[i], named: true})
-			n += len(dn.evictions)
+			runs = append(runs, evRun{log: dn.evictions, name: c.Names[i], named: true})
+			n += dn.evictions.len()
 			dn.evictions = nil
 		case *bucketNode:
 			runs = append(runs, evRun{rows: dn.evictions})
@@ -271,12 +275,58 @@ func (c *Cluster) Evictions() []metrics.EvictionRow {
 	return c.evicted
 }
 
-// evRun is one node's eviction rows (named: they take name as Worker).
+// evRun is one node's eviction rows, a slice (rows) or a decode node's
+// log (log, when not nil); named: they take name as Worker.
 type evRun struct {
 	rows  []metrics.EvictionRow
+	log   *evictLog
 	name  string
 	named bool
 	idx   int // the run's place among the runs (ties: the earlier first)
+
+	cur  evictCursor // log's, from start
+	head metrics.EvictionRow
+	left int // rows not taken yet (head is the next when left > 0)
+}
+
+// start readies r for peek and take.
+func (r *evRun) start() {
+	if r.log == nil {
+		r.left = len(r.rows)
+		if r.left > 0 {
+			r.head = r.rows[0]
+		}
+		return
+	}
+	r.cur, r.left = r.log.cursor(), r.log.len()
+	r.head, _ = r.cur.next()
+}
+
+// sorted reports whether r's rows are in time order.
+func (r *evRun) sorted() bool {
+	if r.log != nil {
+		return !r.log.unsorted
+	}
+	return slices.IsSortedFunc(r.rows, func(a, b metrics.EvictionRow) int { return cmp.Compare(a.At, b.At) })
+}
+
+// take returns r's next row (left > 0), named, and moves on.
+func (r *evRun) take() metrics.EvictionRow {
+	row := r.head
+	if r.named {
+		row.Worker = r.name
+	}
+	r.left--
+	switch {
+	case r.left == 0:
+		r.rows, r.log = nil, nil
+	case r.log != nil:
+		r.head, _ = r.cur.next()
+	default:
+		r.rows = r.rows[1:]
+		r.head = r.rows[0]
+	}
+	return row
 }
 
 // mergeByTime returns the n rows of runs in one exactly-sized slice,
@@ -287,45 +337,39 @@ type evRun struct {
 // and no second copy); otherwise concatenated and sorted.
 func mergeByTime(runs []evRun, n int) []metrics.EvictionRow {
 	out := make([]metrics.EvictionRow, 0, n)
-	byAt := func(a, b metrics.EvictionRow) int { return cmp.Compare(a.At, b.At) }
 	sorted := true
 	for i := range runs {
 		runs[i].idx = i
-		sorted = sorted && slices.IsSortedFunc(runs[i].rows, byAt)
-	}
-	take := func(r *evRun) {
-		row := r.rows[0]
-		if r.named {
-			row.Worker = r.name
-		}
-		out = append(out, row)
-		r.rows = r.rows[1:]
+		runs[i].start()
+		sorted = sorted && runs[i].sorted()
 	}
 	if !sorted {
 		for i := range runs {
-			for len(runs[i].rows) > 0 {
-				take(&runs[i])
+			for runs[i].left > 0 {
+				out = append(out, runs[i].take())
 			}
 		}
-		slices.SortStableFunc(out, byAt)
+		slices.SortStableFunc(out, func(a, b metrics.EvictionRow) int { return cmp.Compare(a.At, b.At) })
 		return out
 	}
-	live := runs[:0]
-	for _, r := range runs {
-		if len(r.rows) > 0 {
-			live = append(live, r)
+	live := make([]*evRun, 0, len(runs))
+	for i := range runs {
+		if runs[i].left > 0 {
+			live = append(live, &runs[i])
 		}
 	}
-	h := minheap.New(func(a, b *evRun) bool {
-		if a.rows[0].At != b.rows[0].At {
-			return a.rows[0].At < b.rows[0].At
+	h := minheap.New(func(a, b **evRun) bool {
+		x, y := *a, *b
+		if x.head.At != y.head.At {
+			return x.head.At < y.head.At
 		}
-		return a.idx < b.idx
+		return x.idx < y.idx
 	})
 	h.Init(live)
 	for h.Len() > 0 {
-		take(h.Min())
-		if len(h.Min().rows) == 0 {
+		r := *h.Min()
+		out = append(out, r.take())
+		if r.left == 0 {
 			h.Pop()
 		} else {
 			h.Fix(0)

@@ -70,6 +70,7 @@ type sloRow struct {
 // SLO computes the SLO figures of the requests tallied, with s the
 // run's summary (emulated seconds, TTFT p99 and its tail's parts).
 func (t *Tally) SLO(slo SLO, s Summary) *SLOSummary {
+	defer func() { t.scratch = nil }() // Summary's and quarterTTFT's (scratchFor)
 	if t.Estimated() {
 		return t.boundSLOSummary(slo, s)
 	}
@@ -150,7 +151,7 @@ func (t *Tally) quarterTTFT() (first, last float64) {
 	if q == 0 {
 		return 0, 0
 	}
-	arr := make([]time.Duration, 0, n)
+	arr := t.scratchFor(n)
 	t.slo.each(&t.ttft, &t.e2e, &t.tpot, func(r sloRow) { arr = append(arr, r.arrival) })
 	slices.Sort(arr)
 	a1, a2 := arr[q-1], arr[n-q]

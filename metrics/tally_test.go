@@ -78,8 +78,14 @@ func TestTallyEqualsRecordFunctions(t *testing.T) {
 		for i := range order {
 			tl.Add(&order[i])
 		}
-		if got, want := jsonOf(t, tl.Summary()), jsonOf(t, Summarize(recs)); got != want {
+		want := jsonOf(t, Summarize(recs))
+		if got := jsonOf(t, tl.Summary()); got != want {
 			t.Fatalf("summary\n got %s\nwant %s", got, want)
+		}
+		// Summary and SLO share one scratch slice: again, after an SLO.
+		_ = tl.SLO(SLO{TTFT: time.Millisecond, Attainment: 0.9}, Summary{EmulatedSeconds: 10})
+		if got := jsonOf(t, tl.Summary()); got != want {
+			t.Fatalf("summary after SLO\n got %s\nwant %s", got, want)
 		}
 		if got, want := jsonOf(t, tl.Buckets()), jsonOf(t, SummarizeBuckets(recs)); got != want {
 			t.Fatalf("buckets\n got %s\nwant %s", got, want)

@@ -40,6 +40,8 @@ type Agentic struct {
 	nextID  int64
 	max     int64
 	reqs    []Request // make's slab
+	// noBlocks: requests built from now on carry no Blocks (LengthsOnly).
+	noBlocks bool
 }
 
 // reqSlab is how many Requests make allocates at once: one allocation per
@@ -182,6 +184,15 @@ func (g *Agentic) Next() (*Request, error) {
 	return r, nil
 }
 
+// LengthsOnly makes the requests the generator builds from now on carry
+// no Blocks (nil), for a pass that reads only the requests' lengths and
+// times, such as pdemu run's preflight once it no longer keeps what it
+// reads: that pass of the 1M-request run hashed ~1.2 billion blocks into
+// ~630 MB of arrays it dropped at once. Every other field, and the order
+// of the requests, stays what it would have been; requests already built
+// (a started session's pending turn) keep their blocks.
+func (g *Agentic) LengthsOnly() { g.noBlocks = true }
+
 // make draws s's next turn and builds its Request.
 func (g *Agentic) make(s *genSession) *Request {
 	r := g.build(s, g.draw(s))
@@ -235,6 +246,11 @@ func (g *Agentic) build(s *genSession, d turnDraw) *Request {
 		AppendLen:   app,
 		Last:        s.turn == s.turns-1,
 	}
+	s.prevIn, s.prevOut = in, out
+	if g.noBlocks {
+		s.blocks = nil
+		return r
+	}
 	// A session's prompt only grows, so every turn's Blocks is a prefix of
 	// the next one's: they share one append-only backing array (appending
 	// never rewrites an element an earlier request can see).
@@ -266,7 +282,6 @@ func (g *Agentic) build(s *genSession, d turnDraw) *Request {
 		}
 	}
 	r.Blocks = s.blocks[:nb:nb]
-	s.prevIn, s.prevOut = in, out
 	if r.Last {
 		s.blocks = nil
 	}

@@ -86,3 +86,85 @@ func TestAgenticLazyStartsIsTheEagerStream(t *testing.T) {
 		}
 	})
 }
+
+// TestAgenticLengthsOnly: a generator switched to LengthsOnly after any
+// number of requests yields the requests it would have otherwise (ids,
+// sessions, turns, times, lengths, in the same order), with the same
+// blocks or none.
+func TestAgenticLengthsOnly(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := AgenticConfig{
+			Sessions:       rapid.IntRange(1, 30).Draw(t, "sessions"),
+			Turns:          rapid.IntRange(1, 10).Draw(t, "turns"),
+			SystemTokens:   rapid.IntRange(0, 3000).Draw(t, "system"),
+			FirstTokens:    rapid.IntRange(1, 3000).Draw(t, "first"),
+			AppendTokens:   rapid.IntRange(1, 800).Draw(t, "append"),
+			OutputTokens:   rapid.IntRange(1, 300).Draw(t, "output"),
+			BlockTokens:    rapid.IntRange(1, 64).Draw(t, "blockTokens"),
+			ThinkTime:      time.Duration(rapid.IntRange(1, 5000).Draw(t, "thinkMs")) * time.Millisecond,
+			SessionStagger: time.Duration(rapid.IntRange(1, 3000).Draw(t, "staggerMs")) * time.Millisecond,
+		}
+		seed := rapid.Uint64().Draw(t, "seed")
+		maxReq := rapid.IntRange(0, 200).Draw(t, "max")
+		full, err := NewAgentic(cfg, seed, maxReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := drain(t, full)
+		g, _ := NewAgentic(cfg, seed, maxReq)
+		k := rapid.IntRange(0, len(want)).Draw(t, "switch after")
+		var got []*Request
+		for {
+			if len(got) == k {
+				g.LengthsOnly()
+			}
+			r, err := g.Next()
+			if err != nil {
+				break
+			}
+			got = append(got, r)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d requests, want %d", len(got), len(want))
+		}
+		for i := range got {
+			a, b := *got[i], *want[i]
+			if i < k && !slices.Equal(a.Blocks, b.Blocks) || a.Blocks != nil && !slices.Equal(a.Blocks, b.Blocks) {
+				t.Fatalf("request %d (switched after %d): blocks differ", i, k)
+			}
+			a.Blocks, b.Blocks = nil, nil
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("request %d: %+v, want %+v", i, a, b)
+			}
+		}
+	})
+}
+
+// BenchmarkAgenticLengthsOnly: 100k requests of the 1P3D generator's
+// shape (24 turns a session), with blocks (the run) and lengths only
+// (pdemu run's preflight past its replay bound).
+func BenchmarkAgenticLengthsOnly(b *testing.B) {
+	for _, lengthsOnly := range []bool{false, true} {
+		name := "blocks"
+		if lengthsOnly {
+			name = "lengths-only"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				g, err := NewAgentic(AgenticConfig{Sessions: 4167, SessionStagger: 10 * time.Second}, 42, 100_000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if lengthsOnly {
+					g.LengthsOnly()
+				}
+				for {
+					if _, err := g.Next(); err != nil {
+						break
+					}
+				}
+			}
+		})
+	}
+}

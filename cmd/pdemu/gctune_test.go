@@ -37,12 +37,14 @@ func collectUntil(n int, cond func() bool) bool {
 // TestSmallHeapRestoresDefaults: the proportional collector is off under
 // the limit while the live heap is small, every collection is watched, and
 // the first one that finds more than maxLive live brings back the previous
-// GOGC and memory limit.
+// GOGC and memory limit; from then on a collection that finds more than
+// bigLive live sets a limit of live + room, one that finds less the
+// previous limit; restore stops the watch.
 func TestSmallHeapRestoresDefaults(t *testing.T) {
 	pct0 := gcSetting(t, "/gc/gogc:percent")
 	lim0 := gcSetting(t, "/gc/gomemlimit:bytes")
 	var live, seen atomic.Int64
-	restore := startSmallHeap(64<<20, 1000, func() uint64 {
+	restore := startSmallHeap(gcTune{limit: 64 << 20, maxLive: 1000, bigLive: 100 << 20, room: 30 << 20}, func() uint64 {
 		seen.Add(1)
 		return uint64(live.Load())
 	})
@@ -56,8 +58,24 @@ func TestSmallHeapRestoresDefaults(t *testing.T) {
 	live.Store(1001)
 	require.True(t, collectUntil(100, func() bool { return gcSetting(t, "/gc/gogc:percent") == pct0 }),
 		"a live heap above maxLive restores GOGC %d", pct0)
-	require.Equal(t, lim0, gcSetting(t, "/gc/gomemlimit:bytes"))
+	require.True(t, collectUntil(100, func() bool { return gcSetting(t, "/gc/gomemlimit:bytes") == lim0 }), "and the limit")
+
+	live.Store(150 << 20)
+	require.True(t, collectUntil(100, func() bool { return gcSetting(t, "/gc/gomemlimit:bytes") == 180<<20 }),
+		"past bigLive: a limit of live + room")
+	require.EqualValues(t, pct0, gcSetting(t, "/gc/gogc:percent"))
+	live.Store(200 << 20)
+	require.True(t, collectUntil(100, func() bool { return gcSetting(t, "/gc/gomemlimit:bytes") == 230<<20 }),
+		"the limit follows the live heap up")
+	live.Store(50 << 20)
+	require.True(t, collectUntil(100, func() bool { return gcSetting(t, "/gc/gomemlimit:bytes") == lim0 }),
+		"below bigLive: the previous limit")
+
+	restore()
+	live.Store(150 << 20)
 	n := seen.Load()
 	collectUntil(5, func() bool { return false })
-	require.Equal(t, n, seen.Load(), "no watch after the defaults are back")
+	require.Equal(t, lim0, gcSetting(t, "/gc/gomemlimit:bytes"), "restored")
+	require.Equal(t, pct0, gcSetting(t, "/gc/gogc:percent"))
+	require.Equal(t, n, seen.Load(), "no watch after restore")
 }

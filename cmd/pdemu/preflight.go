@@ -228,6 +228,9 @@ func (k *keeper) Next() (*workload.Request, error) {
 	k.bytes += 256 + 8*len(r.Blocks) // a Request and its blocks, roughly
 	if len(k.reqs) >= replayMax || k.bytes > replayBytes {
 		k.full, k.reqs = true, nil
+		if lo, ok := k.Source.(interface{ LengthsOnly() }); ok {
+			lo.LengthsOnly() // the rest of the pass reads lengths only (workload.Agentic)
+		}
 		return r, nil
 	}
 	k.reqs = append(k.reqs, r)

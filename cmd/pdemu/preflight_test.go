@@ -183,3 +183,25 @@ func TestPreflightKeepReplaysTheSameRequests(t *testing.T) {
 	assert.Nil(t, kept, "over the bound: read again")
 	assert.Equal(t, fc.Requests, fc2.Requests, "and still counted whole")
 }
+
+// TestPreflightOfAGeneratorOverTheBound: once the preflight stops keeping
+// a generated workload it reads only lengths (workload.Agentic's
+// LengthsOnly), and counts what a pass over the whole workload counts.
+func TestPreflightOfAGeneratorOverTheBound(t *testing.T) {
+	defer func(n int) { replayMax = n }(replayMax)
+	// Long prompts, so that some exceed the cluster's pool or context.
+	spec, err := loadSpecTrace("1p3d-mlx5", map[string]string{"sessions": "40"}, []string{"workload.max_requests=900", "workload.generator.append_tokens=9000"}, "", "")
+	require.NoError(t, err)
+	fresh, err := openSource(spec, false, false)
+	require.NoError(t, err)
+	want, err := checkFit(spec, fresh)
+	require.NoError(t, err)
+	closeSource(fresh)
+	require.Equal(t, 900, want.Requests)
+	require.NotZero(t, want.Failing(), "some requests do not fit")
+	replayMax = 100
+	got, kept, err := preflightKeep(spec, false, false)
+	require.NoError(t, err)
+	assert.Nil(t, kept, "over the bound: generated again")
+	assert.Equal(t, want, got)
+}
