@@ -100,6 +100,12 @@ func startFleet(t *testing.T) *fleetRun {
 		b, err := os.ReadFile(listing)
 		return err == nil && json.Unmarshal(b, &f.listing) == nil && len(f.listing.Workers) == 4
 	}, 20*time.Second, 20*time.Millisecond, "no listing: %s", f.stderr.String())
+	// The listing file can land before stderr's listing, which ends with
+	// the file's name: wait for both (reading stderr at once was flaky
+	// under -race on a loaded machine).
+	require.Eventually(t, func() bool {
+		return strings.Contains(f.stderr.String(), "listing in "+listing)
+	}, 20*time.Second, 20*time.Millisecond, "no listing on stderr: %s", f.stderr.String())
 	return f
 }
 
