@@ -191,6 +191,14 @@ func WriteLinks(w io.Writer, r *LinkRecorder) error {
 		seg[i], capOf[i] = csvSeg(nic), r.capBps[nic]
 	}
 	rb := newRowBuf(w)
+	// The rate and utilisation columns, formatted once per NIC and rate:
+	// a run has few distinct rates (LinkRecorder.rates).
+	type rateKey struct {
+		nic  int32
+		rate uint64
+	}
+	type rateCol struct{ gbps, util []byte }
+	rateCols := map[rateKey]rateCol{}
 	write := func(q linkPt) error {
 		b := appendFMS(rb.b, q.t)
 		b = append(b, ',')
@@ -198,13 +206,22 @@ func WriteLinks(w io.Writer, r *LinkRecorder) error {
 		b = append(b, ',')
 		b = strconv.AppendInt(b, q.inFlight, 10)
 		b = append(b, ',')
-		b = strconv.AppendFloat(b, q.rate*8/1e9, 'f', 3, 64)
+		k := rateKey{q.nic, math.Float64bits(q.rate)}
+		rc, ok := rateCols[k]
+		if !ok {
+			rc.gbps = strconv.AppendFloat(nil, q.rate*8/1e9, 'f', 3, 64)
+			if c := capOf[q.nic]; c > 0 {
+				rc.util = strconv.AppendFloat(nil, q.rate/c, 'f', 4, 64)
+			}
+			if len(rateCols) < 1<<12 { // bounded whatever the link model's rates
+				rateCols[k] = rc
+			}
+		}
+		b = append(b, rc.gbps...)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(q.active), 10)
 		b = append(b, ',')
-		if c := capOf[q.nic]; c > 0 {
-			b = strconv.AppendFloat(b, q.rate/c, 'f', 4, 64)
-		}
+		b = append(b, rc.util...)
 		rb.b = b
 		return rb.row()
 	}
