@@ -126,8 +126,8 @@ func TestLinksEqualReference(t *testing.T) {
 	})
 }
 
-// TestLinksManyRates: past WriteLinks' bound on remembered rate columns
-// (4,096), rows are still written as the reference writes them.
+// TestLinksManyRates: past WriteLinks' bound on the rate columns each NIC
+// remembers (16), rows are still written as the reference writes them.
 func TestLinksManyRates(t *testing.T) {
 	r := NewLinkRecorder()
 	ref := &refLinks{capBps: map[string]float64{}, last: map[string]LinkSample{}}
