@@ -36,16 +36,16 @@ func appendLog(b []byte, l *pdLog) ([]byte, bool) {
 		}
 	}
 	b = appendIntField(b, `{"id":`, l.ID)
-	b = appendStrField(b, `,"session":`, l.Session)
+	b = appendStrField(b, `,"session":"`, l.Session)
 	b = appendIntField(b, `,"turn":`, int64(l.Turn))
 	b = appendIntField(b, `,"input_tokens":`, int64(l.InputTokens))
-	b = appendStrField(b, `,"policy":`, l.Policy)
+	b = appendStrField(b, `,"policy":"`, l.Policy)
 	b = appendJSONArray(append(b, `,"tries":`...), l.Tries, appendTry)
 	b = strconv.AppendBool(append(b, `,"fallback":`...), l.Fallback)
-	b = appendStrField(b, `,"fallback_reason":`, l.FallbackReason)
-	b = appendStrField(b, `,"mode":`, l.Mode)
-	b = appendStrField(b, `,"p_worker":`, l.PWorker)
-	b = appendStrField(b, `,"d_worker":`, l.DWorker)
+	b = appendStrField(b, `,"fallback_reason":"`, l.FallbackReason)
+	b = appendStrField(b, `,"mode":"`, l.Mode)
+	b = appendStrField(b, `,"p_worker":"`, l.PWorker)
+	b = appendStrField(b, `,"d_worker":"`, l.DWorker)
 	return append(b, '}'), true
 }
 
@@ -56,15 +56,15 @@ func appendTry(b []byte, t *pdTry) []byte {
 	if t.Omitted != 0 {
 		b = appendIntField(b, `,"candidates_omitted":`, int64(t.Omitted))
 	}
-	b = appendStrField(b, `,"chosen":`, t.Chosen)
-	b = appendStrField(b, `,"reply":`, t.Reply)
-	b = appendStrField(b, `,"reply_mode":`, t.Mode)
-	b = appendStrField(b, `,"reply_reason":`, t.Reason)
+	b = appendStrField(b, `,"chosen":"`, t.Chosen)
+	b = appendStrField(b, `,"reply":"`, t.Reply)
+	b = appendStrField(b, `,"reply_mode":"`, t.Mode)
+	b = appendStrField(b, `,"reply_reason":"`, t.Reason)
 	return append(b, '}')
 }
 
 func appendCand(b []byte, c *pdCand) []byte {
-	b = appendStrField(b, `{"d_worker":`, c.DWorker)
+	b = appendStrField(b, `{"d_worker":"`, c.DWorker)
 	b = append(b, `,"key":[`...)
 	for k, v := range c.Key {
 		if k > 0 {
@@ -80,10 +80,11 @@ func appendCand(b []byte, c *pdCand) []byte {
 	return append(b, `,"eligible":false}`...)
 }
 
-// appendStrField appends key (a JSON object key with its quotes, colon
-// and any leading comma or brace) and s as a JSON string.
+// appendStrField appends key (a JSON object key with its quotes, colon,
+// any leading comma or brace, and the value's opening quote) and s as a
+// JSON string.
 func appendStrField(b []byte, key, s string) []byte {
-	return appendJSONString(append(b, key...), s)
+	return append(appendJSONStringBody(append(b, key...), s), '"')
 }
 
 // appendIntField appends key (as appendStrField) and n.
@@ -202,7 +203,11 @@ var jsonSafe = func() (t [256]bool) {
 // and control bytes as \u00XX (\b \f \n \r \t and \" \\ short), invalid
 // UTF-8 as \ufffd, U+2028 and U+2029 escaped.
 func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
+	return append(appendJSONStringBody(append(b, '"'), s), '"')
+}
+
+// appendJSONStringBody is appendJSONString without the quotes.
+func appendJSONStringBody(b []byte, s string) []byte {
 	// Most strings (worker names, modes, reasons) need no escape: find the
 	// first byte that may, and copy the rest at once when there is none.
 	i := 0
@@ -210,8 +215,7 @@ func appendJSONString(b []byte, s string) []byte {
 		i++
 	}
 	if i == len(s) {
-		b = append(b, s...)
-		return append(b, '"')
+		return append(b, s...)
 	}
 	start := 0
 	for i < len(s) {
@@ -258,8 +262,7 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 		i += size
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }
 
 // marshalLog is l's line through encoding/json, or a parseable error line
