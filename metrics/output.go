@@ -64,11 +64,13 @@ func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration, 
 		cur[i] = s.cursor()
 	}
 	rb := newRowBuf(w)
+	var tms []byte // the sample's t_ms, formatted once for its rows
 	for k, n := int64(0), samples(interval, end); k < n; k++ {
 		t := sampleAt(k, interval)
+		tms = appendFMS(tms[:0], t)
 		for i := range series {
 			p := cur[i].at(t)
-			b := appendFMS(rb.b, t)
+			b := append(rb.b, tms...)
 			b = append(b, ',')
 			b = append(b, mid[i]...)
 			b = append(b, ',')
