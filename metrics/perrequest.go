@@ -160,9 +160,9 @@ func appendMSSigned(b []byte, d time.Duration) []byte {
 	if d <= -limit || d >= limit {
 		return strconv.AppendFloat(b, float64(d)/1e6, 'f', 3, 64)
 	}
-	u := int64(d)
-	if u < 0 {
-		u = -u
+	u := uint64(d) // unsigned: cheaper divisions by constants
+	if d < 0 {
+		u = uint64(-d)
 	}
 	rem := u % 1000
 	if rem >= 499 && rem <= 501 {
