@@ -36,16 +36,16 @@ func appendLog(b []byte, l *pdLog) ([]byte, bool) {
 		}
 	}
 	b = appendIntField(b, `{"id":`, l.ID)
-	b = appendStrField(b, `,"session":`, l.Session)
+	b = appendStrField(b, `,"session":"`, l.Session)
 	b = appendIntField(b, `,"turn":`, int64(l.Turn))
 	b = appendIntField(b, `,"input_tokens":`, int64(l.InputTokens))
-	b = appendStrField(b, `,"policy":`, l.Policy)
+	b = appendStrField(b, `,"policy":"`, l.Policy)
 	b = appendJSONArray(append(b, `,"tries":`...), l.Tries, appendTry)
 	b = strconv.AppendBool(append(b, `,"fallback":`...), l.Fallback)
-	b = appendStrField(b, `,"fallback_reason":`, l.FallbackReason)
-	b = appendStrField(b, `,"mode":`, l.Mode)
-	b = appendStrField(b, `,"p_worker":`, l.PWorker)
-	b = appendStrField(b, `,"d_worker":`, l.DWorker)
+	b = appendStrField(b, `,"fallback_reason":"`, l.FallbackReason)
+	b = appendStrField(b, `,"mode":"`, l.Mode)
+	b = appendStrField(b, `,"p_worker":"`, l.PWorker)
+	b = appendStrField(b, `,"d_worker":"`, l.DWorker)
 	return append(b, '}'), true
 }
 
@@ -56,15 +56,15 @@ func appendTry(b []byte, t *pdTry) []byte {
 	if t.Omitted != 0 {
 		b = appendIntField(b, `,"candidates_omitted":`, int64(t.Omitted))
 	}
-	b = appendStrField(b, `,"chosen":`, t.Chosen)
-	b = appendStrField(b, `,"reply":`, t.Reply)
-	b = appendStrField(b, `,"reply_mode":`, t.Mode)
-	b = appendStrField(b, `,"reply_reason":`, t.Reason)
+	b = appendStrField(b, `,"chosen":"`, t.Chosen)
+	b = appendStrField(b, `,"reply":"`, t.Reply)
+	b = appendStrField(b, `,"reply_mode":"`, t.Mode)
+	b = appendStrField(b, `,"reply_reason":"`, t.Reason)
 	return append(b, '}')
 }
 
 func appendCand(b []byte, c *pdCand) []byte {
-	b = appendStrField(b, `{"d_worker":`, c.DWorker)
+	b = appendStrField(b, `{"d_worker":"`, c.DWorker)
 	b = append(b, `,"key":[`...)
 	for k, v := range c.Key {
 		if k > 0 {
@@ -80,15 +80,16 @@ func appendCand(b []byte, c *pdCand) []byte {
 	return append(b, `,"eligible":false}`...)
 }
 
-// appendStrField appends key (a JSON object key with its quotes, colon
-// and any leading comma or brace) and s as a JSON string.
+// appendStrField appends key (a JSON object key with its quotes, colon,
+// any leading comma or brace, and the value's opening quote) and s as a
+// JSON string.
 func appendStrField(b []byte, key, s string) []byte {
-	return appendJSONString(append(b, key...), s)
+	return append(appendJSONStringBody(append(b, key...), s), '"')
 }
 
 // appendIntField appends key (as appendStrField) and n.
 func appendIntField(b []byte, key string, n int64) []byte {
-	return strconv.AppendInt(append(b, key...), n, 10)
+	return appendInt(append(b, key...), n)
 }
 
 // appendJSONArray appends xs as encoding/json does a slice: null when nil,
@@ -107,6 +108,25 @@ func appendJSONArray[T any](b []byte, xs []T, elem func([]byte, *T) []byte) []by
 	return append(b, ']')
 }
 
+// appendInt is strconv.AppendInt(b, n, 10), one- and two-digit values
+// (most of a line's: keys, overlaps, counts) written inline.
+func appendInt(b []byte, n int64) []byte {
+	u := n
+	if u < 0 {
+		u = -u
+	}
+	if u >= 100 || u < 0 { // u < 0: n is MinInt64
+		return strconv.AppendInt(b, n, 10)
+	}
+	if n < 0 {
+		b = append(b, '-')
+	}
+	if u < 10 {
+		return append(b, byte('0'+u))
+	}
+	return append(b, byte('0'+u/10), byte('0'+u%10))
+}
+
 func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 
 // appendJSONFloat is encoding/json's float64 encoding of a finite f.
@@ -116,7 +136,14 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	// shortest form is the integer's digits (-0 aside), far cheaper than
 	// AppendFloat's shortest-digit search.
 	if i := int64(f); float64(i) == f && abs < 1e15 && (i != 0 || !math.Signbit(f)) {
-		return strconv.AppendInt(b, i, 10)
+		return appendInt(b, i)
+	}
+	if abs < 1<<30 {
+		// Times in ms are mostly whole ns (n/1e6); their shortest form is
+		// n's decimal digits, far cheaper than AppendFloat's search.
+		if n := math.Round(f * 1e6); n/1e6 == f && int64(n)%1e6 != 0 {
+			return appendMicroDecimal(b, int64(n))
+		}
 	}
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
@@ -132,17 +159,68 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	return b
 }
 
+// appendMicroDecimal appends n/1e6 as strconv.AppendFloat(b, f, 'f', -1,
+// 64) does the float64 f = n/1e6 (correctly rounded), when 0 < |f| <
+// 2^30 and f is no integer: the decimal n/1e6 rounds to f, and any other
+// decimal as short lies at least 1e-6 from it, more than f's ulp
+// (2^-22 at most), so it cannot round to f: n/1e6 with its trailing zeros
+// stripped is f's shortest form. TestAppendJSONFloatMicros checks it
+// against AppendFloat.
+func appendMicroDecimal(b []byte, n int64) []byte {
+	if n < 0 {
+		b = append(b, '-')
+		n = -n
+	}
+	b = strconv.AppendInt(b, n/1e6, 10)
+	frac := n % 1e6 // not 0: f is no integer
+	digits := 6
+	for frac%10 == 0 {
+		frac /= 10
+		digits--
+	}
+	b = append(b, '.')
+	at := len(b)
+	b = append(b, "000000"[:digits]...)
+	for i := at + digits - 1; i >= at; i-- {
+		b[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	return b
+}
+
 const hexDigits = "0123456789abcdef"
+
+// jsonSafe[c] is set for the ASCII bytes appendJSONString copies as they
+// are (printable, not '"', '\\', '<', '>' or '&').
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendJSONString is encoding/json's HTML-safe encoding of s: <, > and &
 // and control bytes as \u00XX (\b \f \n \r \t and \" \\ short), invalid
 // UTF-8 as \ufffd, U+2028 and U+2029 escaped.
 func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
+	return append(appendJSONStringBody(append(b, '"'), s), '"')
+}
+
+// appendJSONStringBody is appendJSONString without the quotes.
+func appendJSONStringBody(b []byte, s string) []byte {
+	// Most strings (worker names, modes, reasons) need no escape: find the
+	// first byte that may, and copy the rest at once when there is none.
+	i := 0
+	for i < len(s) && jsonSafe[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		return append(b, s...)
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}
@@ -184,8 +262,7 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 		i += size
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }
 
 // marshalLog is l's line through encoding/json, or a parseable error line

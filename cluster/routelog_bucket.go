@@ -147,13 +147,13 @@ func appendBucketLog(b []byte, job *gpu.Job, g bucket.GlobalDecision, l *bucket.
 	}
 	b = appendIntField(b, `{"id":`, job.Req.ID)
 	b = appendIntField(b, `,"input_tokens":`, int64(job.Req.InputLen))
-	b = appendStrField(b, `,"global_mode":`, g.Mode)
-	b = appendStrField(b, `,"local_mode":`, localMode)
-	b = appendStrField(b, `,"chosen_bucket":`, chosen)
-	b = appendStrField(b, `,"strict_bucket":`, strict)
+	b = appendStrField(b, `,"global_mode":"`, g.Mode)
+	b = appendStrField(b, `,"local_mode":"`, localMode)
+	b = appendStrField(b, `,"chosen_bucket":"`, chosen)
+	b = appendStrField(b, `,"strict_bucket":"`, strict)
 	b = appendIntField(b, `,"chosen_instance":`, int64(inst))
-	b = appendStrField(b, `,"global_reason":`, g.Reason)
-	b = appendStrField(b, `,"local_reason":`, localReason)
+	b = appendStrField(b, `,"global_reason":"`, g.Reason)
+	b = appendStrField(b, `,"local_reason":"`, localReason)
 	if probe != 0 {
 		b = appendJSONFloat(append(b, `,"probe_ms":`...), probe)
 	}
@@ -164,7 +164,7 @@ func appendBucketLog(b []byte, job *gpu.Job, g bucket.GlobalDecision, l *bucket.
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendStrField(b, `{"bucket":`, v.Name)
+		b = appendStrField(b, `{"bucket":"`, v.Name)
 		b = appendJSONFloat(append(b, `,"score":`...), c.Score)
 		b = strconv.AppendBool(append(b, `,"eligible":`...), c.Eligible)
 		b = appendIntField(b, `,"queue_sum":`, int64(v.QueueSum))

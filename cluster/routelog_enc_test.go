@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -126,5 +127,63 @@ func TestLineEncoderKeepsLines(t *testing.T) {
 	}
 	for i := range lines {
 		require.Equal(t, want[i], string(lines[i]), "line %d after the appends", i)
+	}
+}
+
+// TestAppendJSONFloatMicros: the whole-ns fast path (appendMicroDecimal)
+// writes what strconv's shortest 'f' form writes, at the ends of its range
+// (2^30 ms), around powers of ten, for negative values and fractions below
+// 1, and for random ns counts and random floats.
+func TestAppendJSONFloatMicros(t *testing.T) {
+	check := func(f float64) {
+		t.Helper()
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONFloat(nil, f); string(got) != string(want) {
+			t.Fatalf("appendJSONFloat(%v) = %s, json %s", f, got, want)
+		}
+	}
+	edges := []int64{1, 5, 10, 999999, 1000001, 123456789, 1234567125, 999999999999, 1000000000001,
+		1<<30*1e6 - 1, 1<<30*1e6 + 1, 1<<50 + 1, 9999999999999999}
+	for _, n := range edges {
+		for _, v := range []int64{n, -n} {
+			check(float64(v) / 1e6)
+			check(math.Nextafter(float64(v)/1e6, math.Inf(1)))
+			check(math.Nextafter(float64(v)/1e6, math.Inf(-1)))
+		}
+	}
+	for _, f := range []float64{1 << 30, 1<<30 - 1e-6, -(1<<30 - 1e-6), 1e-6, 1.5e-6, 0.1, 0.2, 0.3, 1.0000005} {
+		check(f)
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.Int64Range(-(1<<31)*1e6, (1<<31)*1e6).Draw(rt, "ns")
+		scale := rapid.SampledFrom([]float64{1e6, 1e3, 1e5, 1e7}).Draw(rt, "scale")
+		f := float64(n) / scale
+		want, _ := json.Marshal(f)
+		if got := appendJSONFloat(nil, f); string(got) != string(want) {
+			rt.Fatalf("appendJSONFloat(%v) = %s, json %s", f, got, want)
+		}
+		g := rapid.Float64Range(-(1<<31), 1<<31).Draw(rt, "f")
+		want, _ = json.Marshal(g)
+		if got := appendJSONFloat(nil, g); string(got) != string(want) {
+			rt.Fatalf("appendJSONFloat(%v) = %s, json %s", g, got, want)
+		}
+	})
+}
+
+// TestAppendInt: the inline small-value path of appendInt writes what
+// strconv.AppendInt writes, around its bounds and at the ends of int64.
+func TestAppendInt(t *testing.T) {
+	for n := int64(-1000); n <= 1000; n++ {
+		if got, want := string(appendInt([]byte("x"), n)), "x"+strconv.FormatInt(n, 10); got != want {
+			t.Fatalf("appendInt(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for _, n := range []int64{math.MinInt64, math.MinInt64 + 1, math.MaxInt64} {
+		if got, want := string(appendInt(nil, n)), strconv.FormatInt(n, 10); got != want {
+			t.Fatalf("appendInt(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

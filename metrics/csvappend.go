@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -21,13 +20,10 @@ func csvSeg(fields ...string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// appendFMS is fms appended to b (numbers never need CSV quotes).
-func appendFMS(b []byte, d time.Duration) []byte {
-	if d < 0 {
-		return b
-	}
-	return strconv.AppendFloat(b, float64(d)/1e6, 'f', 3, 64)
-}
+// appendFMS is fms appended to b (numbers never need CSV quotes):
+// appendMS, whose digits are strconv.AppendFloat(b, float64(d)/1e6, 'f',
+// 3, 64)'s without its fixed-precision search.
+func appendFMS(b []byte, d time.Duration) []byte { return appendMS(b, d) }
 
 // rowBuf collects rows and writes them to w in blocks.
 type rowBuf struct {

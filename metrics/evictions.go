@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"encoding/csv"
 	"io"
-	"strconv"
 	"time"
 )
 
@@ -24,21 +22,39 @@ var EvictionsHeader = []string{"time_ms", "worker", "session", "tokens", "cause"
 // WriteEvictions writes evictions.csv (rows in the order given: time order,
 // then worker order).
 func WriteEvictions(w io.Writer, rows []EvictionRow) error {
-	return writeCSV(w, EvictionsHeader, func(cw *csv.Writer) error {
-		for _, r := range rows {
-			if err := WriteEvictionRow(cw, r); err != nil {
-				return err
-			}
+	if err := writeHeader(w, EvictionsHeader); err != nil {
+		return err
+	}
+	rb := newRowBuf(w)
+	for _, r := range rows {
+		rb.b = appendEvictionFields(rb.b, r)
+		if err := rb.row(); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return rb.flush()
 }
 
-// WriteEvictionRow writes one evictions.csv row (after the header) to cw.
-func WriteEvictionRow(cw *csv.Writer, r EvictionRow) error {
-	forReq := ""
+// AppendEvictionsHeader appends evictions.csv's header line to b.
+func AppendEvictionsHeader(b []byte) []byte {
+	return append(append(b, csvSeg(EvictionsHeader...)...), '\n')
+}
+
+// AppendEvictionRow appends one evictions.csv row, newline included, to
+// b: the bytes csv.Writer writes for the row's fields.
+func AppendEvictionRow(b []byte, r EvictionRow) []byte {
+	return append(appendEvictionFields(b, r), '\n')
+}
+
+func appendEvictionFields(b []byte, r EvictionRow) []byte {
+	b = appendFMS(b, r.At)
+	b = appendCSVField(append(b, ','), r.Worker)
+	b = appendCSVField(append(b, ','), r.Session)
+	b = appendInt(append(b, ','), int64(r.Tokens))
+	b = appendCSVField(append(b, ','), r.Cause)
+	b = append(b, ',')
 	if r.For >= 0 {
-		forReq = strconv.FormatInt(r.For, 10)
+		b = appendInt(b, r.For)
 	}
-	return cw.Write([]string{fms(r.At), r.Worker, r.Session, strconv.Itoa(r.Tokens), r.Cause, forReq})
+	return b
 }

@@ -191,6 +191,15 @@ func WriteLinks(w io.Writer, r *LinkRecorder) error {
 		seg[i], capOf[i] = csvSeg(nic), r.capBps[nic]
 	}
 	rb := newRowBuf(w)
+	// The rate and utilisation columns, formatted once per NIC and rate:
+	// a run has few distinct rates (LinkRecorder.rates); each NIC keeps
+	// the first rateCols it sees, searched in order.
+	type rateCol struct {
+		bits       uint64
+		gbps, util []byte
+	}
+	const rateCols = 16
+	cols := make([][]rateCol, len(r.nics))
 	write := func(q linkPt) error {
 		b := appendFMS(rb.b, q.t)
 		b = append(b, ',')
@@ -198,13 +207,28 @@ func WriteLinks(w io.Writer, r *LinkRecorder) error {
 		b = append(b, ',')
 		b = strconv.AppendInt(b, q.inFlight, 10)
 		b = append(b, ',')
-		b = strconv.AppendFloat(b, q.rate*8/1e9, 'f', 3, 64)
+		bits, seen := math.Float64bits(q.rate), cols[q.nic]
+		var rc *rateCol
+		for i := range seen {
+			if seen[i].bits == bits {
+				rc = &seen[i]
+				break
+			}
+		}
+		if rc == nil {
+			rc = &rateCol{bits: bits, gbps: strconv.AppendFloat(nil, q.rate*8/1e9, 'f', 3, 64)}
+			if c := capOf[q.nic]; c > 0 {
+				rc.util = strconv.AppendFloat(nil, q.rate/c, 'f', 4, 64)
+			}
+			if len(seen) < rateCols {
+				cols[q.nic] = append(seen, *rc)
+			}
+		}
+		b = append(b, rc.gbps...)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(q.active), 10)
 		b = append(b, ',')
-		if c := capOf[q.nic]; c > 0 {
-			b = strconv.AppendFloat(b, q.rate/c, 'f', 4, 64)
-		}
+		b = append(b, rc.util...)
 		rb.b = b
 		return rb.row()
 	}

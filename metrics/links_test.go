@@ -125,3 +125,29 @@ func TestLinksEqualReference(t *testing.T) {
 		}
 	})
 }
+
+// TestLinksManyRates: past WriteLinks' bound on the rate columns each NIC
+// remembers (16), rows are still written as the reference writes them.
+func TestLinksManyRates(t *testing.T) {
+	r := NewLinkRecorder()
+	ref := &refLinks{capBps: map[string]float64{}, last: map[string]LinkSample{}}
+	for _, n := range []string{"a", "b"} {
+		r.NIC(n, 25e9)
+		ref.capBps[n] = 25e9
+	}
+	for i := range 10000 {
+		now, nic, rate := time.Duration(i)*time.Millisecond, []string{"a", "b"}[i%2], float64(i%6000)*1e7/3
+		r.Link(now, nic, int64(i), rate, i%3)
+		ref.Link(now, nic, int64(i), rate, i%3)
+	}
+	var got, want bytes.Buffer
+	if err := WriteLinks(&got, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.write(&want); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Fatal("links.csv differs from the reference")
+	}
+}

@@ -64,19 +64,21 @@ func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration, 
 		cur[i] = s.cursor()
 	}
 	rb := newRowBuf(w)
+	var tms []byte // the sample's t_ms, formatted once for its rows
 	for k, n := int64(0), samples(interval, end); k < n; k++ {
 		t := sampleAt(k, interval)
+		tms = appendFMS(tms[:0], t)
 		for i := range series {
 			p := cur[i].at(t)
-			b := appendFMS(rb.b, t)
+			b := append(rb.b, tms...)
 			b = append(b, ',')
 			b = append(b, mid[i]...)
 			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(p.KV), 10)
+			b = appendInt(b, int64(p.KV))
 			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(p.Queue), 10)
+			b = appendInt(b, int64(p.Queue))
 			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(p.Running), 10)
+			b = appendInt(b, int64(p.Running))
 			b = append(b, ',')
 			rb.b = append(b, capOf[i]...)
 			if err := rb.row(); err != nil {
@@ -353,16 +355,24 @@ type SessionRow struct {
 
 // WriteSessions writes sessions.csv in the given order.
 func WriteSessions(w io.Writer, rows []SessionRow) error {
-	return writeCSV(w, []string{"session", "requests", "direct", "migrations", "blacklists", "fallbacks", "rejections"}, func(cw *csv.Writer) error {
-		for _, r := range rows {
-			if err := cw.Write([]string{r.Session, strconv.Itoa(r.Requests), strconv.Itoa(r.Direct), strconv.Itoa(r.Migrations),
-				strconv.Itoa(r.Blacklists), strconv.Itoa(r.Fallbacks), strconv.Itoa(r.Rejections)}); err != nil {
-				return err
-			}
+	if err := writeHeader(w, sessionsHeader); err != nil {
+		return err
+	}
+	rb := newRowBuf(w)
+	for _, r := range rows {
+		b := appendCSVField(rb.b, r.Session)
+		for _, n := range [...]int{r.Requests, r.Direct, r.Migrations, r.Blacklists, r.Fallbacks, r.Rejections} {
+			b = appendInt(append(b, ','), int64(n))
 		}
-		return nil
-	})
+		rb.b = b
+		if err := rb.row(); err != nil {
+			return err
+		}
+	}
+	return rb.flush()
 }
+
+var sessionsHeader = []string{"session", "requests", "direct", "migrations", "blacklists", "fallbacks", "rejections"}
 
 // ServedLateness is how late, in wall milliseconds, the clients of a
 // served run got each request's first token and its end compared with

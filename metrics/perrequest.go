@@ -38,9 +38,9 @@ var PerRequestHeader = func() []string {
 
 func perRequestColumns() []PerRequestColumn {
 	cols := []PerRequestColumn{
-		{"id", "–", func(b []byte, r *Record) []byte { return strconv.AppendInt(b, r.ID, 10) }},
+		{"id", "–", func(b []byte, r *Record) []byte { return appendInt(b, r.ID) }},
 		{"session", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.Session) }},
-		{"turn", "–", func(b []byte, r *Record) []byte { return strconv.AppendInt(b, int64(r.Turn), 10) }},
+		{"turn", "–", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.Turn)) }},
 		{"arrival_ms", "ms", func(b []byte, r *Record) []byte { return appendMS(b, r.Arrival) }},
 		{"ttft_ms", "ms", func(b []byte, r *Record) []byte { return appendMS(b, r.TTFT) }},
 		{"e2e_ms", "ms", func(b []byte, r *Record) []byte { return appendMS(b, r.E2E) }},
@@ -48,12 +48,12 @@ func perRequestColumns() []PerRequestColumn {
 		{"reason", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.Reason) }},
 		{"p_worker", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.P) }},
 		{"d_worker", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.D) }},
-		{"input_tokens", "tokens", func(b []byte, r *Record) []byte { return strconv.AppendInt(b, int64(r.InputTokens), 10) }},
-		{"output_tokens", "tokens", func(b []byte, r *Record) []byte { return strconv.AppendInt(b, int64(r.OutputTokens), 10) }},
-		{"append_tokens", "tokens", func(b []byte, r *Record) []byte { return strconv.AppendInt(b, int64(r.AppendTokens), 10) }},
-		{"cached_tokens", "tokens", func(b []byte, r *Record) []byte { return strconv.AppendInt(b, int64(r.CachedTokens), 10) }},
-		{"transfer_bytes", "bytes", func(b []byte, r *Record) []byte { return strconv.AppendInt(b, r.TransferBytes, 10) }},
-		{"tries", "–", func(b []byte, r *Record) []byte { return strconv.AppendInt(b, int64(r.Tries), 10) }},
+		{"input_tokens", "tokens", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.InputTokens)) }},
+		{"output_tokens", "tokens", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.OutputTokens)) }},
+		{"append_tokens", "tokens", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.AppendTokens)) }},
+		{"cached_tokens", "tokens", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.CachedTokens)) }},
+		{"transfer_bytes", "bytes", func(b []byte, r *Record) []byte { return appendInt(b, r.TransferBytes) }},
+		{"tries", "–", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.Tries)) }},
 		{"failed", "bool", func(b []byte, r *Record) []byte { return strconv.AppendBool(b, r.Failed) }},
 		{"bucket", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.Bucket) }},
 		{"bucket_policy", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.BucketPolicy) }},
@@ -67,7 +67,7 @@ func perRequestColumns() []PerRequestColumn {
 			if r.Bucket == "" {
 				return b
 			}
-			return strconv.AppendInt(b, int64(r.BucketPredictedPrefix), 10)
+			return appendInt(b, int64(r.BucketPredictedPrefix))
 		}},
 	}
 	for i, name := range TTFTPartNames {
@@ -160,9 +160,9 @@ func appendMSSigned(b []byte, d time.Duration) []byte {
 	if d <= -limit || d >= limit {
 		return strconv.AppendFloat(b, float64(d)/1e6, 'f', 3, 64)
 	}
-	u := int64(d)
-	if u < 0 {
-		u = -u
+	u := uint64(d) // unsigned: cheaper divisions by constants
+	if d < 0 {
+		u = uint64(-d)
 	}
 	rem := u % 1000
 	if rem >= 499 && rem <= 501 {
@@ -172,12 +172,47 @@ func appendMSSigned(b []byte, d time.Duration) []byte {
 	if rem > 501 {
 		us++
 	}
-	if d < 0 {
-		b = append(b, '-')
-	}
-	b = strconv.AppendInt(b, us/1000, 10)
+	// The digits, written backwards two at a time into a buffer and
+	// appended at once: us < 2^50/1000 has at most 13 digits.
+	var buf [24]byte
+	i := len(buf) - 4
 	f := us % 1000
-	return append(b, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+	buf[i], buf[i+1], buf[i+2], buf[i+3] = '.', byte('0'+f/100), twoDigits[f%100*2], twoDigits[f%100*2+1]
+	for n := us / 1000; ; {
+		if n < 10 {
+			i--
+			buf[i] = byte('0' + n)
+			break
+		}
+		q := n % 100 * 2
+		n /= 100
+		i -= 2
+		buf[i], buf[i+1] = twoDigits[q], twoDigits[q+1]
+		if n == 0 {
+			break
+		}
+	}
+	if d < 0 {
+		i--
+		buf[i] = '-'
+	}
+	return append(b, buf[i:]...)
+}
+
+const twoDigits = "00010203040506070809" + "10111213141516171819" + "20212223242526272829" + "30313233343536373839" +
+	"40414243444546474849" + "50515253545556575859" + "60616263646566676869" + "70717273747576777879" +
+	"80818283848586878889" + "90919293949596979899"
+
+// appendInt is strconv.AppendInt(b, n, 10), values 0-99 (turns, tries,
+// small counts) written inline.
+func appendInt(b []byte, n int64) []byte {
+	if uint64(n) < 10 {
+		return append(b, byte('0'+n))
+	}
+	if uint64(n) < 100 {
+		return append(b, byte('0'+n/10), byte('0'+n%10))
+	}
+	return strconv.AppendInt(b, n, 10)
 }
 
 // appendCSVField appends s as encoding/csv's Writer (comma, no CRLF)
@@ -205,11 +240,17 @@ func csvNeedsQuotes(s string) bool {
 		return true
 	}
 	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case ',', '"', '\r', '\n':
+		if csvQuoted[s[i]] {
 			return true
 		}
+	}
+	if c := s[0]; c < utf8.RuneSelf {
+		return c == ' ' || c-'\t' <= '\r'-'\t' // unicode.IsSpace's ASCII spaces
 	}
 	r, _ := utf8.DecodeRuneInString(s)
 	return unicode.IsSpace(r)
 }
+
+// csvQuoted[c] is set for the bytes that make encoding/csv quote a field
+// wherever they are.
+var csvQuoted = [256]bool{',': true, '"': true, '\r': true, '\n': true}

@@ -178,3 +178,34 @@ func BenchmarkPerRequestRowCSV(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len()), "B/row")
 }
+
+// TestAppendCSVFieldEveryLead: appendCSVField quotes as encoding/csv does
+// whatever a field's first character is (every ASCII byte, Unicode spaces
+// and others), alone and followed by plain text or a byte that forces
+// quotes.
+func TestAppendCSVFieldEveryLead(t *testing.T) {
+	var leads []string
+	for c := 0; c < 0x80; c++ {
+		leads = append(leads, string(rune(c)))
+	}
+	leads = append(leads, "\u0085", "\u00a0", "\u1680", "\u2028", "\u3000", "é", "日", "\xff", `\`, `\.`)
+	for _, lead := range leads {
+		for _, rest := range []string{"", "x", ".", " a", ",", `"`, "\r", "\n", "é"} {
+			s := lead + rest
+			var want bytes.Buffer
+			cw := csv.NewWriter(&want)
+			require.NoError(t, cw.Write([]string{s, "z"}))
+			cw.Flush()
+			got := string(appendCSVField(nil, s)) + ",z\n"
+			assert.Equal(t, want.String(), got, "%q", s)
+		}
+	}
+}
+
+// TestAppendIntSmall: appendInt's inline values and their bounds write
+// what strconv writes.
+func TestAppendIntSmall(t *testing.T) {
+	for _, n := range []int64{-1 << 63, -101, -100, -99, -10, -9, -1, 0, 1, 9, 10, 11, 99, 100, 101, 1<<63 - 1} {
+		assert.Equal(t, strconv.FormatInt(n, 10), string(appendInt(nil, n)), "%d", n)
+	}
+}

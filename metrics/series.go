@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
@@ -207,47 +206,64 @@ func WriteRouterWindowsOf(w io.Writer, a *Arrivals, r *RouterRecorder, window ti
 // writeRouterWindows writes the windows; count adds the requests through
 // at, which returns the counters of the window of an arrival time.
 func writeRouterWindows(w io.Writer, count func(at func(time.Duration) (req, direct *int)), r *RouterRecorder, window time.Duration) error {
-	return writeCSV(w, RouterWindowsHeader, func(cw *csv.Writer) error {
-		type row struct{ req, direct, mig, bl, fb, rej int }
-		var rows []row
-		at := func(t time.Duration) *row {
-			i := int(max(t, 0) / window)
-			for len(rows) <= i {
-				rows = append(rows, row{})
-			}
-			return &rows[i]
+	var rows []windowRow
+	at := func(t time.Duration) *windowRow {
+		i := int(max(t, 0) / window)
+		for len(rows) <= i {
+			rows = append(rows, windowRow{})
 		}
-		count(func(t time.Duration) (req, direct *int) {
-			x := at(t)
-			return &x.req, &x.direct
-		})
-		if r != nil {
-			r.mu.Lock()
-			if r.bins.last() >= 0 {
-				at(time.Duration(r.bins.last()) * time.Second) // an event makes its window's row
-			}
-			r.bins.each(func(i int64, b *[4]int32) {
-				if *b == ([4]int32{}) {
-					return
-				}
-				x := at(time.Duration(i) * time.Second)
-				x.mig += int(b[0])
-				x.bl += int(b[1])
-				x.fb += int(b[2])
-				x.rej += int(b[3])
-			})
-			r.mu.Unlock()
-		}
-		for i, x := range rows {
-			share := ""
-			if x.req > 0 {
-				share = strconv.FormatFloat(float64(x.direct)/float64(x.req), 'f', 4, 64)
-			}
-			if err := cw.Write([]string{fms(time.Duration(i) * window), fms(window), strconv.Itoa(x.req), strconv.Itoa(x.direct),
-				strconv.Itoa(x.mig), strconv.Itoa(x.bl), strconv.Itoa(x.fb), strconv.Itoa(x.rej), share}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return &rows[i]
+	}
+	count(func(t time.Duration) (req, direct *int) {
+		x := at(t)
+		return &x.req, &x.direct
 	})
+	if r != nil {
+		r.mu.Lock()
+		if r.bins.last() >= 0 {
+			at(time.Duration(r.bins.last()) * time.Second) // an event makes its window's row
+		}
+		r.bins.each(func(i int64, b *[4]int32) {
+			if *b == ([4]int32{}) {
+				return
+			}
+			x := at(time.Duration(i) * time.Second)
+			x.mig += int(b[0])
+			x.bl += int(b[1])
+			x.fb += int(b[2])
+			x.rej += int(b[3])
+		})
+		r.mu.Unlock()
+	}
+	return writeWindowRows(w, rows, window)
+}
+
+// windowRow is one row of router_windows.csv: its counters.
+type windowRow struct{ req, direct, mig, bl, fb, rej int }
+
+// writeWindowRows writes router_windows.csv's header and rows (row i is
+// the window from i·window), appended as csv.Writer writes them (numbers
+// never need quotes).
+func writeWindowRows(w io.Writer, rows []windowRow, window time.Duration) error {
+	if err := writeHeader(w, RouterWindowsHeader); err != nil {
+		return err
+	}
+	win := string(appendFMS(nil, window))
+	rb := newRowBuf(w)
+	for i, x := range rows {
+		b := appendFMS(rb.b, time.Duration(i)*window)
+		b = append(append(b, ','), win...)
+		for _, n := range [...]int{x.req, x.direct, x.mig, x.bl, x.fb, x.rej} {
+			b = appendInt(append(b, ','), int64(n))
+		}
+		b = append(b, ',')
+		if x.req > 0 {
+			b = strconv.AppendFloat(b, float64(x.direct)/float64(x.req), 'f', 4, 64)
+		}
+		rb.b = b
+		if err := rb.row(); err != nil {
+			return err
+		}
+	}
+	return rb.flush()
 }

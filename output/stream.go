@@ -2,7 +2,6 @@ package output
 
 import (
 	"bufio"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -57,7 +56,7 @@ type Stream struct {
 	evMu  sync.Mutex
 	ev    *os.File
 	evBuf *bufio.Writer
-	evCSV *csv.Writer
+	evRow []byte // the row being encoded
 	evErr error
 }
 
@@ -188,13 +187,13 @@ func (s *Stream) Eviction(r metrics.EvictionRow) error {
 			return err
 		}
 		s.ev, s.evBuf = f, bufio.NewWriterSize(f, 64<<10)
-		s.evCSV = csv.NewWriter(s.evBuf)
-		if err := s.evCSV.Write(metrics.EvictionsHeader); err != nil {
+		if _, err := s.evBuf.Write(metrics.AppendEvictionsHeader(nil)); err != nil {
 			s.evErr = err
 			return err
 		}
 	}
-	if err := metrics.WriteEvictionRow(s.evCSV, r); err != nil {
+	s.evRow = metrics.AppendEvictionRow(s.evRow[:0], r)
+	if _, err := s.evBuf.Write(s.evRow); err != nil {
 		s.evErr = err
 		return err
 	}
@@ -209,12 +208,12 @@ func (s *Stream) finishEvictions(rows []metrics.EvictionRow) error {
 		return s.evErr
 	}
 	for _, r := range rows {
-		if err := metrics.WriteEvictionRow(s.evCSV, r); err != nil {
+		s.evRow = metrics.AppendEvictionRow(s.evRow[:0], r)
+		if _, err := s.evBuf.Write(s.evRow); err != nil {
 			return err
 		}
 	}
-	s.evCSV.Flush()
-	return errors.Join(s.evCSV.Error(), s.evBuf.Flush())
+	return s.evBuf.Flush()
 }
 
 // Spilled is the number of sorted runs the reorder buffer spilled to disk.

@@ -71,6 +71,19 @@ func ParseFS(fsys fs.FS, name string, opts Options) (*Spec, error) {
 }
 
 // readBase reads the file an extends attribute names.
+// shipped reports whether src is, byte for byte, the embedded scenario
+// filename names: checkSource passes every one of them
+// (TestShippedScenariosPassCheckSource), so layer skips its second lexing
+// of the file (~0.4 % of a Mooncake run's CPU).
+func shipped(filename string, src []byte) bool {
+	name, ok := strings.CutPrefix(filename, EmbeddedPrefix)
+	if !ok {
+		return false
+	}
+	b, err := fs.ReadFile(scenarios.FS, path.Clean(name))
+	return err == nil && string(b) == string(src)
+}
+
 func readBase(from, name string, opts Options) (string, []byte, error) {
 	switch {
 	case strings.HasPrefix(name, EmbeddedPrefix):
@@ -113,8 +126,10 @@ func readLimited(name string) ([]byte, error) {
 // layer parses filename (and, following extends, its bases) and returns
 // the merged body. files lists every parsed file, the top one first.
 func layer(p *hclparse.Parser, filename string, src []byte, opts Options, depth int, files *[]*hcl.File) (*hclsyntax.Body, hcl.Diagnostics) {
-	if diags := checkSource(filename, src); diags.HasErrors() {
-		return nil, diags
+	if !shipped(filename, src) {
+		if diags := checkSource(filename, src); diags.HasErrors() {
+			return nil, diags
+		}
 	}
 	file, diags := p.ParseHCL(src, filename)
 	if diags.HasErrors() || file == nil {

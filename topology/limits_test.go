@@ -1,10 +1,15 @@
 package topology
 
 import (
+	"io/fs"
+	"path"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/pdemu/pdemu/scenarios"
 )
 
 func TestSampleIntervalBound(t *testing.T) {
@@ -23,4 +28,34 @@ func TestSampleIntervalBound(t *testing.T) {
 		assert.LessOrEqual(t, int64(8)*int64(h/iv), int64(MaxSampleRows), h)
 	}
 	assert.Equal(t, MinSampleInterval, SampleInterval(time.Microsecond, 1, time.Second), "never below the minimum")
+}
+
+// TestShippedScenariosPassCheckSource: every embedded .hcl file passes
+// checkSource, which layer skips for them (shipped); a file named like
+// an embedded one but with other bytes is still checked.
+func TestShippedScenariosPassCheckSource(t *testing.T) {
+	n := 0
+	err := fs.WalkDir(scenarios.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".hcl" {
+			return err
+		}
+		src, err := fs.ReadFile(scenarios.FS, p)
+		if err != nil {
+			return err
+		}
+		n++
+		assert.False(t, checkSource(EmbeddedPrefix+p, src).HasErrors(), p)
+		assert.True(t, shipped(EmbeddedPrefix+p, src), p)
+		assert.False(t, shipped(EmbeddedPrefix+p, append(src, ' ')), p)
+		assert.False(t, shipped(p, src), "a file on disk: %s", p)
+		return nil
+	})
+	assert.NoError(t, err)
+	assert.Greater(t, n, 10)
+
+	deep := []byte("x = " + strings.Repeat("[", MaxNesting+1) + strings.Repeat("]", MaxNesting+1) + "\n")
+	_, err = Parse(EmbeddedPrefix+"1p3d-mlx5.hcl", deep, Options{})
+	if assert.Error(t, err) {
+		assert.Contains(t, err.Error(), "nested too deeply")
+	}
 }

@@ -499,3 +499,24 @@ func TestRunProfiles(t *testing.T) {
 		"--cpuprofile", filepath.Join(dir, "missing", "run.cpu"))
 	require.Equal(t, 2, exitCode(err))
 }
+
+// TestHeapProfileWanted: main keeps the runtime's heap-profile sampling
+// only for a process that may write a heap profile.
+func TestHeapProfileWanted(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		godebug string
+		want    bool
+	}{
+		{[]string{"run", "dp4"}, "", false},
+		{[]string{"run", "--memprofile", "m.out"}, "", true},
+		{[]string{"run", "--memprofile=m.out"}, "", true},
+		{[]string{"run", "-memprofile", "m.out"}, "", true},
+		{[]string{"run", "--cpuprofile", "c.out"}, "", false},
+		{[]string{"run", "--", "--memprofile"}, "", false},
+		{[]string{"serve"}, "gctrace=1,memprofilerate=1", true},
+		{nil, "gctrace=1", false},
+	} {
+		assert.Equal(t, c.want, heapProfileWanted(c.args, c.godebug), "%q GODEBUG=%q", c.args, c.godebug)
+	}
+}

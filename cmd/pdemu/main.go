@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -101,6 +102,9 @@ func exitCodeOf(err error) int {
 }
 
 func main() {
+	if !heapProfileWanted(os.Args[1:], os.Getenv("GODEBUG")) {
+		runtime.MemProfileRate = 0
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	var sig atomic.Value // the os.Signal received
 	ch := make(chan os.Signal, 2)
