@@ -110,20 +110,26 @@ func TestLinksEqualReference(t *testing.T) {
 			r.Link(now, nic, inFlight, rate, active)
 			ref.Link(now, nic, inFlight, rate, active)
 		}
-		var got, want bytes.Buffer
-		if err := WriteLinks(&got, r); err != nil {
-			t.Fatal(err)
-		}
-		if err := ref.write(&want); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() {
-			t.Fatalf("links.csv\n got %s\nwant %s", got.String(), want.String())
+		if got, want := linksCSVs(t, r, ref); got != want {
+			t.Fatalf("links.csv\n got %s\nwant %s", got, want)
 		}
 		if n, d := r.Rows(); n != len(ref.pts) || d != ref.dropped {
 			t.Fatalf("rows %d dropped %d, want %d %d", n, d, len(ref.pts), ref.dropped)
 		}
 	})
+}
+
+// linksCSVs is links.csv as WriteLinks writes r and as the reference
+// writes ref.
+func linksCSVs(t interface{ Fatal(...any) }, r *LinkRecorder, ref *refLinks) (got, want string) {
+	var g, w bytes.Buffer
+	if err := WriteLinks(&g, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.write(&w); err != nil {
+		t.Fatal(err)
+	}
+	return g.String(), w.String()
 }
 
 // TestLinksManyRates: past WriteLinks' bound on the rate columns each NIC
@@ -140,14 +146,7 @@ func TestLinksManyRates(t *testing.T) {
 		r.Link(now, nic, int64(i), rate, i%3)
 		ref.Link(now, nic, int64(i), rate, i%3)
 	}
-	var got, want bytes.Buffer
-	if err := WriteLinks(&got, r); err != nil {
-		t.Fatal(err)
-	}
-	if err := ref.write(&want); err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != want.String() {
+	if got, want := linksCSVs(t, r, ref); got != want {
 		t.Fatal("links.csv differs from the reference")
 	}
 }

@@ -50,21 +50,26 @@ func refAgentic(cfg AgenticConfig, seed uint64, maxRequests int) []Request {
 	return out
 }
 
+// drawAgentic draws a generator configuration of at most sessions
+// sessions and turns turns, a seed and a request limit (0: none).
+func drawAgentic(t *rapid.T, sessions, turns int) (AgenticConfig, uint64, int) {
+	cfg := AgenticConfig{
+		Sessions:       rapid.IntRange(1, sessions).Draw(t, "sessions"),
+		Turns:          rapid.IntRange(1, turns).Draw(t, "turns"),
+		SystemTokens:   rapid.IntRange(0, 3000).Draw(t, "system"),
+		FirstTokens:    rapid.IntRange(1, 3000).Draw(t, "first"),
+		AppendTokens:   rapid.IntRange(1, 800).Draw(t, "append"),
+		OutputTokens:   rapid.IntRange(1, 300).Draw(t, "output"),
+		BlockTokens:    rapid.IntRange(1, 64).Draw(t, "blockTokens"),
+		ThinkTime:      time.Duration(rapid.IntRange(1, 5000).Draw(t, "thinkMs")) * time.Millisecond,
+		SessionStagger: time.Duration(rapid.IntRange(1, 3000).Draw(t, "staggerMs")) * time.Millisecond,
+	}
+	return cfg, rapid.Uint64().Draw(t, "seed"), rapid.IntRange(0, 200).Draw(t, "max")
+}
+
 func TestAgenticLazyStartsIsTheEagerStream(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg := AgenticConfig{
-			Sessions:       rapid.IntRange(1, 40).Draw(t, "sessions"),
-			Turns:          rapid.IntRange(1, 12).Draw(t, "turns"),
-			SystemTokens:   rapid.IntRange(0, 3000).Draw(t, "system"),
-			FirstTokens:    rapid.IntRange(1, 3000).Draw(t, "first"),
-			AppendTokens:   rapid.IntRange(1, 800).Draw(t, "append"),
-			OutputTokens:   rapid.IntRange(1, 300).Draw(t, "output"),
-			BlockTokens:    rapid.IntRange(1, 64).Draw(t, "blockTokens"),
-			ThinkTime:      time.Duration(rapid.IntRange(1, 5000).Draw(t, "thinkMs")) * time.Millisecond,
-			SessionStagger: time.Duration(rapid.IntRange(1, 3000).Draw(t, "staggerMs")) * time.Millisecond,
-		}
-		seed := rapid.Uint64().Draw(t, "seed")
-		maxReq := rapid.IntRange(0, 200).Draw(t, "max")
+		cfg, seed, maxReq := drawAgentic(t, 40, 12)
 		want := refAgentic(cfg, seed, maxReq)
 		g, err := NewAgentic(cfg, seed, maxReq)
 		if err != nil {
@@ -93,19 +98,7 @@ func TestAgenticLazyStartsIsTheEagerStream(t *testing.T) {
 // blocks or none.
 func TestAgenticLengthsOnly(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg := AgenticConfig{
-			Sessions:       rapid.IntRange(1, 30).Draw(t, "sessions"),
-			Turns:          rapid.IntRange(1, 10).Draw(t, "turns"),
-			SystemTokens:   rapid.IntRange(0, 3000).Draw(t, "system"),
-			FirstTokens:    rapid.IntRange(1, 3000).Draw(t, "first"),
-			AppendTokens:   rapid.IntRange(1, 800).Draw(t, "append"),
-			OutputTokens:   rapid.IntRange(1, 300).Draw(t, "output"),
-			BlockTokens:    rapid.IntRange(1, 64).Draw(t, "blockTokens"),
-			ThinkTime:      time.Duration(rapid.IntRange(1, 5000).Draw(t, "thinkMs")) * time.Millisecond,
-			SessionStagger: time.Duration(rapid.IntRange(1, 3000).Draw(t, "staggerMs")) * time.Millisecond,
-		}
-		seed := rapid.Uint64().Draw(t, "seed")
-		maxReq := rapid.IntRange(0, 200).Draw(t, "max")
+		cfg, seed, maxReq := drawAgentic(t, 30, 10)
 		full, err := NewAgentic(cfg, seed, maxReq)
 		if err != nil {
 			t.Fatal(err)
