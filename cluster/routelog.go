@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/pdemu/pdemu/internal/appendnum"
 )
 
 // The routing log's lines are encoded by hand, by appendLog, into one
@@ -89,7 +91,7 @@ func appendStrField(b []byte, key, s string) []byte {
 
 // appendIntField appends key (as appendStrField) and n.
 func appendIntField(b []byte, key string, n int64) []byte {
-	return appendInt(append(b, key...), n)
+	return appendnum.Int(append(b, key...), n)
 }
 
 // appendJSONArray appends xs as encoding/json does a slice: null when nil,
@@ -108,25 +110,6 @@ func appendJSONArray[T any](b []byte, xs []T, elem func([]byte, *T) []byte) []by
 	return append(b, ']')
 }
 
-// appendInt is strconv.AppendInt(b, n, 10), one- and two-digit values
-// (most of a line's: keys, overlaps, counts) written inline.
-func appendInt(b []byte, n int64) []byte {
-	u := n
-	if u < 0 {
-		u = -u
-	}
-	if u >= 100 || u < 0 { // u < 0: n is MinInt64
-		return strconv.AppendInt(b, n, 10)
-	}
-	if n < 0 {
-		b = append(b, '-')
-	}
-	if u < 10 {
-		return append(b, byte('0'+u))
-	}
-	return append(b, byte('0'+u/10), byte('0'+u%10))
-}
-
 func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 
 // appendJSONFloat is encoding/json's float64 encoding of a finite f.
@@ -136,7 +119,7 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	// shortest form is the integer's digits (-0 aside), far cheaper than
 	// AppendFloat's shortest-digit search.
 	if i := int64(f); float64(i) == f && abs < 1e15 && (i != 0 || !math.Signbit(f)) {
-		return appendInt(b, i)
+		return appendnum.Int(b, i)
 	}
 	if abs < 1<<30 {
 		// Times in ms are mostly whole ns (n/1e6); their shortest form is

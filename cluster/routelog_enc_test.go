@@ -3,7 +3,6 @@ package cluster
 import (
 	"encoding/json"
 	"math"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -171,19 +170,4 @@ func TestAppendJSONFloatMicros(t *testing.T) {
 			rt.Fatalf("appendJSONFloat(%v) = %s, json %s", g, got, want)
 		}
 	})
-}
-
-// TestAppendInt: the inline small-value path of appendInt writes what
-// strconv.AppendInt writes, around its bounds and at the ends of int64.
-func TestAppendInt(t *testing.T) {
-	for n := int64(-1000); n <= 1000; n++ {
-		if got, want := string(appendInt([]byte("x"), n)), "x"+strconv.FormatInt(n, 10); got != want {
-			t.Fatalf("appendInt(%d) = %q, want %q", n, got, want)
-		}
-	}
-	for _, n := range []int64{math.MinInt64, math.MinInt64 + 1, math.MaxInt64} {
-		if got, want := string(appendInt(nil, n)), strconv.FormatInt(n, 10); got != want {
-			t.Fatalf("appendInt(%d) = %q, want %q", n, got, want)
-		}
-	}
 }

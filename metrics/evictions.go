@@ -3,6 +3,8 @@ package metrics
 import (
 	"io"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/appendnum"
 )
 
 // EvictionRow is one row of evictions.csv: a decode worker dropped a
@@ -50,11 +52,11 @@ func appendEvictionFields(b []byte, r EvictionRow) []byte {
 	b = appendFMS(b, r.At)
 	b = appendCSVField(append(b, ','), r.Worker)
 	b = appendCSVField(append(b, ','), r.Session)
-	b = appendInt(append(b, ','), int64(r.Tokens))
+	b = appendnum.Int(append(b, ','), int64(r.Tokens))
 	b = appendCSVField(append(b, ','), r.Cause)
 	b = append(b, ',')
 	if r.For >= 0 {
-		b = appendInt(b, r.For)
+		b = appendnum.Int(b, r.For)
 	}
 	return b
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/appendnum"
 )
 
 func fms(d time.Duration) string {
@@ -74,11 +76,11 @@ func WriteInstances(w io.Writer, series []*Series, interval, end time.Duration, 
 			b = append(b, ',')
 			b = append(b, mid[i]...)
 			b = append(b, ',')
-			b = appendInt(b, int64(p.KV))
+			b = appendnum.Int(b, int64(p.KV))
 			b = append(b, ',')
-			b = appendInt(b, int64(p.Queue))
+			b = appendnum.Int(b, int64(p.Queue))
 			b = append(b, ',')
-			b = appendInt(b, int64(p.Running))
+			b = appendnum.Int(b, int64(p.Running))
 			b = append(b, ',')
 			rb.b = append(b, capOf[i]...)
 			if err := rb.row(); err != nil {
@@ -362,7 +364,7 @@ func WriteSessions(w io.Writer, rows []SessionRow) error {
 	for _, r := range rows {
 		b := appendCSVField(rb.b, r.Session)
 		for _, n := range [...]int{r.Requests, r.Direct, r.Migrations, r.Blacklists, r.Fallbacks, r.Rejections} {
-			b = appendInt(append(b, ','), int64(n))
+			b = appendnum.Int(append(b, ','), int64(n))
 		}
 		rb.b = b
 		if err := rb.row(); err != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pdemu/pdemu/internal/appendnum"
 )
 
 // PerRequestColumn is one column of per_request.csv: its header name, its
@@ -38,9 +40,9 @@ var PerRequestHeader = func() []string {
 
 func perRequestColumns() []PerRequestColumn {
 	cols := []PerRequestColumn{
-		{"id", "–", func(b []byte, r *Record) []byte { return appendInt(b, r.ID) }},
+		{"id", "–", func(b []byte, r *Record) []byte { return appendnum.Int(b, r.ID) }},
 		{"session", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.Session) }},
-		{"turn", "–", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.Turn)) }},
+		{"turn", "–", func(b []byte, r *Record) []byte { return appendnum.Int(b, int64(r.Turn)) }},
 		{"arrival_ms", "ms", func(b []byte, r *Record) []byte { return appendMS(b, r.Arrival) }},
 		{"ttft_ms", "ms", func(b []byte, r *Record) []byte { return appendMS(b, r.TTFT) }},
 		{"e2e_ms", "ms", func(b []byte, r *Record) []byte { return appendMS(b, r.E2E) }},
@@ -48,12 +50,12 @@ func perRequestColumns() []PerRequestColumn {
 		{"reason", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.Reason) }},
 		{"p_worker", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.P) }},
 		{"d_worker", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.D) }},
-		{"input_tokens", "tokens", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.InputTokens)) }},
-		{"output_tokens", "tokens", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.OutputTokens)) }},
-		{"append_tokens", "tokens", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.AppendTokens)) }},
-		{"cached_tokens", "tokens", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.CachedTokens)) }},
-		{"transfer_bytes", "bytes", func(b []byte, r *Record) []byte { return appendInt(b, r.TransferBytes) }},
-		{"tries", "–", func(b []byte, r *Record) []byte { return appendInt(b, int64(r.Tries)) }},
+		{"input_tokens", "tokens", func(b []byte, r *Record) []byte { return appendnum.Int(b, int64(r.InputTokens)) }},
+		{"output_tokens", "tokens", func(b []byte, r *Record) []byte { return appendnum.Int(b, int64(r.OutputTokens)) }},
+		{"append_tokens", "tokens", func(b []byte, r *Record) []byte { return appendnum.Int(b, int64(r.AppendTokens)) }},
+		{"cached_tokens", "tokens", func(b []byte, r *Record) []byte { return appendnum.Int(b, int64(r.CachedTokens)) }},
+		{"transfer_bytes", "bytes", func(b []byte, r *Record) []byte { return appendnum.Int(b, r.TransferBytes) }},
+		{"tries", "–", func(b []byte, r *Record) []byte { return appendnum.Int(b, int64(r.Tries)) }},
 		{"failed", "bool", func(b []byte, r *Record) []byte { return strconv.AppendBool(b, r.Failed) }},
 		{"bucket", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.Bucket) }},
 		{"bucket_policy", "–", func(b []byte, r *Record) []byte { return appendCSVField(b, r.BucketPolicy) }},
@@ -67,7 +69,7 @@ func perRequestColumns() []PerRequestColumn {
 			if r.Bucket == "" {
 				return b
 			}
-			return appendInt(b, int64(r.BucketPredictedPrefix))
+			return appendnum.Int(b, int64(r.BucketPredictedPrefix))
 		}},
 	}
 	for i, name := range TTFTPartNames {
@@ -202,18 +204,6 @@ func appendMSSigned(b []byte, d time.Duration) []byte {
 const twoDigits = "00010203040506070809" + "10111213141516171819" + "20212223242526272829" + "30313233343536373839" +
 	"40414243444546474849" + "50515253545556575859" + "60616263646566676869" + "70717273747576777879" +
 	"80818283848586878889" + "90919293949596979899"
-
-// appendInt is strconv.AppendInt(b, n, 10), values 0-99 (turns, tries,
-// small counts) written inline.
-func appendInt(b []byte, n int64) []byte {
-	if uint64(n) < 10 {
-		return append(b, byte('0'+n))
-	}
-	if uint64(n) < 100 {
-		return append(b, byte('0'+n/10), byte('0'+n%10))
-	}
-	return strconv.AppendInt(b, n, 10)
-}
 
 // appendCSVField appends s as encoding/csv's Writer (comma, no CRLF)
 // writes a field: verbatim, or quoted with its quotes doubled when it

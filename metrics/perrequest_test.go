@@ -201,11 +201,3 @@ func TestAppendCSVFieldEveryLead(t *testing.T) {
 		}
 	}
 }
-
-// TestAppendIntSmall: appendInt's inline values and their bounds write
-// what strconv writes.
-func TestAppendIntSmall(t *testing.T) {
-	for _, n := range []int64{-1 << 63, -101, -100, -99, -10, -9, -1, 0, 1, 9, 10, 11, 99, 100, 101, 1<<63 - 1} {
-		assert.Equal(t, strconv.FormatInt(n, 10), string(appendInt(nil, n)), "%d", n)
-	}
-}

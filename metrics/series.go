@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/appendnum"
 )
 
 // Output bounds (docs/OUTPUTS.md): no run writes more rows than these.
@@ -254,7 +256,7 @@ func writeWindowRows(w io.Writer, rows []windowRow, window time.Duration) error 
 		b := appendFMS(rb.b, time.Duration(i)*window)
 		b = append(append(b, ','), win...)
 		for _, n := range [...]int{x.req, x.direct, x.mig, x.bl, x.fb, x.rej} {
-			b = appendInt(append(b, ','), int64(n))
+			b = appendnum.Int(append(b, ','), int64(n))
 		}
 		b = append(b, ',')
 		if x.req > 0 {
