@@ -8,11 +8,11 @@ import (
 )
 
 // opt is the pointer encoding/json would have set for an optional field.
-func opt(f *mcFields, bit uint16, v *float64) *float64 {
+func opt(f *mcFields, bit uint16) *float64 {
 	if f.has&bit == 0 {
 		return nil
 	}
-	return v
+	return f.num(bit)
 }
 
 // record validates the decoded fields of one line, resolves its blocks
@@ -24,17 +24,17 @@ func (m *Mooncake) record(f *mcFields) (*mcRecord, error) {
 	if f.has&hasTimestamp == 0 {
 		return nil, badField("timestamp", "missing")
 	}
-	if rec.at, err = durField("timestamp", f.timestamp, time.Millisecond); err != nil {
+	if rec.at, err = durField("timestamp", *f.num(hasTimestamp), time.Millisecond); err != nil {
 		return nil, err
 	}
-	if rec.in, err = intField("input_length", opt(f, hasInputLength, &f.inputLength), 0); err != nil {
+	if rec.in, err = intField("input_length", opt(f, hasInputLength), 0); err != nil {
 		return nil, err
 	}
-	if rec.out, err = outputField("output_length", opt(f, hasOutputLength, &f.outputLength), &m.zeroOutputs); err != nil {
+	if rec.out, err = outputField("output_length", opt(f, hasOutputLength), &m.zeroOutputs); err != nil {
 		return nil, err
 	}
 	if f.has&hasBlockTokens != 0 {
-		if rec.bt, err = intField("block_tokens", &f.blockToks, 1); err != nil {
+		if rec.bt, err = intField("block_tokens", f.num(hasBlockTokens), 1); err != nil {
 			return nil, err
 		}
 	}
@@ -49,7 +49,7 @@ func (m *Mooncake) record(f *mcFields) (*mcRecord, error) {
 		case f.has&hasNewHashIDs == 0:
 			return nil, badField("new_hash_ids", "missing (prefix_blocks needs it)")
 		}
-		if prefix, err = intField("prefix_blocks", &f.prefixBlocks, 0); err != nil {
+		if prefix, err = intField("prefix_blocks", f.num(hasPrefixBlocks), 0); err != nil {
 			return nil, err
 		}
 	} else {
@@ -69,22 +69,22 @@ func (m *Mooncake) record(f *mcFields) (*mcRecord, error) {
 		rec.sessName = f.sessionName
 	}
 	if f.has&hasTurn != 0 {
-		if rec.turn, err = intField("turn", &f.turn, 0); err != nil {
+		if rec.turn, err = intField("turn", f.num(hasTurn), 0); err != nil {
 			return nil, err
 		}
 		rec.hasTurn = true
 	}
 	if f.has&hasThinkMS != 0 {
-		if f.thinkMS < 0 {
-			return nil, badField("think_ms", "%v must be >= 0", f.thinkMS)
+		if *f.num(hasThinkMS) < 0 {
+			return nil, badField("think_ms", "%v must be >= 0", *f.num(hasThinkMS))
 		}
-		if rec.think, err = durField("think_ms", f.thinkMS, time.Millisecond); err != nil {
+		if rec.think, err = durField("think_ms", *f.num(hasThinkMS), time.Millisecond); err != nil {
 			return nil, err
 		}
 		rec.hasThink = true
 	}
 	if f.has&hasAppendLength != 0 {
-		if rec.appendLen, err = intField("append_length", &f.appendLength, 0); err != nil {
+		if rec.appendLen, err = intField("append_length", f.num(hasAppendLength), 0); err != nil {
 			return nil, err
 		}
 		if rec.appendLen > rec.in {

@@ -12,14 +12,19 @@ import (
 // mcFields is one Mooncake JSONL record as decoded, before validation:
 // what mcJSON holds, without pointers (has says which fields were present).
 type mcFields struct {
-	has                                    uint16
-	timestamp, inputLength, outputLength   float64
-	turn, thinkMS, appendLength, blockToks float64
-	prefixBlocks                           float64
-	hashIDs, newHashIDs                    []uint64
-	sessionID                              []byte // raw JSON, as json.RawMessage
-	sessionName                            string
-	last                                   bool
+	has         uint16
+	nums        [len(mcKeys)]float64 // the numeric fields, by has-bit index: see num
+	hashIDs     []uint64
+	newHashIDs  []uint64
+	sessionID   []byte // raw JSON, as json.RawMessage
+	sessionName string
+	last        bool
+}
+
+// num is the numeric field whose has bit is bit (hasTimestamp,
+// hasInputLength, ...): one table for both decoders and the validator.
+func (f *mcFields) num(bit uint16) *float64 {
+	return &f.nums[bits.TrailingZeros16(bit)]
 }
 
 // Bits of mcFields.has.
@@ -71,20 +76,17 @@ func (f *mcFields) decodeSlow(line []byte) error {
 	if len(j.SessionID) > 0 {
 		f.has |= hasSessionID
 	}
-	num := func(p *float64, bit uint16, dst *float64) {
-		if p != nil {
-			f.has |= bit
-			*dst = *p
+	for _, n := range [...]struct {
+		bit uint16
+		p   *float64
+	}{{hasTimestamp, j.Timestamp}, {hasInputLength, j.InputLength}, {hasOutputLength, j.OutputLength},
+		{hasTurn, j.Turn}, {hasThinkMS, j.ThinkMS}, {hasAppendLength, j.AppendLength},
+		{hasBlockTokens, j.BlockTokens}, {hasPrefixBlocks, j.PrefixBlocks}} {
+		if n.p != nil {
+			f.has |= n.bit
+			*f.num(n.bit) = *n.p
 		}
 	}
-	num(j.Timestamp, hasTimestamp, &f.timestamp)
-	num(j.InputLength, hasInputLength, &f.inputLength)
-	num(j.OutputLength, hasOutputLength, &f.outputLength)
-	num(j.Turn, hasTurn, &f.turn)
-	num(j.ThinkMS, hasThinkMS, &f.thinkMS)
-	num(j.AppendLength, hasAppendLength, &f.appendLength)
-	num(j.BlockTokens, hasBlockTokens, &f.blockToks)
-	num(j.PrefixBlocks, hasPrefixBlocks, &f.prefixBlocks)
 	if j.HashIDs != nil {
 		f.has |= hasHashIDs
 		f.hashIDs = []uint64(*j.HashIDs)
@@ -174,24 +176,7 @@ func (f *mcFields) scan(line []byte, ids, newIDs []uint64) bool {
 			default:
 				var v float64
 				v, i, ok = scanNumber(b, i)
-				switch bit {
-				case hasTimestamp:
-					f.timestamp = v
-				case hasInputLength:
-					f.inputLength = v
-				case hasOutputLength:
-					f.outputLength = v
-				case hasTurn:
-					f.turn = v
-				case hasThinkMS:
-					f.thinkMS = v
-				case hasAppendLength:
-					f.appendLength = v
-				case hasBlockTokens:
-					f.blockToks = v
-				case hasPrefixBlocks:
-					f.prefixBlocks = v
-				}
+				*f.num(bit) = v
 			}
 			if !ok {
 				return false

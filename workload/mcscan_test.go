@@ -148,11 +148,9 @@ func checkDecoders(t *testing.T, data []byte, skip bool) {
 }
 
 func diffFields(a, b *mcFields) string {
-	nums := [][2]float64{{a.timestamp, b.timestamp}, {a.inputLength, b.inputLength}, {a.outputLength, b.outputLength},
-		{a.turn, b.turn}, {a.thinkMS, b.thinkMS}, {a.appendLength, b.appendLength}, {a.blockToks, b.blockToks}, {a.prefixBlocks, b.prefixBlocks}}
-	for i, n := range nums {
-		if math.Float64bits(n[0]) != math.Float64bits(n[1]) {
-			return fmt.Sprintf("number %d: %v vs %v", i, n[0], n[1])
+	for i := range a.nums {
+		if math.Float64bits(a.nums[i]) != math.Float64bits(b.nums[i]) {
+			return fmt.Sprintf("%s: %v vs %v", mcKeys[i], a.nums[i], b.nums[i])
 		}
 	}
 	switch {
