@@ -287,6 +287,16 @@ func scanString(b []byte, i int) (int, bool) {
 	return i + 1, true
 }
 
+// moreDigits returns the index after the ASCII digits at b[i:] and
+// whether there was at least one.
+func moreDigits(b []byte, i int) (int, bool) {
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i, i > d
+}
+
 // scanNumber accepts a JSON number at b[i] that parses as a finite
 // float64, and returns its value as strconv.ParseFloat (encoding/json's
 // conversion) gives it.
@@ -299,20 +309,14 @@ func scanNumber(b []byte, i int) (float64, int, bool) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i, _ = moreDigits(b, i)
 	default:
 		return 0, i, false
 	}
 	intEnd := i
+	var ok bool
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i, ok = moreDigits(b, i+1); !ok {
 			return 0, i, false
 		}
 	}
@@ -321,11 +325,7 @@ func scanNumber(b []byte, i int) (float64, int, bool) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i, ok = moreDigits(b, i); !ok {
 			return 0, i, false
 		}
 	}
