@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/pdemu/pdemu/internal/freelist"
 )
 
 // vqueue holds the virtual clock's pending messages and hands them out a
@@ -72,9 +73,8 @@ func (q *vqueue) len() int { return len(q.heap) + len(q.lane) }
 // push queues msg for to, due at at; now says it was sent with no delay
 // (due at the current step's time).
 func (q *vqueue) push(at time.Duration, from int32, seq uint64, to *actor.PID, msg any, now bool) {
-	var s uint32
-	if n := len(q.free); n > 0 {
-		s, q.free = q.free[n-1], q.free[:n-1]
+	s, ok := freelist.Pop(&q.free)
+	if ok {
 		q.slots[s] = vslot{to: to, msg: msg}
 	} else {
 		s = uint32(len(q.slots))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/internal/freelist"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/policy"
 )
@@ -171,10 +172,8 @@ func (o *routerObs) begin(ds *policy.Dispatch, fresh bool) []policy.Candidate {
 	}
 	if fresh {
 		r := ds.Req
-		var l *pdLog
-		if n := len(o.free); n > 0 {
-			l, o.free = o.free[n-1], o.free[:n-1]
-		} else {
+		l, ok := freelist.Pop(&o.free)
+		if !ok {
 			l = &pdLog{}
 		}
 		tries := l.Tries[:0]

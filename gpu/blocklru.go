@@ -3,6 +3,7 @@ package gpu
 import (
 	"slices"
 
+	"github.com/pdemu/pdemu/internal/freelist"
 	"github.com/pdemu/pdemu/internal/hashrun"
 )
 
@@ -237,9 +238,7 @@ func (c *BlockLRU) split(s, at int32) (int32, int32) {
 }
 
 func (c *BlockLRU) newSeg() int32 {
-	if n := len(c.freeSegs); n > 0 {
-		t := c.freeSegs[n-1]
-		c.freeSegs = c.freeSegs[:n-1]
+	if t, ok := freelist.Pop(&c.freeSegs); ok {
 		return t
 	}
 	c.segs = append(c.segs, lruSeg{})

@@ -1,6 +1,9 @@
 package policy
 
-import "github.com/pdemu/pdemu/workload"
+import (
+	"github.com/pdemu/pdemu/internal/freelist"
+	"github.com/pdemu/pdemu/workload"
+)
 
 // Action is what a router must do next for a request.
 type Action uint8
@@ -76,9 +79,7 @@ const dispatchSlab = 64
 // in memory while any of its Dispatches (or Reasons slices into them) is
 // referenced; a Dispatch is never handed out twice unless Recycled.
 func (p *Dispatches) New(r *workload.Request) *Dispatch {
-	if n := len(p.spare); n > 0 {
-		ds := p.spare[n-1]
-		p.spare = p.spare[:n-1]
+	if ds, ok := freelist.Pop(&p.spare); ok {
 		ds.Req = r
 		return ds
 	}

@@ -1,6 +1,9 @@
 package policy
 
-import "github.com/pdemu/pdemu/internal/hashrun"
+import (
+	"github.com/pdemu/pdemu/internal/freelist"
+	"github.com/pdemu/pdemu/internal/hashrun"
+)
 
 // The resident index's segments (see ResidentIndex): runs of consecutive
 // trie nodes with the same holders, and the operations that walk, split,
@@ -124,9 +127,7 @@ func (x *ResidentIndex) removeHolder(id int32, d int32) int32 {
 }
 
 func (x *ResidentIndex) newHset() int32 {
-	if n := len(x.hfree); n > 0 {
-		h := x.hfree[n-1]
-		x.hfree = x.hfree[:n-1]
+	if h, ok := freelist.Pop(&x.hfree); ok {
 		return h
 	}
 	// New sets start with room for 4 holders, carved from a chunk of
@@ -176,9 +177,7 @@ func (x *ResidentIndex) copyHolders(to, from int32) {
 }
 
 func (x *ResidentIndex) newSeg() int32 {
-	if n := len(x.segFree); n > 0 {
-		id := x.segFree[n-1]
-		x.segFree = x.segFree[:n-1]
+	if id, ok := freelist.Pop(&x.segFree); ok {
 		return id
 	}
 	x.segs = append(x.segs, iseg{})

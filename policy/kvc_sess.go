@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/pdemu/pdemu/internal/freelist"
+
 // The KVC-Router's per-session state (§2.3 of the spec: pin[s] and
 // rejects[s,d], with the counters the outputs report) and how it is
 // allocated and reused.
@@ -87,10 +89,7 @@ func (k *KVC) state(s int32) *sessState {
 // a chunk, so a run with many sessions does not allocate three times for
 // each.
 func (k *KVC) newSess() *sessState {
-	if n := len(k.sessFree); n > 0 {
-		st := k.sessFree[n-1]
-		k.sessFree[n-1] = nil
-		k.sessFree = k.sessFree[:n-1]
+	if st, ok := freelist.Pop(&k.sessFree); ok {
 		clear(st.rejects)
 		clear(st.black)
 		*st = sessState{pin: -1, rejects: st.rejects, black: st.black, resident: st.resident[:0]}

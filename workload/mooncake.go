@@ -4,6 +4,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/freelist"
 )
 
 // nominalTokenTime is the nominal per-output-token service time used to
@@ -78,9 +80,7 @@ type Mooncake struct {
 
 // newRecord returns a zeroed record, reused if one was built.
 func (m *Mooncake) newRecord() *mcRecord {
-	if n := len(m.freeRecs); n > 0 {
-		rec := m.freeRecs[n-1]
-		m.freeRecs = m.freeRecs[:n-1]
+	if rec, ok := freelist.Pop(&m.freeRecs); ok {
 		*rec = mcRecord{}
 		return rec
 	}
