@@ -52,14 +52,11 @@ func (n *globalNode) newJob(now time.Duration, job *gpu.Job) {
 }
 
 func (n *globalNode) Handle(now time.Duration, msg any) Ready {
-	if n.f != nil && n.faultHandle(now, msg) {
+	if n.f != nil && n.faultHandle(now, msg) || failTooLong(&n.outbox, n.collector, n.ctx, msg, now) {
 		return n.ready(0, false)
 	}
 	switch m := msg.(type) {
 	case NewJob:
-		if failTooLong(&n.outbox, n.collector, m.Job, n.ctx, now) {
-			break
-		}
 		n.newJob(now, m.Job)
 	case ViewResp:
 		g := n.pending[m.ID]

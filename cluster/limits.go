@@ -88,14 +88,17 @@ func exceedsContext(limit, input, output int) bool {
 	return limit > 0 && input+output > limit
 }
 
-// failTooLong ends j at once, failed with gpu.ReasonExceedsContext, when
-// it is longer than the context limit (0: none), as vLLM refuses it
-// before any work; it reports whether it did. The node that receives
-// NewJob calls it first.
-func failTooLong(o *outbox, collector Addr, j *gpu.Job, limit int, now time.Duration) bool {
-	if !exceedsContext(limit, j.Req.InputLen, j.Req.OutputLen) {
+// failTooLong ends msg's job at once when msg is a NewJob longer than the
+// context limit (0: none), failed with gpu.ReasonExceedsContext, as vLLM
+// refuses it before any work; it reports whether it did. The node that
+// receives NewJob (router or global router) calls it on every message,
+// right after its fault half.
+func failTooLong(o *outbox, collector Addr, limit int, msg any, now time.Duration) bool {
+	m, ok := msg.(NewJob)
+	if !ok || !exceedsContext(limit, m.Job.Req.InputLen, m.Job.Req.OutputLen) {
 		return false
 	}
+	j := m.Job
 	j.Failed, j.Done = gpu.ReasonExceedsContext, now
 	o.send(collector, JobEnded{j}, 0)
 	return true

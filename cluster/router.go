@@ -97,14 +97,11 @@ func (n *routerNode) observed(now time.Duration, job *gpu.Job, ds *policy.Dispat
 }
 
 func (n *routerNode) Handle(now time.Duration, msg any) Ready {
-	if n.f != nil && n.faultHandle(now, msg) {
+	if n.f != nil && n.faultHandle(now, msg) || failTooLong(&n.outbox, n.collector, n.ctx, msg, now) {
 		return n.ready(0, false)
 	}
 	switch m := msg.(type) {
 	case NewJob:
-		if failTooLong(&n.outbox, n.collector, m.Job, n.ctx, now) {
-			break
-		}
 		if r := m.Job.Req; n.fit > 0 && r.InputLen+r.OutputLen > n.fit {
 			// No worker could ever hold it: fail now rather than prefill
 			// it on P (possibly for hours) and fail on D.
