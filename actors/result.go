@@ -3,7 +3,8 @@ package actors
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/pdemu/pdemu/cluster"
@@ -155,11 +156,7 @@ func check(res *Result, cl *cluster.Cluster, runErr, nodeErr error, deadLetters 
 // sessionRows joins the router's per-session counters with the records'
 // (by), in session index order (deterministic output).
 func sessionRows(by map[int32]*metrics.SessionCount, st map[int32]policy.SessionStats) ([]metrics.SessionRow, *metrics.RouterTotals) {
-	idx := make([]int32, 0, len(by))
-	for s := range by {
-		idx = append(idx, s)
-	}
-	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
+	idx := slices.Sorted(maps.Keys(by))
 	rows := make([]metrics.SessionRow, 0, len(idx))
 	tot := &metrics.RouterTotals{}
 	for _, s := range idx {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -30,11 +31,7 @@ func (n *bucketNode) crashInst(now time.Duration, i int, id int) {
 	f.down[i] = int32(id + 1)
 	f.epoch[i]++
 	n.cores[i].Advance(now)
-	ids := make([]int64, 0, len(f.held[i]))
-	for r := range f.held[i] {
-		ids = append(ids, r)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(f.held[i]))
 	reason := fmt.Sprintf("fault: fused %s crashed", n.series[i].Worker)
 	for _, r := range ids {
 		n.local.Finished(i, now)
@@ -88,11 +85,7 @@ func (n *bucketNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 		f.known[e.Inst] = int32(m.Fault + 1)
 		f.stats.get(m.Fault).detected = now
 		// The meta-store forgets what it placed on the dead instance.
-		ss := make([]int32, 0, len(f.routed[e.Inst]))
-		for s := range f.routed[e.Inst] {
-			ss = append(ss, s)
-		}
-		slices.Sort(ss)
+		ss := slices.Sorted(maps.Keys(f.routed[e.Inst]))
 		for _, s := range ss {
 			n.local.Evicted(e.Inst, f.routed[e.Inst][s], now)
 		}

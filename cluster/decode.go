@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -138,11 +139,7 @@ func (n *decodeNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 		n.w.Advance(now)
 		st := f.stats.get(m.Fault)
 		st.lostSessions = n.w.Sessions()
-		ids := make([]int64, 0, len(f.held))
-		for id := range f.held {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
+		ids := slices.Sorted(maps.Keys(f.held))
 		reason := fmt.Sprintf("fault: decode %s crashed", f.name)
 		for _, id := range ids {
 			// Nobody hears from a dead node: the router notices the lost

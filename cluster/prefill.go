@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -81,11 +82,7 @@ func (n *prefillNode) faultHandle(now time.Duration, msg any) (Ready, bool) {
 	case Crash:
 		f.down = int32(m.Fault + 1)
 		n.w.Advance(now)
-		ids := make([]int64, 0, len(f.held))
-		for id := range f.held {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
+		ids := slices.Sorted(maps.Keys(f.held))
 		for _, id := range ids {
 			f.drop(&n.outbox, f.held[id], f.down, fmt.Sprintf("fault: prefill %s crashed", f.name), f.detect)
 		}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -113,11 +114,7 @@ func (n *routerNode) learn(now time.Duration, m Health) {
 	{
 		if !m.Up && m.Target == KindDecode {
 			// Forget what the dead worker held (sorted: deterministic).
-			ss := make([]int32, 0, len(f.believed[m.Index]))
-			for s := range f.believed[m.Index] {
-				ss = append(ss, s)
-			}
-			slices.Sort(ss)
+			ss := slices.Sorted(maps.Keys(f.believed[m.Index]))
 			for _, s := range ss {
 				if n.fb != nil {
 					n.fb.Evicted(m.Index, s)

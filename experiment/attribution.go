@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -123,15 +125,6 @@ func computeAttr(recs []metrics.Record, evs []metrics.EvictionRow, p99ms float64
 	return a
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // prefillTable is the prefilled-token breakdown of runs.
 func prefillTable(runs ...*runOut) Table {
 	t := Table{Header: []string{"run", "side", "mode", "cause", "requests", "prefilled tokens", "share of the run's"}}
@@ -140,7 +133,7 @@ func prefillTable(runs ...*runOut) Table {
 			continue
 		}
 		total := float64(o.st.sum.Prefilled)
-		for _, k := range sortedKeys(o.st.attr.prefill) {
+		for _, k := range slices.Sorted(maps.Keys(o.st.attr.prefill)) {
 			c := o.st.attr.prefill[k]
 			parts := strings.SplitN(k, "|", 3)
 			t.Rows = append(t.Rows, []string{o.def.name, parts[0], parts[1], parts[2], fmt.Sprint(c.N),
@@ -159,7 +152,7 @@ func tailTable(runs ...*runOut) Table {
 		}
 		a := o.st.attr
 		var modes []string
-		for _, m := range sortedKeys(a.tailModes) {
+		for _, m := range slices.Sorted(maps.Keys(a.tailModes)) {
 			modes = append(modes, fmt.Sprintf("%s %d", m, a.tailModes[m]))
 		}
 		row := []string{o.def.name, f1(a.tailAt), fmt.Sprint(a.tailN), strings.Join(modes, ", ")}
@@ -186,7 +179,7 @@ func uncachedTable(runs ...*runOut) Table {
 		if o == nil {
 			continue
 		}
-		for _, m := range sortedKeys(o.st.attr.uncached) {
+		for _, m := range slices.Sorted(maps.Keys(o.st.attr.uncached)) {
 			xs := o.st.attr.uncached[m]
 			t.Rows = append(t.Rows, []string{o.def.name, m, fmt.Sprint(len(xs)), f0(quantile(append([]float64(nil), xs...), 0.5)),
 				f0(quantile(append([]float64(nil), xs...), 0.9)), f0(mean(xs))})
@@ -286,7 +279,7 @@ func prefillLine(o *runOut) string {
 		s += "; on P: " + strings.Join(parts, ", ")
 	}
 	var ev []string
-	for _, c := range sortedKeys(o.st.attr.evicted) {
+	for _, c := range slices.Sorted(maps.Keys(o.st.attr.evicted)) {
 		e := o.st.attr.evicted[c]
 		ev = append(ev, fmt.Sprintf("%s %d (%.2f M tokens)", c, e.N, float64(e.Tokens)/1e6))
 	}
@@ -332,7 +325,7 @@ func tailLine(o *runOut) string {
 		return o.def.name + ": no tail."
 	}
 	var modes []string
-	for _, m := range sortedKeys(a.tailModes) {
+	for _, m := range slices.Sorted(maps.Keys(a.tailModes)) {
 		modes = append(modes, fmt.Sprintf("%s %d", m, a.tailModes[m]))
 	}
 	type pv struct {
@@ -361,7 +354,7 @@ func uncachedLine(o *runOut) string {
 		return ""
 	}
 	var parts []string
-	for _, m := range sortedKeys(o.st.attr.uncached) {
+	for _, m := range slices.Sorted(maps.Keys(o.st.attr.uncached)) {
 		xs := o.st.attr.uncached[m]
 		parts = append(parts, fmt.Sprintf("%s %d requests, median %.0f", m, len(xs), quantile(append([]float64(nil), xs...), 0.5)))
 	}
@@ -373,7 +366,7 @@ func reseedLine(o *runOut) string {
 		return ""
 	}
 	var parts []string
-	for _, k := range sortedKeys(o.st.attr.prefill) {
+	for _, k := range slices.Sorted(maps.Keys(o.st.attr.prefill)) {
 		p := strings.SplitN(k, "|", 3)
 		if p[1] == "Reseed" {
 			c := o.st.attr.prefill[k]

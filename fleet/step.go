@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -254,11 +255,7 @@ func (f *Fleet) stepDecode(now time.Duration, w *worker) {
 // decodeKV compares the published blocks of the touched sessions of w
 // with their residency and publishes the difference.
 func (f *Fleet) decodeKV(now time.Duration, w *worker, touched map[int32]bool) {
-	ss := make([]int32, 0, len(touched))
-	for s := range touched {
-		ss = append(ss, s)
-	}
-	slices.Sort(ss)
+	ss := slices.Sorted(maps.Keys(touched))
 	var stored []Out
 	var removed []uint64
 	for _, s := range ss {

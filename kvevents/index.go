@@ -2,6 +2,7 @@ package kvevents
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 )
@@ -54,11 +55,7 @@ func (x *Index) Apply(worker string, seq int64, b Batch) {
 func (x *Index) Blocks(worker string) []uint64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	out := make([]uint64, 0, len(x.workers[worker]))
-	for h := range x.workers[worker] {
-		out = append(out, h)
-	}
-	slices.Sort(out)
+	out := slices.Sorted(maps.Keys(x.workers[worker]))
 	return out
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"maps"
 	"math/bits"
 	"slices"
 )
@@ -110,11 +111,7 @@ func (b *bins[T]) coarsen() {
 // order, with the bin's first second, up to last (bins of a chunk never
 // counted are zero).
 func (b *bins[T]) each(f func(i int64, v *T)) {
-	keys := make([]int64, 0, len(b.chunks))
-	for k := range b.chunks {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(b.chunks))
 	res := b.resolution()
 	var zero, z T // a bin never counted reads as zero (z: f may write it)
 	for _, k := range keys {

@@ -4,8 +4,9 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -299,11 +300,7 @@ func SummarizeBuckets(recs []Record) []BucketSummary {
 	for _, r := range recs {
 		by[r.Bucket] = append(by[r.Bucket], r)
 	}
-	names := make([]string, 0, len(by))
-	for n := range by {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(by))
 	out := make([]BucketSummary, 0, len(names))
 	for _, n := range names {
 		rs := by[n]

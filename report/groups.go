@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -43,7 +45,7 @@ func workloadOf(r *Run) (key, label string) {
 func configKey(r *Run) string {
 	if p := r.Params; p != nil {
 		var vars []string
-		for _, k := range sortedKeys(p.Vars) {
+		for _, k := range slices.Sorted(maps.Keys(p.Vars)) {
 			vars = append(vars, k+"="+p.Vars[k])
 		}
 		seed := "-"

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -97,11 +98,7 @@ func directShare(t *Table, window float64) (plotter.XYs, error) {
 			dir[k]++
 		}
 	}
-	keys := make([]int, 0, len(tot))
-	for k := range tot {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(tot))
 	xys := make(plotter.XYs, 0, len(keys))
 	for _, k := range keys {
 		xys = append(xys, plotter.XY{X: (float64(k) + 0.5) * window / 1000, Y: 100 * float64(dir[k]) / float64(tot[k])})

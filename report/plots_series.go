@@ -3,8 +3,9 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -26,11 +27,7 @@ func perKeySeries(t *Table, key, val string) ([]string, map[string]plotter.XYs, 
 		k := t.Str(i, key)
 		series[k] = append(series[k], plotter.XY{X: tm[i] / 1000, Y: vs[i]})
 	}
-	keys := make([]string, 0, len(series))
-	for k := range series {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(series))
 	return keys, series, nil
 }
 
@@ -63,11 +60,7 @@ func seriesFigure(r *Run, t *Table, file, key, val, id, title, ylabel, caption s
 		for _, k := range keys {
 			byKind[kinds[k]] = append(byKind[kinds[k]], k)
 		}
-		kindNames := make([]string, 0, len(byKind))
-		for k := range byKind {
-			kindNames = append(kindNames, k)
-		}
-		sort.Strings(kindNames)
+		kindNames := slices.Sorted(maps.Keys(byKind))
 		i := 0
 		for _, kind := range kindNames {
 			mean, mx := aggregateSeries(byKind[kind], series, seriesBins)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ func paramRows(r *Run) [][2]string {
 		trace = p.Trace
 	}
 	rows = append(rows, [2]string{"trace", trace})
-	for _, k := range sortedKeys(p.Vars) {
+	for _, k := range slices.Sorted(maps.Keys(p.Vars)) {
 		rows = append(rows, [2]string{"--var", k + "=" + p.Vars[k]})
 	}
 	if p.MaxRequests > 0 {
@@ -99,13 +100,4 @@ func resultRows(r *Run) [][2]string {
 			rt.Migrations, rt.Blacklists, rt.Fallbacks, rt.Rejections)})
 	}
 	return rows
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sortStrings(ks)
-	return ks
 }

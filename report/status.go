@@ -3,6 +3,8 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -131,7 +133,7 @@ func sloOf(s Summary) SLOFigures {
 			}
 		}
 		for _, m := range objs {
-			for _, k := range sortedAnyKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				sub, ok := m[k].(map[string]any)
 				if !ok {
 					continue
@@ -181,13 +183,4 @@ func sloOf(s Summary) SLOFigures {
 	}
 	f.Objective = strings.Join(parts, ", ")
 	return f
-}
-
-func sortedAnyKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

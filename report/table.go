@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -315,5 +314,3 @@ func WriteJSON(w io.Writer, rows []Row) error {
 	_, err = w.Write(append(b, '\n'))
 	return err
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

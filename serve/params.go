@@ -3,9 +3,9 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -156,11 +156,7 @@ func checkParams(body []byte, chat bool, extra []string) *apiError {
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return nil // decodeJSON reports it
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(fields))
 	own := completionParams
 	if chat {
 		own = chatParams

@@ -325,11 +325,7 @@ func evalVariables(blocks []variableHCL, cli map[string]string) (map[string]cty.
 		vals[b.Name] = cty.DynamicVal
 	}
 
-	keys := make([]string, 0, len(cli))
-	for k := range cli {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(cli))
 	for _, k := range keys {
 		if _, ok := declared[k]; !ok {
 			diags = append(diags, &hcl.Diagnostic{

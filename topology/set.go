@@ -2,6 +2,8 @@ package topology
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -321,11 +323,7 @@ func (s *RouterSwap) String() string {
 // that found no routing block to replace.
 func (ov *overrides) unused() hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	known := make([]string, 0, len(ov.seen))
-	for k := range ov.seen {
-		known = append(known, k)
-	}
-	sort.Strings(known)
+	known := slices.Sorted(maps.Keys(ov.seen))
 	for _, st := range ov.sets {
 		if st.applied {
 			continue
