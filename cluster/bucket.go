@@ -32,6 +32,7 @@ type bucketNode struct {
 	bytesTok int64
 	fetches  map[uint64]fetch
 	rec      *metrics.LinkRecorder // links.csv (nil: not recorded)
+	recID    metrics.LinkID        // the bucket's NIC in rec
 
 	f *bucketFaults // nil: no faults
 	// aborts are the Aborts of requests no instance held when they came
@@ -205,7 +206,7 @@ func (n *bucketNode) Handle(now time.Duration, msg any) Ready {
 		}
 		if n.rec != nil {
 			b, r := n.nic.Load(now)
-			n.rec.Link(now, n.nic.Config().Name, b, r, n.nic.Active())
+			n.rec.Link(now, n.recID, b, r, n.nic.Active())
 		}
 	}
 	// A request whose client went away leaves the instance that holds it

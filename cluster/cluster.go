@@ -156,9 +156,8 @@ func (c *Cluster) addPD(spec *topology.Spec, b *built) {
 	var links []*linkNode
 	var linkPrefill []int
 	for ni, n := range b.nics {
-		c.links.NIC(n.name, n.nic.Config().LineRate)
 		ln := &linkNode{nic: n.nic, bytesPerToken: n.bytesTok, rateCap: n.rateCap, decode: rtr.decode,
-			name: n.name, rec: c.links, f: linkFaults[ni]}
+			name: n.name, rec: c.links, recID: c.links.NIC(n.name, n.nic.Config().LineRate), f: linkFaults[ni]}
 		links, linkPrefill = append(links, ln), append(linkPrefill, n.prefill)
 		a := c.add(ln, "link:"+n.name, KindLink)
 		n.rateCap.each(func(d int, _ float64) { pres[n.prefill].links[d] = a })
@@ -190,8 +189,7 @@ func (c *Cluster) addPool(spec *topology.Spec, pb *poolBuilt) {
 			global: bb.global, rates: bb.rates, router: gAddr, collector: c.driver.collector,
 			nic: bb.nic, bytesTok: bb.bytesTok, fetches: map[uint64]fetch{}}
 		if bb.nic != nil {
-			bn.rec = c.links
-			c.links.NIC(bb.nic.Config().Name, bb.nic.Config().LineRate)
+			bn.rec, bn.recID = c.links, c.links.NIC(bb.nic.Config().Name, bb.nic.Config().LineRate)
 		}
 		for _, gi := range bb.global {
 			s := metrics.NewSeries(spec.Fused[gi].Name, "fused")

@@ -20,6 +20,7 @@ type linkNode struct {
 	f             *linkFaults           // nil: no faults
 	name          string                // links.csv nic
 	rec           *metrics.LinkRecorder // nil: not recorded
+	recID         metrics.LinkID        // this NIC in rec
 	sync          *linkSync             // D→P sync (dpsync.go); nil when off
 }
 
@@ -57,7 +58,7 @@ func (n *linkNode) Handle(now time.Duration, msg any) Ready {
 	}
 	if n.rec != nil {
 		b, r := n.nic.Load(now)
-		n.rec.Link(now, n.name, b, r, n.nic.Active())
+		n.rec.Link(now, n.recID, b, r, n.nic.Active())
 	}
 	// Wake only while transfers are in flight: a scheduled fault with
 	// nothing on the wire changes nothing until the next Start (which

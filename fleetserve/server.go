@@ -150,7 +150,7 @@ type fleetServer struct {
 	sessions  map[string]int32 // worker/local session → fleet session
 	jobs      []*gpu.Job
 	links     *metrics.LinkRecorder
-	linkSeen  map[string]bool
+	linkSeen  map[string]metrics.LinkID // links that were active once, by name
 	nextPort  int
 	nextKV    int
 	closing   bool
@@ -196,7 +196,7 @@ func Run(ctx context.Context, spec *topology.Spec, o Options) (*Result, error) {
 	}
 	s := &fleetServer{opts: o, spec: spec, log: log, scale: scale, bt: 24,
 		eps: map[string]*endpoint{}, tickets: map[int64]*ticket{}, reqs: map[int64]*workload.Request{},
-		sessions: map[string]int32{}, links: metrics.NewLinkRecorder(), linkSeen: map[string]bool{}, wake: make(chan struct{}, 1),
+		sessions: map[string]int32{}, links: metrics.NewLinkRecorder(), linkSeen: map[string]metrics.LinkID{}, wake: make(chan struct{}, 1),
 		nextPort: o.Ports.First, nextKV: o.KVPorts.First, clients: map[int64]metrics.ClientTimes{}}
 	s.host, _ = portOf(o.Admin)
 	f, err := fleet.New(spec, fleet.Options{HoldTimeout: o.HoldTimeout, Startup: s.startup})

@@ -29,14 +29,15 @@ func (s *fleetServer) publishStates() {
 
 func (s *fleetServer) sampleLinks(now time.Duration) {
 	for _, l := range s.f.Links() {
-		if !s.linkSeen[l.Name] {
+		id, seen := s.linkSeen[l.Name]
+		if !seen {
 			if l.Active == 0 {
 				continue // idle so far: no row
 			}
-			s.linkSeen[l.Name] = true
-			s.links.NIC(l.Name, l.LineRate)
+			id = s.links.NIC(l.Name, l.LineRate)
+			s.linkSeen[l.Name] = id
 		}
-		s.links.Link(now, l.Name, l.InFlight, l.Rate, l.Active)
+		s.links.Link(now, id, l.InFlight, l.Rate, l.Active)
 	}
 }
 

@@ -12,15 +12,6 @@ import (
 	"time"
 )
 
-// LinkSample is one change point of a NIC (a row of links.csv).
-type LinkSample struct {
-	T             time.Duration
-	NIC           string
-	BytesInFlight int64
-	Rate          float64 // bytes/s being moved now (all transfers)
-	Active        int     // transfers in flight
-}
-
 // LinkRecorder collects links.csv: the state of every NIC each time it
 // changes. It is safe for concurrent use (each link actor calls it). Rows
 // are written in (time, NIC) order; past MaxLinkRows samples are dropped
@@ -38,9 +29,9 @@ type LinkSample struct {
 type LinkRecorder struct {
 	mu     sync.Mutex
 	capBps map[string]float64
-	last   map[string]LinkSample
-	nics   []string         // by index
-	nicIdx map[string]int32 // name -> index
+	nics   []string         // by LinkID
+	last   []linkLast       // by LinkID: the NIC's latest state
+	nicIdx map[string]int32 // name -> LinkID
 
 	frozen  linkChunks
 	pending []linkPt // the rows at the latest instant (pending[0].t), in the order stored
@@ -65,6 +56,19 @@ func (r *LinkRecorder) SetMaxRows(n int) {
 	r.max = n
 }
 
+// LinkID is a NIC's handle in a LinkRecorder: NIC returns it, Link takes
+// it (a NIC's samples are the link actors' most frequent records, and a
+// handle spares them three string-keyed map operations each).
+type LinkID int32
+
+// linkLast is a NIC's latest state (set: it has one).
+type linkLast struct {
+	inFlight int64
+	rate     float64
+	active   int
+	set      bool
+}
+
 // linkPt is a decoded row (the NIC by index).
 type linkPt struct {
 	t        time.Duration
@@ -76,37 +80,41 @@ type linkPt struct {
 
 // NewLinkRecorder returns an empty recorder.
 func NewLinkRecorder() *LinkRecorder {
-	return &LinkRecorder{capBps: map[string]float64{}, last: map[string]LinkSample{}, nicIdx: map[string]int32{},
-		rateIdx: map[uint64]uint32{}}
+	return &LinkRecorder{capBps: map[string]float64{}, nicIdx: map[string]int32{}, rateIdx: map[uint64]uint32{}}
 }
 
-// NIC declares a NIC and its line rate in bytes/s (utilisation = rate / it).
-func (r *LinkRecorder) NIC(nic string, capBytesPerSec float64) {
-	r.mu.Lock()
-	r.capBps[nic] = capBytesPerSec
-	r.mu.Unlock()
-}
-
-// Link records the NIC's state at now: bytes still to move, the aggregate
-// rate in bytes/s and the active transfers. An unchanged state is not
-// stored; a second change at the same instant replaces the first.
-func (r *LinkRecorder) Link(now time.Duration, nic string, bytesInFlight int64, rate float64, active int) {
-	if r == nil {
-		return
-	}
-	s := LinkSample{T: now, NIC: nic, BytesInFlight: bytesInFlight, Rate: rate, Active: active}
+// NIC declares a NIC and its line rate in bytes/s (utilisation = rate /
+// it) and returns its handle for Link. Declaring a NIC again updates its
+// line rate and returns the same handle.
+func (r *LinkRecorder) NIC(nic string, capBytesPerSec float64) LinkID {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if l, ok := r.last[nic]; ok && l.BytesInFlight == bytesInFlight && l.Rate == rate && l.Active == active {
-		return
-	}
-	r.last[nic] = s
+	r.capBps[nic] = capBytesPerSec
 	ni, ok := r.nicIdx[nic]
 	if !ok {
 		ni = int32(len(r.nics))
 		r.nicIdx[nic] = ni
 		r.nics = append(r.nics, nic)
+		r.last = append(r.last, linkLast{})
 	}
+	return LinkID(ni)
+}
+
+// Link records the state of NIC id (NIC's handle) at now: bytes still to move, the aggregate
+// rate in bytes/s and the active transfers. An unchanged state is not
+// stored; a second change at the same instant replaces the first.
+func (r *LinkRecorder) Link(now time.Duration, id LinkID, bytesInFlight int64, rate float64, active int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := &r.last[id]
+	if l.set && l.inFlight == bytesInFlight && l.rate == rate && l.active == active {
+		return
+	}
+	*l = linkLast{inFlight: bytesInFlight, rate: rate, active: active, set: true}
+	ni := int32(id)
 	p := linkPt{t: now, inFlight: bytesInFlight, rate: rate, active: int32(active), nic: ni}
 	if len(r.pending) > 0 && r.pending[0].t == now {
 		for i := len(r.pending) - 1; i >= 0; i-- {

@@ -12,18 +12,27 @@ import (
 	"pgregory.net/rapid"
 )
 
+// linkSample is one change point of a NIC (a row of links.csv).
+type linkSample struct {
+	T             time.Duration
+	NIC           string
+	BytesInFlight int64
+	Rate          float64 // bytes/s being moved now (all transfers)
+	Active        int     // transfers in flight
+}
+
 // refLinks is LinkRecorder as it was before the compact rows: every row a
 // 32-byte struct, links.csv by a stable sort of an index of them.
 type refLinks struct {
 	capBps  map[string]float64
-	last    map[string]LinkSample
-	pts     []LinkSample
+	last    map[string]linkSample
+	pts     []linkSample
 	dropped int
 	max     int
 }
 
 func (r *refLinks) Link(now time.Duration, nic string, inFlight int64, rate float64, active int) {
-	s := LinkSample{T: now, NIC: nic, BytesInFlight: inFlight, Rate: rate, Active: active}
+	s := linkSample{T: now, NIC: nic, BytesInFlight: inFlight, Rate: rate, Active: active}
 	if l, ok := r.last[nic]; ok && l.BytesInFlight == inFlight && l.Rate == rate && l.Active == active {
 		return
 	}
@@ -76,12 +85,17 @@ func (r *refLinks) write(w *bytes.Buffer) error {
 func TestLinksEqualReference(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := NewLinkRecorder()
-		ref := &refLinks{capBps: map[string]float64{}, last: map[string]LinkSample{}}
+		ref := &refLinks{capBps: map[string]float64{}, last: map[string]linkSample{}}
 		nics := []string{"p0/mlx5_0", "d1/mlx5_0", "a", "b b", " lead", `q"uote`, "com,ma", `\.`, "", "new\nline"}
-		for _, n := range nics[:rapid.IntRange(0, len(nics)).Draw(t, "caps")] {
+		ids := map[string]LinkID{}
+		declared := rapid.IntRange(0, len(nics)).Draw(t, "caps")
+		for _, n := range nics[:declared] {
 			c := float64(rapid.IntRange(0, 3).Draw(t, "cap")) * 25e9
-			r.NIC(n, c)
+			ids[n] = r.NIC(n, c)
 			ref.capBps[n] = c
+		}
+		for _, n := range nics[declared:] {
+			ids[n] = r.NIC(n, 0) // no line rate: no utilisation, as for the reference
 		}
 		if rapid.Bool().Draw(t, "bounded") {
 			m := rapid.IntRange(1, 40).Draw(t, "max")
@@ -107,7 +121,7 @@ func TestLinksEqualReference(t *testing.T) {
 			inFlight := rapid.Int64Range(-1, 1<<40).Draw(t, "inflight") % rapid.SampledFrom([]int64{3, 1 << 41}).Draw(t, "mod")
 			rate := rapid.SampledFrom(rates).Draw(t, "rate")
 			active := rapid.IntRange(0, 4).Draw(t, "active")
-			r.Link(now, nic, inFlight, rate, active)
+			r.Link(now, ids[nic], inFlight, rate, active)
 			ref.Link(now, nic, inFlight, rate, active)
 		}
 		if got, want := linksCSVs(t, r, ref); got != want {
@@ -136,14 +150,15 @@ func linksCSVs(t interface{ Fatal(...any) }, r *LinkRecorder, ref *refLinks) (go
 // remembers (16), rows are still written as the reference writes them.
 func TestLinksManyRates(t *testing.T) {
 	r := NewLinkRecorder()
-	ref := &refLinks{capBps: map[string]float64{}, last: map[string]LinkSample{}}
+	ref := &refLinks{capBps: map[string]float64{}, last: map[string]linkSample{}}
+	var ids []LinkID
 	for _, n := range []string{"a", "b"} {
-		r.NIC(n, 25e9)
+		ids = append(ids, r.NIC(n, 25e9))
 		ref.capBps[n] = 25e9
 	}
 	for i := range 10000 {
 		now, nic, rate := time.Duration(i)*time.Millisecond, []string{"a", "b"}[i%2], float64(i%6000)*1e7/3
-		r.Link(now, nic, int64(i), rate, i%3)
+		r.Link(now, ids[i%2], int64(i), rate, i%3)
 		ref.Link(now, nic, int64(i), rate, i%3)
 	}
 	if got, want := linksCSVs(t, r, ref); got != want {

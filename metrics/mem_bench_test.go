@@ -36,12 +36,13 @@ func BenchmarkLinkRecorder(b *testing.B) {
 	var buf bytes.Buffer
 	for b.Loop() {
 		r := NewLinkRecorder()
+		var ids []LinkID
 		for _, n := range nics {
-			r.NIC(n, 25e9)
+			ids = append(ids, r.NIC(n, 25e9))
 		}
 		for i := range 1 << 20 {
 			act := i % 4
-			r.Link(time.Duration(i)*137*time.Microsecond, nics[i%3], int64(i%7)*67_108_864, float64(act)*2e10/float64(max(act, 1)), act)
+			r.Link(time.Duration(i)*137*time.Microsecond, ids[i%3], int64(i%7)*67_108_864, float64(act)*2e10/float64(max(act, 1)), act)
 		}
 		buf.Reset()
 		if err := WriteLinks(&buf, r); err != nil {

@@ -146,12 +146,12 @@ func TestInstancesPlanBounded(t *testing.T) {
 
 func TestLinksAndRouterWindows(t *testing.T) {
 	r := metrics.NewLinkRecorder()
-	r.NIC("p0/nic0", 25e9)
-	r.Link(0, "p0/nic0", 1000, 25e9, 1)
-	r.Link(0, "p0/nic0", 2000, 25e9, 2) // same instant: replaces
-	r.Link(time.Millisecond, "p0/nic0", 2000, 25e9, 2)
-	r.Link(2*time.Millisecond, "p0/nic0", 0, 0, 0)
-	r.Link(time.Millisecond, "p1/nic0", 10, 1e9, 1)
+	p0, p1 := r.NIC("p0/nic0", 25e9), r.NIC("p1/nic0", 0)
+	r.Link(0, p0, 1000, 25e9, 1)
+	r.Link(0, p0, 2000, 25e9, 2) // same instant: replaces
+	r.Link(time.Millisecond, p0, 2000, 25e9, 2)
+	r.Link(2*time.Millisecond, p0, 0, 0, 0)
+	r.Link(time.Millisecond, p1, 10, 1e9, 1)
 	var b bytes.Buffer
 	require.NoError(t, metrics.WriteLinks(&b, r))
 	assert.Equal(t, "t_ms,nic,bytes_in_flight,rate_gbps,active_transfers,utilisation\n"+
