@@ -2,7 +2,6 @@ package workload
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"math/bits"
 	"strconv"
@@ -47,64 +46,6 @@ const (
 // mcKeys are the keys of mcJSON, in the order of the has bits.
 var mcKeys = [...]string{"timestamp", "input_length", "output_length", "hash_ids", "session_id",
 	"session_name", "turn", "think_ms", "append_length", "block_tokens", "last", "prefix_blocks", "new_hash_ids"}
-
-// mcJSON is the reference decoding of a record (encoding/json), used for
-// every line the fast scanner declines.
-type mcJSON struct {
-	Timestamp    *float64        `json:"timestamp"`
-	InputLength  *float64        `json:"input_length"`
-	OutputLength *float64        `json:"output_length"`
-	HashIDs      *idList         `json:"hash_ids"`
-	SessionID    json.RawMessage `json:"session_id"`
-	SessionName  *string         `json:"session_name"`
-	Turn         *float64        `json:"turn"`
-	ThinkMS      *float64        `json:"think_ms"`
-	AppendLength *float64        `json:"append_length"`
-	BlockTokens  *float64        `json:"block_tokens"`
-	Last         *bool           `json:"last"`
-	PrefixBlocks *float64        `json:"prefix_blocks"`
-	NewHashIDs   *newIDList      `json:"new_hash_ids"`
-}
-
-// decodeSlow decodes line with encoding/json into f.
-func (f *mcFields) decodeSlow(line []byte) error {
-	var j mcJSON
-	if err := json.Unmarshal(line, &j); err != nil {
-		return err
-	}
-	*f = mcFields{sessionID: j.SessionID}
-	if len(j.SessionID) > 0 {
-		f.has |= hasSessionID
-	}
-	for _, n := range [...]struct {
-		bit uint16
-		p   *float64
-	}{{hasTimestamp, j.Timestamp}, {hasInputLength, j.InputLength}, {hasOutputLength, j.OutputLength},
-		{hasTurn, j.Turn}, {hasThinkMS, j.ThinkMS}, {hasAppendLength, j.AppendLength},
-		{hasBlockTokens, j.BlockTokens}, {hasPrefixBlocks, j.PrefixBlocks}} {
-		if n.p != nil {
-			f.has |= n.bit
-			*f.num(n.bit) = *n.p
-		}
-	}
-	if j.HashIDs != nil {
-		f.has |= hasHashIDs
-		f.hashIDs = []uint64(*j.HashIDs)
-	}
-	if j.NewHashIDs != nil {
-		f.has |= hasNewHashIDs
-		f.newHashIDs = []uint64(*j.NewHashIDs)
-	}
-	if j.SessionName != nil {
-		f.has |= hasSessionName
-		f.sessionName = *j.SessionName
-	}
-	if j.Last != nil {
-		f.has |= hasLast
-		f.last = *j.Last
-	}
-	return nil
-}
 
 // scan is the fast path: a single pass over line for the plain shape of a
 // record — an object whose keys are ASCII without escapes, each at most
