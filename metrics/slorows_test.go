@@ -20,7 +20,7 @@ func refSLO(added []Record, slo SLO, s Summary) *SLOSummary {
 		}
 		rows = append(rows, sloRow{sess: r.SessionIdx, failed: r.Failed, arrival: r.Arrival, ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E})
 	}
-	out, bad := newSLOSummary(slo), map[int32]bool{}
+	out, bad := newSLOSummary(slo), &sessVerdicts{}
 	for _, r := range rows {
 		out.score(slo, r, bad)
 	}
