@@ -35,6 +35,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/pdemu/pdemu/metrics"
 )
 
 // Params are the parameters of a run as compare records them in
@@ -230,13 +232,13 @@ type Summary struct {
 		Unfinished  int            `json:"unfinished"`
 	} `json:"requests"`
 	// SLO and Goodput are read when summary.json has them (see sloOf).
-	SLO             json.RawMessage `json:"slo"`
-	Goodput         json.RawMessage `json:"goodput"`
-	TTFT            Quantiles       `json:"ttft_ms"`
-	E2E             Quantiles       `json:"e2e_ms"`
-	Modes           map[string]int  `json:"modes"`
-	PrefillShare    float64         `json:"prefill_share"`
-	EmulatedSeconds float64         `json:"emulated_seconds"`
+	SLO             json.RawMessage   `json:"slo"`
+	Goodput         json.RawMessage   `json:"goodput"`
+	TTFT            metrics.Quantiles `json:"ttft_ms"` // the type summary.json is written from
+	E2E             metrics.Quantiles `json:"e2e_ms"`
+	Modes           map[string]int    `json:"modes"`
+	PrefillShare    float64           `json:"prefill_share"`
+	EmulatedSeconds float64           `json:"emulated_seconds"`
 	Workers         []struct {
 		Name     string `json:"name"`
 		Kind     string `json:"kind"`
@@ -248,15 +250,6 @@ type Summary struct {
 		Fallbacks  int `json:"fallbacks"`
 		Rejections int `json:"rejections"`
 	} `json:"router"`
-}
-
-// Quantiles are summary.json's latency figures in milliseconds.
-type Quantiles struct {
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P99  float64 `json:"p99"`
-	Mean float64 `json:"mean"`
-	Max  float64 `json:"max"`
 }
 
 // Run is one run directory as read from disk.
