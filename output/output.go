@@ -13,7 +13,9 @@
 //     directory, is renamed last.
 //   - Write never mixes two runs: it refuses a directory that holds
 //     another run's outputs unless WriteOptions.Force, which first removes
-//     the files a pdemu run writes (Files) and nothing else.
+//     the files a pdemu run writes (Files) and nothing else: it renames
+//     them to temporary names and writes the new files into them
+//     (outDir), removing those it does not reuse.
 package output
 
 import (
@@ -69,13 +71,14 @@ func Write(dir string, res *actors.Result, opts WriteOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := prepare(dir, opts.Force); err != nil {
+	d, err := prepare(dir, opts.Force)
+	if err != nil {
 		return err
 	}
 	recs := MergeUnfinished(res.Records, res.Unfinished)
-	return writeRun(dir, res, opts, runFiles{
-		perRequest: atomic(dir, func(w io.Writer) error { return metrics.WritePerRequest(w, recs) }),
-		routingLog: atomic(dir, func(w io.Writer) error { return metrics.WriteRoutingLog(w, recs) }),
+	return writeRun(d, res, opts, runFiles{
+		perRequest: atomic(d, func(w io.Writer) error { return metrics.WritePerRequest(w, recs) }),
+		routingLog: atomic(d, func(w io.Writer) error { return metrics.WriteRoutingLog(w, recs) }),
 		routerWindows: func(w io.Writer, window windowFn) error {
 			return metrics.WriteRouterWindows(w, recs, res.RouterEvents, window())
 		},
@@ -101,12 +104,14 @@ type runFiles struct {
 
 // atomic returns the writing of a file named by its argument through
 // writeAtomic.
-func atomic(dir string, f func(w io.Writer) error) func(name string) error {
-	return func(name string) error { return writeAtomic(dir, name, f) }
+func atomic(d *outDir, f func(w io.Writer) error) func(name string) error {
+	return func(name string) error { return writeAtomic(d, name, f) }
 }
 
-// writeRun writes the files of res into the prepared dir, in Files order.
-func writeRun(dir string, res *actors.Result, opts WriteOptions, rf runFiles) error {
+// writeRun writes the files of res into the prepared d, in Files order,
+// and drops the spares no file reused.
+func writeRun(d *outDir, res *actors.Result, opts WriteOptions, rf runFiles) (err error) {
+	defer func() { err = errors.Join(err, d.drop()) }()
 	sum := res.Summary
 	if sum.PdemuVersion == "" {
 		sum.PdemuVersion = metrics.Version()
@@ -149,7 +154,7 @@ func writeRun(dir string, res *actors.Result, opts WriteOptions, rf runFiles) er
 		if name == Marker {
 			// The renames so far made durable at once, before the marker's
 			// (a directory sync per file cost ~1 % of a Mooncake run's CPU).
-			if err := syncDir(dir); err != nil {
+			if err := syncDir(d.path); err != nil {
 				return err
 			}
 		}
@@ -171,16 +176,16 @@ func writeRun(dir string, res *actors.Result, opts WriteOptions, rf runFiles) er
 			if rf.evictions != nil {
 				err = rf.evictions(name)
 			} else {
-				err = writeAtomic(dir, name, writers[name])
+				err = writeAtomic(d, name, writers[name])
 			}
 		default:
-			err = writeAtomic(dir, name, writers[name])
+			err = writeAtomic(d, name, writers[name])
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return syncDir(dir) // the marker's rename
+	return syncDir(d.path) // the marker's rename
 }
 
 // MergeUnfinished returns the records and the unfinished requests in
@@ -231,12 +236,14 @@ func CheckDir(dir string, force bool) error {
 }
 
 // prepare refuses (or, with force, clears) a directory that holds another
-// run's outputs. Temporary files left by an interrupted Write are removed.
-func prepare(dir string, force bool) error {
+// run's outputs: force takes the previous run's files over for the new
+// ones (outDir). Temporary files left by an interrupted Write are removed.
+func prepare(dir string, force bool) (*outDir, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	d := &outDir{path: dir}
 	ours := map[string]bool{}
 	for _, f := range Files {
 		ours[f] = true
@@ -245,7 +252,7 @@ func prepare(dir string, force bool) error {
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), tmpPrefix) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -254,24 +261,24 @@ func prepare(dir string, force bool) error {
 		}
 	}
 	if len(found) == 0 {
-		return nil
+		return d, nil
 	}
 	if !force {
-		return &ExitError{Code: ExitBadInput, Err: fmt.Errorf("%s: %w (%s); choose another --out or pass --force to replace them",
+		return nil, &ExitError{Code: ExitBadInput, Err: fmt.Errorf("%s: %w (%s); choose another --out or pass --force to replace them",
 			dir, ErrRunDir, strings.Join(found, ", "))}
 	}
 	for _, f := range found {
-		if err := os.Remove(filepath.Join(dir, f)); err != nil {
-			return err
+		if err := d.keep(f); err != nil {
+			return nil, errors.Join(err, d.drop())
 		}
 	}
-	return nil
+	return d, nil
 }
 
-// writeAtomic writes name in dir through a temporary file in dir, renamed
+// writeAtomic writes name in d through a temporary file in d, renamed
 // into place once complete.
-func writeAtomic(dir, name string, f func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(dir, tmpPrefix+name+"-*")
+func writeAtomic(d *outDir, name string, f func(io.Writer) error) error {
+	tmp, err := d.create(name)
 	if err != nil {
 		return err
 	}
@@ -288,7 +295,7 @@ func writeAtomic(dir, name string, f func(io.Writer) error) error {
 	if err := seal(tmp); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+	if err := os.Rename(tmp.Name(), filepath.Join(d.path, name)); err != nil {
 		return err
 	}
 	ok = true

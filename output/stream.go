@@ -36,7 +36,7 @@ const streamBlock = 256 << 10
 // temporary files; the next Write or Stream on the directory removes those
 // a killed process left).
 type Stream struct {
-	dir      string
+	dir      *outDir
 	per, log *os.File
 	perW     *bufio.Writer
 	logW     *bufio.Writer
@@ -76,22 +76,23 @@ func NewStream(dir string, opts StreamOptions) (*Stream, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := prepare(dir, opts.Force); err != nil {
+	d, err := prepare(dir, opts.Force)
+	if err != nil {
 		return nil, err
 	}
-	s := &Stream{dir: dir, opts: opts.WriteOptions, client: opts.Client}
-	var err error
+	s := &Stream{dir: d, opts: opts.WriteOptions, client: opts.Client}
 	// A file --outputs leaves out is never written, not even to a
 	// temporary file: a long run keeps no disk for it.
 	var perW, logW io.Writer = io.Discard, io.Discard
 	if s.opts.keeps("per_request.csv") {
-		if s.per, err = os.CreateTemp(dir, tmpPrefix+"per_request.csv-*"); err != nil {
+		if s.per, err = d.create("per_request.csv"); err != nil {
+			s.Close()
 			return nil, err
 		}
 		perW = s.per
 	}
 	if s.opts.keeps("routing_log.jsonl") {
-		if s.log, err = os.CreateTemp(dir, tmpPrefix+"routing_log.jsonl-*"); err != nil {
+		if s.log, err = d.create("routing_log.jsonl"); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -181,7 +182,7 @@ func (s *Stream) Eviction(r metrics.EvictionRow) error {
 		return s.evErr
 	}
 	if s.ev == nil {
-		f, err := os.CreateTemp(s.dir, tmpPrefix+"evictions.csv-*")
+		f, err := s.dir.create("evictions.csv")
 		if err != nil {
 			s.evErr = err
 			return err
@@ -291,7 +292,7 @@ func (s *Stream) commit(f **os.File) func(name string) error {
 			return err
 		}
 		*f = nil
-		if err := os.Rename(tmp.Name(), filepath.Join(s.dir, name)); err != nil {
+		if err := os.Rename(tmp.Name(), filepath.Join(s.dir.path, name)); err != nil {
 			os.Remove(tmp.Name())
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -300,7 +301,8 @@ func (s *Stream) commit(f **os.File) func(name string) error {
 }
 
 // Close removes the temporary files Write did not rename (all of them
-// when the run never got to Write). Call it when done, Write or not.
+// when the run never got to Write), and the previous run's files --force
+// took over and no new file reused. Call it when done, Write or not.
 func (s *Stream) Close() error {
 	var errs []error
 	s.evMu.Lock()
@@ -317,5 +319,6 @@ func (s *Stream) Close() error {
 	if s.ro != nil {
 		errs = append(errs, s.ro.close())
 	}
+	errs = append(errs, s.dir.drop())
 	return errors.Join(errs...)
 }

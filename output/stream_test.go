@@ -24,12 +24,19 @@ import (
 // returns the run directory and the number of runs the stream spilled.
 func streamScenario(t *testing.T, name string, bound int) (dir string, spilled int, ok bool) {
 	t.Helper()
+	dir = t.TempDir()
+	spilled, ok = streamInto(t, dir, name, output.StreamOptions{ReorderBytes: bound})
+	return dir, spilled, ok
+}
+
+// streamInto is streamScenario into dir with opts.
+func streamInto(t *testing.T, dir, name string, opts output.StreamOptions) (spilled int, ok bool) {
+	t.Helper()
 	spec := testkit.Scenario(t, name, topology.Options{})
 	if testkit.TraceMissing(spec) {
-		return "", 0, false
+		return 0, false
 	}
-	dir = t.TempDir()
-	st, err := output.NewStream(dir, output.StreamOptions{ReorderBytes: bound})
+	st, err := output.NewStream(dir, opts)
 	require.NoError(t, err)
 	defer st.Close()
 	res, err := actors.Run(context.Background(), spec, actors.Options{Records: st})
@@ -39,7 +46,7 @@ func streamScenario(t *testing.T, name string, bound int) (dir string, spilled i
 	res.Summary.Trace.Path = filepath.Base(res.Summary.Trace.Path)
 	require.NoError(t, st.Write(res))
 	require.NoError(t, st.Close())
-	return dir, st.Spilled(), true
+	return st.Spilled(), true
 }
 
 // checkGolden compares a run directory with the golden outputs of name.
