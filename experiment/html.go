@@ -4,14 +4,20 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sync"
 
 	"github.com/pdemu/pdemu/report"
 )
 
 // htmlPage is report.html: the figure table with its verdict classes, the
 // attribution tables, and with --sensitivity the sensitivity table and one
-// tornado plot per figure (report.Tornado).
-var htmlPage = template.Must(template.New("exp").Parse(`<!DOCTYPE html>
+// tornado plot per figure (report.Tornado). Parsed on first use, not at
+// every process start.
+var htmlPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("exp").Parse(htmlSource))
+})
+
+const htmlSource = `<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>body{font-family:sans-serif;max-width:1200px;margin:1em auto;font-size:14px}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}th{background:#eee}.miss{color:#b00}.figure{display:inline-block;margin:0.5em}</style>
 </head><body>
@@ -22,7 +28,7 @@ var htmlPage = template.Must(template.New("exp").Parse(`<!DOCTYPE html>
 {{if .Notes}}<h2>Attribution per figure</h2><ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Plots}}<h2>Tornado plots (sensitivity)</h2>{{range .Plots}}<div class="figure">{{.}}</div>{{end}}{{end}}
 </body></html>
-`))
+`
 
 // WriteHTML writes report.html.
 func (r *Report) WriteHTML(w io.Writer) error {
@@ -57,5 +63,5 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			page.Plots = append(page.Plots, template.HTML(svg)) //nolint:gosec // our own SVG
 		}
 	}
-	return htmlPage.Execute(w, page)
+	return htmlPage().Execute(w, page)
 }

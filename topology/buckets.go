@@ -147,7 +147,7 @@ func (c *checker) buckets(bhs []bucketHCL, ctx *hcl.EvalContext, byName map[stri
 
 	for i := range bhs {
 		bh := &bhs[i]
-		if !workerName.MatchString(bh.Name) {
+		if !validWorkerName(bh.Name) {
 			c.errorf(bh.NameRange, "Invalid bucket name",
 				"Bucket names must start with a letter or digit and contain only letters, digits, '_', '.' and '-' (they appear in logs and CSV files); got %q.", bh.Name)
 		}

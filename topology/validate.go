@@ -2,12 +2,30 @@ package topology
 
 import (
 	"fmt"
-	"regexp"
 
 	"github.com/hashicorp/hcl/v2"
 )
 
-var workerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+// validWorkerName reports whether s starts with an ASCII letter or digit
+// and holds only those, '_', '.' and '-' (the regexp
+// ^[A-Za-z0-9][A-Za-z0-9_.-]*$, kept in validate_ref_test.go, without
+// compiling it at every process start).
+func validWorkerName(s string) bool {
+	if s == "" || !alnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '_' && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// alnum reports whether c is an ASCII letter or digit.
+func alnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 // declared is a worker's kind and where it was declared.
 type declared struct {
@@ -30,7 +48,7 @@ func (c *checker) build(filename string, fh *fileHCL, ctx *hcl.EvalContext, file
 		for i := range whs {
 			wh := &whs[i]
 			w := c.worker(kind, wh)
-			if !workerName.MatchString(wh.Name) {
+			if !validWorkerName(wh.Name) {
 				c.errorf(wh.NameRange, "Invalid worker name",
 					"Worker names must start with a letter or digit and contain only letters, digits, '_', '.' and '-' (they appear in logs and CSV files); got %q.", wh.Name)
 			}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -83,7 +84,11 @@ func evalVariables(blocks []variableHCL, cli map[string]string) (map[string]cty.
 	return vals, diags
 }
 
-var cliNumber = regexp.MustCompile(`^-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$`)
+// cliNumber matches a decimal number; compiled on first use, not at every
+// process start.
+var cliNumber = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$`)
+})
 
 // cliValue types a -var value: a decimal number or bool when it looks like
 // one, otherwise a string.
@@ -96,7 +101,7 @@ func cliValue(s string) cty.Value {
 	}
 	// Numbers beyond the float64 range stay strings: no attribute accepts
 	// them (see checkNumberLiterals).
-	if cliNumber.MatchString(s) {
+	if cliNumber().MatchString(s) {
 		mantissa, _, _ := strings.Cut(strings.ToLower(s), "e")
 		if f, err := strconv.ParseFloat(s, 64); err == nil && (f != 0 || !strings.ContainsAny(mantissa, "123456789")) {
 			if v, err := cty.ParseNumberVal(s); err == nil {
@@ -107,7 +112,21 @@ func cliValue(s string) cty.Value {
 	return cty.StringVal(s)
 }
 
-var unsupportedAttrDetail = regexp.MustCompile(`^This object does not have an attribute named "([^"]*)"\.$`)
+// unsupportedAttrName is the attribute name in the detail of HCL's
+// "Unsupported attribute" diagnostic: what the regexp
+// ^This object does not have an attribute named "([^"]*)"\.$ captures
+// (kept in validate_ref_test.go), ok false where it does not match.
+func unsupportedAttrName(detail string) (name string, ok bool) {
+	rest, ok := strings.CutPrefix(detail, `This object does not have an attribute named "`)
+	if !ok {
+		return "", false
+	}
+	name, ok = strings.CutSuffix(rest, `".`)
+	if !ok || strings.Contains(name, `"`) {
+		return "", false
+	}
+	return name, true
+}
 
 // suggestVarNames adds "Did you mean" to HCL's diagnostic for a reference to
 // an undeclared var.x (HCL suggests root names, not object attributes).
@@ -124,8 +143,8 @@ func suggestVarNames(diags hcl.Diagnostics, files map[string]*hcl.File, vars map
 		if file == nil {
 			continue
 		}
-		m := unsupportedAttrDetail.FindStringSubmatch(d.Detail)
-		if m == nil {
+		attr, ok := unsupportedAttrName(d.Detail)
+		if !ok {
 			continue
 		}
 		// Only for var.<name>: the subject is ".<name>" right after "var".
@@ -134,6 +153,6 @@ func suggestVarNames(diags hcl.Diagnostics, files map[string]*hcl.File, vars map
 			continue
 		}
 		d.Summary = "Undeclared variable"
-		d.Detail = fmt.Sprintf("There is no variable block named %q.%s", m[1], didYouMean(m[1], names))
+		d.Detail = fmt.Sprintf("There is no variable block named %q.%s", attr, didYouMean(attr, names))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -110,9 +111,11 @@ embedded scenario's does, from ./scenarios). Each rewritten line says so.`,
 	return c
 }
 
+// extendsLine and traceLine match a scenario's extends and trace lines
+// (compiled on first use: only `scenarios show` needs them).
 var (
-	extendsLine = regexp.MustCompile(`^(\s*extends\s*=\s*)"([^"]*)"(.*)$`)
-	traceLine   = regexp.MustCompile(`^(\s*trace\s*=\s*)"([^"]*)"(.*)$`)
+	extendsLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*extends\s*=\s*)"([^"]*)"(.*)$`) })
+	traceLine   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*trace\s*=\s*)"([^"]*)"(.*)$`) })
 )
 
 // standalone rewrites the relative extends and trace paths of the
@@ -125,10 +128,10 @@ func standalone(name string, src []byte) []byte {
 	lines := strings.SplitAfter(string(src), "\n")
 	for i, l := range lines {
 		body, nl := strings.TrimSuffix(l, "\n"), l[len(strings.TrimSuffix(l, "\n")):]
-		if m := extendsLine.FindStringSubmatch(body); m != nil && !strings.HasPrefix(m[2], topology.EmbeddedPrefix) && !path.IsAbs(m[2]) {
+		if m := extendsLine().FindStringSubmatch(body); m != nil && !strings.HasPrefix(m[2], topology.EmbeddedPrefix) && !path.IsAbs(m[2]) {
 			lines[i] = fmt.Sprintf("%s%q%s # the embedded %s (pdemu scenarios show %s)%s", m[1], topology.EmbeddedPrefix+path.Join(dir, m[2]), m[3], path.Join(dir, m[2]), strings.TrimSuffix(name, ".hcl"), nl)
 		}
-		if m := traceLine.FindStringSubmatch(body); m != nil && m[2] != "" && !filepath.IsAbs(m[2]) {
+		if m := traceLine().FindStringSubmatch(body); m != nil && m[2] != "" && !filepath.IsAbs(m[2]) {
 			rel := filepath.ToSlash(filepath.Clean(filepath.Join("scenarios", dir, m[2])))
 			lines[i] = fmt.Sprintf("%s%q%s # from the working directory (the embedded file says %q, from ./scenarios)%s", m[1], rel, m[3], m[2], nl)
 		}
