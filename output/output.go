@@ -292,7 +292,7 @@ func writeAtomic(d *outDir, name string, f func(io.Writer) error) error {
 	if err := f(tmp); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if err := seal(tmp); err != nil {
+	if err := d.seal(tmp); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(d.path, name)); err != nil {
@@ -300,18 +300,6 @@ func writeAtomic(d *outDir, name string, f func(io.Writer) error) error {
 	}
 	ok = true
 	return nil // writeRun syncs dir before and after the marker's rename
-}
-
-// seal readies a finished temporary file for the rename that makes it
-// visible: readable by all, on disk, closed.
-func seal(tmp *os.File) error {
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
-		return err
-	}
-	return tmp.Close()
 }
 
 // syncDir makes the renames in dir durable. writeRun calls it twice:

@@ -288,7 +288,7 @@ func (s *Stream) Write(res *actors.Result) error {
 func (s *Stream) commit(f **os.File) func(name string) error {
 	return func(name string) error {
 		tmp := *f
-		if err := seal(tmp); err != nil {
+		if err := s.dir.seal(tmp); err != nil {
 			return err
 		}
 		*f = nil
