@@ -98,7 +98,7 @@ func (d *outDir) seal(tmp *os.File) error {
 	if err := tmp.Chmod(0o644); err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil { // on disk before the rename makes it visible
+	if err := datasync(tmp); err != nil { // on disk before the rename makes it visible
 		return err
 	}
 	return tmp.Close()
