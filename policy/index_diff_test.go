@@ -233,6 +233,13 @@ func checkSegs(x *ResidentIndex) error {
 			return fmt.Errorf("position %d is off but neither dup nor canon", p)
 		}
 	}
+	for p, f := range x.flag {
+		// posLive is exactly "its segment's range covers it".
+		s := &x.segs[x.pseg[p]]
+		if covered := int32(p) >= s.lo && int32(p) < s.hi; covered != (f&posLive != 0) {
+			return fmt.Errorf("position %d: posLive %t, covered by its segment %t", p, f&posLive != 0, covered)
+		}
+	}
 	live := 0
 	occ := map[int32]map[int32]int32{} // segment → worker → lists through it
 	for id := 1; id < len(x.segs); id++ {

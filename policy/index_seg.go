@@ -27,6 +27,7 @@ const (
 	posDup   = 1 << iota // the hash has other positions in the table
 	posOff               // its occurrences are off the hash's canonical context
 	posCanon             // the hash has a canon entry (set by compaction only)
+	posLive              // the position holds a live node (its segment's range covers it)
 )
 
 // posCtx is an occurrence's context: its predecessor (0 at depth 0) and
@@ -37,10 +38,7 @@ type posCtx struct {
 }
 
 // valid reports whether position p holds a live node.
-func (x *ResidentIndex) valid(p int32) bool {
-	s := &x.segs[x.pseg[p]]
-	return p >= s.lo && p < s.hi
-}
+func (x *ResidentIndex) valid(p int32) bool { return x.flag[p]&posLive != 0 }
 
 // ctx is the context of live (or being born) position p.
 func (x *ResidentIndex) ctx(p int32) posCtx {
@@ -305,7 +303,7 @@ func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
 	dups := int32(0)
 	flags := x.flag[lo:hi]
 	// The common case has no flag set (read 8 at a time) and nothing to
-	// clear. A position is off only while its hash has other positions
+	// clear but posLive to set. A position is off only while its hash has other positions
 	// (posDup) or, after a compaction, keeps its canon entry (posCanon):
 	// checkSegs checks it.
 	if firstFlagged(flags, posCanon|posDup|posOff) != len(flags) {
@@ -323,6 +321,7 @@ func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
 			}
 		}
 	}
+	setFlag(flags, posLive, true)
 	s.dupc = dups
 	x.dupLive += int(dups)
 	x.live += int(hi - lo)
@@ -435,6 +434,7 @@ func (x *ResidentIndex) death(id int32) {
 	s := &x.segs[id]
 	lo, hi := s.lo, s.hi
 	x.live -= int(hi - lo)
+	setFlag(x.flag[lo:hi], posLive, false)
 	if s.hd < 0 {
 		x.hsets[^s.hd] = x.hsets[^s.hd][:0]
 		x.hfree = append(x.hfree, ^s.hd)
