@@ -181,7 +181,7 @@ func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 		q = x.release(d, q, common)
 	}
 	if common < len(blocks) {
-		q = x.extend(d, q, blocks, common)
+		q = x.extend(d, q, blocks, common, x.ghostHint(k, rec, src))
 	}
 	x.put(k, rec, blocks, src, common, q+1)
 }

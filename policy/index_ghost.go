@@ -1,6 +1,9 @@
 package policy
 
-import "unsafe"
+import (
+	"slices"
+	"unsafe"
+)
 
 // Ghosts: where a removed record's list still lies in the arena, so that
 // OverlapOwned for the session's next request skips it without a lookup.
@@ -24,9 +27,12 @@ import "unsafe"
 // resident position at all (posDup marks every position of a hash that has
 // several) and counts for no worker; only the ranges that hold a live or
 // posDup position are walked by Overlap, which is exact on any part of a
-// request (its count is a sum over the blocks). Compaction moves the
-// positions and forgets the ghosts; a Bound index keeps none (a ghost
-// keeps the caller's list alive).
+// request (its count is a sum over the blocks). The session's record set
+// again on the worker from the same list (re-admitted after the eviction)
+// revives the ghost's dead ranges in place the same way, without a lookup
+// per run or a comparison of its hashes (create's hint). Compaction
+// moves the positions and forgets the ghosts; a Bound index keeps none (a
+// ghost keeps the caller's list alive).
 type ghost struct {
 	blocks   []uint64
 	off, len int32 // its ranges: ghostRuns[off : off+len]
@@ -48,10 +54,25 @@ func (x *ResidentIndex) keepGhost(k ownerKey, rec record) {
 		x.ghostRuns = append(x.ghostRuns, ghostRun{s.lo, s.hi, s.depth})
 		p = s.parent
 	}
+	slices.Reverse(x.ghostRuns[off:]) // root first
 	if x.ghosts == nil {
 		x.ghosts = make(map[ownerKey]ghost)
 	}
 	x.ghosts[k] = ghost{rec.blocks, int32(off), int32(len(x.ghostRuns) - off)}
+}
+
+// ghostHint is, for a set of (d, s) = k from src, its ghost's ranges
+// (create's hint) when it has no record and the ghost's list starts at
+// src; else nil.
+func (x *ResidentIndex) ghostHint(k ownerKey, rec record, src *uint64) []ghostRun {
+	if len(x.ghosts) == 0 || src == nil || rec.tail != 0 {
+		return nil
+	}
+	g, ok := x.ghosts[k]
+	if !ok || unsafe.SliceData(g.blocks) != src {
+		return nil
+	}
+	return x.ghostRuns[g.off : g.off+g.len]
 }
 
 // forgetGhosts drops every ghost (compaction moves the positions).

@@ -44,6 +44,23 @@ func TestIndexGhosts(t *testing.T) {
 	check(a[:30], 0, 0, []int{0, 0, 10})
 	remove(2, 0)
 
+	// Set again from the ghost (create's hint): shorter, then longer
+	// than the ghost's list, and after a part of it was revived and
+	// died again under another record.
+	setI(0, 0, a[:15])
+	check(a[:30], 0, 0, []int{15, 0, 0})
+	remove(0, 0)
+	setI(0, 0, a[:25])
+	check(a[:30], 0, 0, []int{25, 0, 0})
+	remove(0, 0)
+	setI(1, 3, a[:5])
+	remove(1, 3)
+	setI(0, 0, a[:20])
+	check(a[:30], 0, 0, []int{20, 0, 0})
+	require.Equal(t, v.WorkerBlocks(0), x.WorkerBlocks(0))
+	require.Equal(t, v.Blocks(), x.Blocks())
+	remove(0, 0)
+
 	x.compact(x.compactLimit(x.live, 0)) // b moves to a's old positions
 	require.Empty(t, x.ghosts, "a compaction forgets the ghosts")
 	remove(1, 1) // and dies there

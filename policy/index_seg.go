@@ -209,8 +209,9 @@ func (x *ResidentIndex) release(d int, p int32, common int) int32 {
 // extend adds one list of d along blocks[i:] after position q (a
 // segment's end, or -1 for a root) and returns the position of its last
 // node, a segment's end. The arena has room for len(blocks)-i new
-// positions (reserve).
-func (x *ResidentIndex) extend(d int, q int32, blocks []uint64, i int) int32 {
+// positions (reserve). hint is where blocks lay before (a ghost's ranges,
+// see create), or nil.
+func (x *ResidentIndex) extend(d int, q int32, blocks []uint64, i int, hint []ghostRun) int32 {
 	for i < len(blocks) {
 		id := x.child(q, blocks[i])
 		if id < 0 {
@@ -226,7 +227,7 @@ func (x *ResidentIndex) extend(d int, q int32, blocks []uint64, i int) int32 {
 		i += m
 	}
 	if i < len(blocks) {
-		q = x.create(int32(d), q, blocks, i)
+		q = x.create(int32(d), q, blocks, i, hint)
 	}
 	return q
 }
@@ -253,7 +254,11 @@ func (x *ResidentIndex) child(q int32, k uint64) int32 {
 // create adds one list of d along blocks[i:], none of whose nodes exist,
 // after position q, reviving runs of dead positions that hold the same
 // hashes and appending the rest, and returns the last node's position.
-func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int) int32 {
+// hint, when not nil, is the ranges, root first, of a ghost whose list
+// blocks agrees with (the session's record, removed, set again): a dead
+// position of its ranges holds the block at its depth, so the run from
+// there is revived without a lookup or a comparison.
+func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int, hint []ghostRun) int32 {
 	n := len(blocks)
 	depth := int32(i)
 	for i < n {
@@ -261,7 +266,13 @@ func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int) int32 {
 		// else appended up to the next hash that has one.
 		lo := int32(len(x.keys))
 		var hi int32
-		if p := x.place(blocks[i], lo); p >= 0 {
+		for len(hint) > 0 && int(hint[0].depth+hint[0].hi-hint[0].lo) <= i {
+			hint = hint[1:]
+		}
+		if p := x.hinted(hint, i, n); p >= 0 {
+			r := hint[0]
+			lo, hi = p, x.liveFrom(p+1, r.lo+min(r.hi-r.lo, int32(n)-r.depth))
+		} else if p := x.place(blocks[i], lo); p >= 0 {
 			// The dead run that follows p and holds the next blocks:
 			// compare the hashes, then stop at the first live position.
 			m := hashrun.Prefix(blocks[i+1:], x.keys[p+1:])
@@ -288,6 +299,19 @@ func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int) int32 {
 		q = hi - 1
 	}
 	return q
+}
+
+// hinted returns the position of depth i in hint[0] (the first range
+// that reaches past i) if it is dead, else -1.
+func (x *ResidentIndex) hinted(hint []ghostRun, i, n int) int32 {
+	if len(hint) == 0 || int(hint[0].depth) > i {
+		return -1
+	}
+	p := hint[0].lo + int32(i) - hint[0].depth
+	if x.valid(p) {
+		return -1
+	}
+	return p
 }
 
 // birth makes positions [lo, hi) a live segment after position q at depth
