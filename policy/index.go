@@ -96,8 +96,10 @@ type ResidentIndex struct {
 	alive []uint64 // LongestPrefix scratch (2 worker sets)
 
 	// Removed records' paths (index_ghost.go), until the next compaction.
-	ghosts    map[ownerKey]ghost
-	ghostRuns []ghostRun
+	ghosts      map[ownerKey]ghost
+	ghostRuns   []ghostRun
+	ghostLive   int // runs of the ghosts in the map
+	ghostBlocks int // blocks of their lists
 
 	// Compaction scratch: the live segment ids in position order, and
 	// each segment's new start.

@@ -166,6 +166,9 @@ func TestIndexMatchesV1(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		withChainMin(t, rapid.SampledFrom([]int{1, 2, 8}).Draw(t, "chainMin"))
 		withKeepDead(t, rapid.SampledFrom([]int{0, 8, 1 << 18}).Draw(t, "keepDead"))
+		oldSlack := ghostSlack
+		ghostSlack = rapid.SampledFrom([]int{0, 4, 1024}).Draw(t, "ghostSlack")
+		defer func() { ghostSlack = oldSlack }()
 		w := drawDiffWorld(t)
 		x, v := NewResidentIndex(w.n), newIndexV1(w.n)
 		if rapid.Bool().Draw(t, "bounded") { // pdemu serve's index

@@ -61,6 +61,31 @@ func TestIndexGhosts(t *testing.T) {
 	require.Equal(t, v.Blocks(), x.Blocks())
 	remove(0, 0)
 
+	// A ghost replaced again and again leaves garbage runs: the slab is
+	// packed (ghostSlack 0), and the ghost still works.
+	old := ghostSlack
+	ghostSlack = 0
+	defer func() { ghostSlack = old }()
+	for i := range 4 {
+		setI(0, 0, a[:12+i])
+		remove(0, 0)
+		require.LessOrEqual(t, len(x.ghostRuns), 2*x.ghostLive)
+	}
+	setI(2, 4, a[:3])
+	check(a[:20], 0, 0, []int{0, 0, 3})
+	remove(2, 4)
+	// Ghosts whose lists hold more than twice the arena's positions (one
+	// list shared by many sessions) are all forgotten.
+	for s := int32(10); s < 10+int32(len(x.keys)); s++ {
+		setI(1, s, a[:20])
+	}
+	for s := int32(10); s < 10+int32(len(x.keys)); s++ {
+		remove(1, s)
+		require.LessOrEqual(t, x.ghostBlocks, 2*len(x.keys))
+	}
+	check(a[:20], 1, 10, []int{0, 0, 0})
+	ghostSlack = old
+
 	x.compact(x.compactLimit(x.live, 0)) // b moves to a's old positions
 	require.Empty(t, x.ghosts, "a compaction forgets the ghosts")
 	remove(1, 1) // and dies there
