@@ -64,13 +64,15 @@ func (x *ResidentIndex) liveFrom(from, to int32) int32 {
 }
 
 // setFlag sets (on) or clears bit f of every element of flags, 8 at a
-// time.
-func setFlag(flags []uint8, f uint8, on bool) {
+// time, and returns the OR of their previous values.
+func setFlag(flags []uint8, f uint8, on bool) uint8 {
 	const ones = 0x0101010101010101
 	m := ones * uint64(f)
+	var had uint64
 	i := 0
 	for ; i+8 <= len(flags); i += 8 {
 		w := binary.LittleEndian.Uint64(flags[i:])
+		had |= w
 		if on {
 			w |= m
 		} else {
@@ -79,12 +81,17 @@ func setFlag(flags []uint8, f uint8, on bool) {
 		binary.LittleEndian.PutUint64(flags[i:], w)
 	}
 	for ; i < len(flags); i++ {
+		had |= uint64(flags[i])
 		if on {
 			flags[i] |= f
 		} else {
 			flags[i] &^= f
 		}
 	}
+	had |= had >> 32
+	had |= had >> 16
+	had |= had >> 8
+	return uint8(had)
 }
 
 // firstFlagged is the index of the first element of flags with bit f set,

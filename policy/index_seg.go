@@ -326,11 +326,11 @@ func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
 	}
 	dups := int32(0)
 	flags := x.flag[lo:hi]
-	// The common case has no flag set (read 8 at a time) and nothing to
-	// clear but posLive to set. A position is off only while its hash has other positions
-	// (posDup) or, after a compaction, keeps its canon entry (posCanon):
-	// checkSegs checks it.
-	if firstFlagged(flags, posCanon|posDup|posOff) != len(flags) {
+	// The positions are flagged live, 8 at a time, and the common case
+	// had no other flag set and has nothing to clear. A position is off
+	// only while its hash has other positions (posDup) or, after a
+	// compaction, keeps its canon entry (posCanon): checkSegs checks it.
+	if setFlag(flags, posLive, true)&(posCanon|posDup|posOff) != 0 {
 		for j, f := range flags {
 			f &^= posOff
 			if f&posCanon != 0 {
@@ -345,7 +345,6 @@ func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
 			}
 		}
 	}
-	setFlag(flags, posLive, true)
 	s.dupc = dups
 	x.dupLive += int(dups)
 	x.live += int(hi - lo)
