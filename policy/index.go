@@ -98,8 +98,9 @@ type ResidentIndex struct {
 	// Removed records' paths (index_ghost.go), until the next compaction.
 	ghosts      map[ownerKey]ghost
 	ghostRuns   []ghostRun
-	ghostLive   int // runs of the ghosts in the map
-	ghostBlocks int // blocks of their lists
+	ghostLive   int        // runs of the ghosts in the map
+	ghostBlocks int        // blocks of their lists
+	ghostOrder  []ownerKey // packGhosts scratch
 
 	// Compaction scratch: the live segment ids in position order, and
 	// each segment's new start.

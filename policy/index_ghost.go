@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"slices"
 	"unsafe"
 )
@@ -87,15 +88,24 @@ func (x *ResidentIndex) keepGhost(k ownerKey, rec record) {
 // variable so tests can make packGhosts and forgetGhosts frequent.
 var ghostSlack = 1024
 
-// packGhosts rebuilds the run slab from the ghosts in the map.
+// packGhosts moves the runs of the ghosts in the map down over the
+// garbage, in place: in order of their offsets, each lands at or below
+// where it was (so the slab, once large enough, is not reallocated).
 func (x *ResidentIndex) packGhosts() {
-	runs := make([]ghostRun, 0, x.ghostLive+ghostSlack)
-	for k, g := range x.ghosts {
-		runs = append(runs, x.ghostRuns[g.off:g.off+g.len]...)
-		g.off = int32(len(runs)) - g.len
-		x.ghosts[k] = g
+	order := x.ghostOrder[:0]
+	for k := range x.ghosts {
+		order = append(order, k)
 	}
-	x.ghostRuns = runs
+	slices.SortFunc(order, func(a, b ownerKey) int { return cmp.Compare(x.ghosts[a].off, x.ghosts[b].off) })
+	w := int32(0)
+	for _, k := range order {
+		g := x.ghosts[k]
+		copy(x.ghostRuns[w:], x.ghostRuns[g.off:g.off+g.len])
+		g.off = w
+		x.ghosts[k] = g
+		w += g.len
+	}
+	x.ghostRuns, x.ghostOrder = x.ghostRuns[:w], order
 }
 
 // ghostOf returns (d, s) = k's ghost's ranges and how long a prefix a
