@@ -47,10 +47,13 @@ type ghostRun struct{ lo, hi, depth int32 }
 // start at its address) until the next compaction. Its runs live in one
 // slab, x.ghostRuns, which a replaced ghost leaves garbage in: the slab is
 // packed when its garbage outweighs its live runs. Every ghost is dropped
-// when their lists hold more than twice as many blocks as the arena has
-// positions (ghosts are a shortcut, not state: the index answers the same
-// without them), so the arrays they keep, and their runs (a run is at
-// least one block), stay within a small multiple of the arena.
+// when their runs outnumber the arena's positions or their lists hold
+// more than 8 times as many blocks (ghosts are a shortcut, not state: the
+// index answers the same without them), so the runs and the arrays they
+// keep stay within a small multiple of the arena. (The lists of one
+// session's ghosts on several workers share their positions: on 1P3D
+// trace A they reach twice the arena's positions, with runs at 3 % of
+// them.)
 
 // keepGhost records the path of (d, s)'s record rec, about to be removed,
 // as its ghost.
@@ -77,7 +80,7 @@ func (x *ResidentIndex) keepGhost(k ownerKey, rec record) {
 	x.ghostLive += int(g.len)
 	x.ghostBlocks += int(g.n)
 	switch {
-	case x.ghostBlocks > 2*len(x.keys)+ghostSlack:
+	case x.ghostLive > len(x.keys)+ghostSlack || x.ghostBlocks > 8*len(x.keys)+ghostSlack:
 		x.forgetGhosts()
 	case len(x.ghostRuns) > 2*x.ghostLive+ghostSlack:
 		x.packGhosts()

@@ -74,14 +74,15 @@ func TestIndexGhosts(t *testing.T) {
 	setI(2, 4, a[:3])
 	check(a[:20], 0, 0, []int{0, 0, 3})
 	remove(2, 4)
-	// Ghosts whose lists hold more than twice the arena's positions (one
-	// list shared by many sessions) are all forgotten.
+	// Ghosts whose lists hold more than 8 times the arena's positions
+	// (one list shared by many sessions) are all forgotten.
 	for s := int32(10); s < 10+int32(len(x.keys)); s++ {
 		setI(1, s, a[:20])
 	}
 	for s := int32(10); s < 10+int32(len(x.keys)); s++ {
 		remove(1, s)
-		require.LessOrEqual(t, x.ghostBlocks, 2*len(x.keys))
+		require.LessOrEqual(t, x.ghostBlocks, 8*len(x.keys))
+		require.LessOrEqual(t, x.ghostLive, len(x.keys))
 	}
 	check(a[:20], 1, 10, []int{0, 0, 0})
 	ghostSlack = old
