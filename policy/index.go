@@ -31,17 +31,23 @@ import "unsafe"
 //     per block;
 //   - a hash table maps a hash to its arena positions (nothing is deleted
 //     from it: a position holds a live node only if it lies in its
-//     segment's range, as in gpu.BlockLRU); a removed run keeps its
-//     positions until the next compaction, and a list that brings the same
-//     run back (a session re-recorded after an eviction) revives it in
-//     place: one probe per run. When the arena is used up, the live
-//     segments are copied to a fresh one and the table rebuilt: O(live
-//     nodes) once per ≥ live new positions;
+//     segment's range, as in gpu.BlockLRU, and is flagged posLive, so
+//     that a scan for live positions reads 8 flags at a time); a removed
+//     run keeps its positions until the next compaction, and a list that
+//     brings the same run back (a session re-recorded after an eviction)
+//     revives it in place: one probe per run. When the arena is used up,
+//     the live segments are copied to a fresh one and the table rebuilt:
+//     O(live nodes) once per ≥ live new positions;
 //   - a hash at one position (prefix chains: the hash of a block names its
 //     whole prefix) is the fast path. A hash at several positions (reused
 //     hashes, duplicates in a list, a chain recorded at another depth) is
 //     flagged dup at each; its holders are the union of its positions',
 //     computed on demand, so answers stay exact on any input;
+//   - a record set by SetImmutable leaves, when removed, a ghost: its
+//     path's arena ranges, valid until the next compaction, so that
+//     OverlapOwned for the session's next request (an evicted session's:
+//     most of an overloaded agentic run's) skips the dead prefix with a
+//     scan of its flags, without a lookup (index_ghost.go);
 //   - Chained (the condition of the chain shortcut in OverlapOwned and
 //     LongestPrefixOwned, which the router counts) keeps the reference's
 //     exact meaning: a hash's canonical (predecessor, depth) is that of the
@@ -88,6 +94,13 @@ type ResidentIndex struct {
 	canon map[uint64]posCtx
 
 	alive []uint64 // LongestPrefix scratch (2 worker sets)
+
+	// Removed records' paths (index_ghost.go), until the next compaction.
+	ghosts      map[ownerKey]ghost
+	ghostRuns   []ghostRun
+	ghostLive   int        // runs of the ghosts in the map
+	ghostBlocks int        // blocks of their lists
+	ghostOrder  []ownerKey // packGhosts scratch
 
 	// Compaction scratch: the live segment ids in position order, and
 	// each segment's new start.
@@ -171,7 +184,7 @@ func (x *ResidentIndex) set(d int, s int32, blocks []uint64, src *uint64) {
 		q = x.release(d, q, common)
 	}
 	if common < len(blocks) {
-		q = x.extend(d, q, blocks, common)
+		q = x.extend(d, q, blocks, common, x.ghostHint(k, rec, src))
 	}
 	x.put(k, rec, blocks, src, common, q+1)
 }
@@ -183,6 +196,7 @@ func (x *ResidentIndex) Remove(d int, s int32) {
 	if !ok {
 		return
 	}
+	x.keepGhost(k, rec)
 	if rec.tail > 0 {
 		x.release(d, rec.tail-1, 0)
 	}

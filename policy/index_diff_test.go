@@ -166,6 +166,9 @@ func TestIndexMatchesV1(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		withChainMin(t, rapid.SampledFrom([]int{1, 2, 8}).Draw(t, "chainMin"))
 		withKeepDead(t, rapid.SampledFrom([]int{0, 8, 1 << 18}).Draw(t, "keepDead"))
+		oldSlack := ghostSlack
+		ghostSlack = rapid.SampledFrom([]int{0, 4, 1024}).Draw(t, "ghostSlack")
+		defer func() { ghostSlack = oldSlack }()
 		w := drawDiffWorld(t)
 		x, v := NewResidentIndex(w.n), newIndexV1(w.n)
 		if rapid.Bool().Draw(t, "bounded") { // pdemu serve's index
@@ -231,6 +234,13 @@ func checkSegs(x *ResidentIndex) error {
 		// fast path relies on it: it clears posOff alone).
 		if f&posOff != 0 && f&(posDup|posCanon) == 0 {
 			return fmt.Errorf("position %d is off but neither dup nor canon", p)
+		}
+	}
+	for p, f := range x.flag {
+		// posLive is exactly "its segment's range covers it".
+		s := &x.segs[x.pseg[p]]
+		if covered := int32(p) >= s.lo && int32(p) < s.hi; covered != (f&posLive != 0) {
+			return fmt.Errorf("position %d: posLive %t, covered by its segment %t", p, f&posLive != 0, covered)
 		}
 	}
 	live := 0

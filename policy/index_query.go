@@ -52,30 +52,46 @@ func (x *ResidentIndex) run(blocks []uint64) (s *iseg, n int, dup bool) {
 }
 
 // deadUntil returns the first position in [from, to) that is live or
-// flagged posDup, or to if there is none. The flags are read 8 at a time,
-// and a segment's range once per run of positions with its id (a dead
-// chain's positions were labelled together), not once per position.
+// flagged posDup, or to if there is none (the flags are read 8 at a time).
 func (x *ResidentIndex) deadUntil(from, to int32) int32 {
-	return x.liveFrom(from, from+int32(firstFlagged(x.flag[from:to], posDup)))
+	return from + int32(firstFlagged(x.flag[from:to], posDup|posLive))
 }
 
 // liveFrom returns the first live position in [from, to), or to if
-// there is none, reading a segment's range once per run of positions
-// with its id (as deadUntil).
+// there is none.
 func (x *ResidentIndex) liveFrom(from, to int32) int32 {
-	ids := x.pseg[from:to]
-	for i := 0; i < len(ids); {
-		id, j := ids[i], i+1
-		for j < len(ids) && ids[j] == id {
-			j++
+	return from + int32(firstFlagged(x.flag[from:to], posLive))
+}
+
+// setFlag sets (on) or clears bit f of every element of flags, 8 at a
+// time, and returns the OR of their previous values.
+func setFlag(flags []uint8, f uint8, on bool) uint8 {
+	const ones = 0x0101010101010101
+	m := ones * uint64(f)
+	var had uint64
+	i := 0
+	for ; i+8 <= len(flags); i += 8 {
+		w := binary.LittleEndian.Uint64(flags[i:])
+		had |= w
+		if on {
+			w |= m
+		} else {
+			w &^= m
 		}
-		s := &x.segs[id]
-		if lo := max(from+int32(i), s.lo); lo < min(from+int32(j), s.hi) {
-			return lo
-		}
-		i = j
+		binary.LittleEndian.PutUint64(flags[i:], w)
 	}
-	return to
+	for ; i < len(flags); i++ {
+		had |= uint64(flags[i])
+		if on {
+			flags[i] |= f
+		} else {
+			flags[i] &^= f
+		}
+	}
+	had |= had >> 32
+	had |= had >> 16
+	had |= had >> 8
+	return uint8(had)
 }
 
 // firstFlagged is the index of the first element of flags with bit f set,
@@ -186,7 +202,8 @@ var chainMin = 8
 func (x *ResidentIndex) OverlapOwned(blocks []uint64, d int, s int32, out []int) int {
 	c, p, n := x.ownedHint(blocks, d, s)
 	if n == 0 {
-		x.Overlap(blocks, out)
+		// No live record to walk: perhaps a removed one's (a ghost).
+		x.Overlap(blocks[x.overlapGhost(blocks, d, s, out):], out)
 		return c
 	}
 	// blocks[:n] is the record's path from the root: walk it up, a

@@ -47,22 +47,22 @@ func TestIndexRevivesOffPositions(t *testing.T) {
 	do(false, 0, 0)      // the first k dies
 	compact()            // and is dropped: the second is k's only position
 	p := x.first(k)
-	require.Equal(t, uint8(posOff|posCanon), x.flag[p], "k's only position: off, keeping its canon entry")
+	require.Equal(t, uint8(posOff|posCanon|posLive), x.flag[p], "k's only position: off, keeping its canon entry")
 	require.False(t, x.Chained())
 	do(false, 1, 1)
 	do(true, 2, 2, b, k) // revived: on its context now, the entry dropped
 	require.Equal(t, p, x.first(k), "revived in place")
-	require.Zero(t, x.flag[p])
+	require.Equal(t, uint8(posLive), x.flag[p], "live, no other flag")
 	require.True(t, x.Chained())
 	do(true, 3, 3, c, k) // a third context: the entry is recorded again
 	require.False(t, x.Chained())
 	do(false, 2, 2) // the canonical k dies
 	compact()
 	q := x.first(k)
-	require.Equal(t, uint8(posOff|posCanon), x.flag[q])
+	require.Equal(t, uint8(posOff|posCanon|posLive), x.flag[q])
 	do(false, 3, 3)
 	do(true, 1, 4, c, k)
 	require.Equal(t, q, x.first(k), "revived in place")
-	require.Zero(t, x.flag[q])
+	require.Equal(t, uint8(posLive), x.flag[q], "live, no other flag")
 	require.True(t, x.Chained())
 }

@@ -30,6 +30,7 @@ const (
 	posDup   = 1 << iota // the hash has other positions in the table
 	posOff               // its occurrences are off the hash's canonical context
 	posCanon             // the hash has a canon entry (set by compaction only)
+	posLive              // the position holds a live node (its segment's range covers it)
 )
 
 // posCtx is an occurrence's context: its predecessor (0 at depth 0) and
@@ -40,10 +41,7 @@ type posCtx struct {
 }
 
 // valid reports whether position p holds a live node.
-func (x *ResidentIndex) valid(p int32) bool {
-	s := &x.segs[x.pseg[p]]
-	return p >= s.lo && p < s.hi
-}
+func (x *ResidentIndex) valid(p int32) bool { return x.flag[p]&posLive != 0 }
 
 // ctx is the context of live (or being born) position p.
 func (x *ResidentIndex) ctx(p int32) posCtx {
@@ -210,8 +208,9 @@ func (x *ResidentIndex) release(d int, p int32, common int) int32 {
 // extend adds one list of d along blocks[i:] after position q (a
 // segment's end, or -1 for a root) and returns the position of its last
 // node, a segment's end. The arena has room for len(blocks)-i new
-// positions (reserve).
-func (x *ResidentIndex) extend(d int, q int32, blocks []uint64, i int) int32 {
+// positions (reserve). hint is where blocks lay before (a ghost's ranges,
+// see create), or nil.
+func (x *ResidentIndex) extend(d int, q int32, blocks []uint64, i int, hint []ghostRun) int32 {
 	for i < len(blocks) {
 		id := x.child(q, blocks[i])
 		if id < 0 {
@@ -227,7 +226,7 @@ func (x *ResidentIndex) extend(d int, q int32, blocks []uint64, i int) int32 {
 		i += m
 	}
 	if i < len(blocks) {
-		q = x.create(int32(d), q, blocks, i)
+		q = x.create(int32(d), q, blocks, i, hint)
 	}
 	return q
 }
@@ -254,7 +253,11 @@ func (x *ResidentIndex) child(q int32, k uint64) int32 {
 // create adds one list of d along blocks[i:], none of whose nodes exist,
 // after position q, reviving runs of dead positions that hold the same
 // hashes and appending the rest, and returns the last node's position.
-func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int) int32 {
+// hint, when not nil, is the ranges, root first, of a ghost whose list
+// blocks agrees with (the session's record, removed, set again): a dead
+// position of its ranges holds the block at its depth, so the run from
+// there is revived without a lookup or a comparison.
+func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int, hint []ghostRun) int32 {
 	n := len(blocks)
 	depth := int32(i)
 	for i < n {
@@ -262,7 +265,13 @@ func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int) int32 {
 		// else appended up to the next hash that has one.
 		lo := int32(len(x.keys))
 		var hi int32
-		if p := x.place(blocks[i], lo); p >= 0 {
+		for len(hint) > 0 && int(hint[0].depth+hint[0].hi-hint[0].lo) <= i {
+			hint = hint[1:]
+		}
+		if p := x.hinted(hint, i, n); p >= 0 {
+			r := hint[0]
+			lo, hi = p, x.liveFrom(p+1, r.lo+min(r.hi-r.lo, int32(n)-r.depth))
+		} else if p := x.place(blocks[i], lo); p >= 0 {
 			// The dead run that follows p and holds the next blocks:
 			// compare the hashes, then stop at the first live position.
 			m := hashrun.Prefix(blocks[i+1:], x.keys[p+1:])
@@ -291,6 +300,19 @@ func (x *ResidentIndex) create(d, q int32, blocks []uint64, i int) int32 {
 	return q
 }
 
+// hinted returns the position of depth i in hint[0] (the first range
+// that reaches past i) if it is dead, else -1.
+func (x *ResidentIndex) hinted(hint []ghostRun, i, n int) int32 {
+	if len(hint) == 0 || int(hint[0].depth) > i {
+		return -1
+	}
+	p := hint[0].lo + int32(i) - hint[0].depth
+	if x.valid(p) {
+		return -1
+	}
+	return p
+}
+
 // birth makes positions [lo, hi) a live segment after position q at depth
 // depth, with one list of d through it.
 func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
@@ -303,11 +325,11 @@ func (x *ResidentIndex) birth(lo, hi, q, depth, d int32) {
 	}
 	dups := int32(0)
 	flags := x.flag[lo:hi]
-	// The common case has no flag set (read 8 at a time) and nothing to
-	// clear. A position is off only while its hash has other positions
-	// (posDup) or, after a compaction, keeps its canon entry (posCanon):
-	// checkSegs checks it.
-	if firstFlagged(flags, posCanon|posDup|posOff) != len(flags) {
+	// The positions are flagged live, 8 at a time, and the common case
+	// had no other flag set and has nothing to clear. A position is off
+	// only while its hash has other positions (posDup) or, after a
+	// compaction, keeps its canon entry (posCanon): checkSegs checks it.
+	if setFlag(flags, posLive, true)&(posCanon|posDup|posOff) != 0 {
 		for j, f := range flags {
 			f &^= posOff
 			if f&posCanon != 0 {
@@ -434,6 +456,7 @@ func (x *ResidentIndex) death(id int32) {
 	s := &x.segs[id]
 	lo, hi := s.lo, s.hi
 	x.live -= int(hi - lo)
+	setFlag(x.flag[lo:hi], posLive, false)
 	if s.hd < 0 {
 		x.hsets[^s.hd] = x.hsets[^s.hd][:0]
 		x.hfree = append(x.hfree, ^s.hd)

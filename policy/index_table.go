@@ -254,6 +254,7 @@ func (x *ResidentIndex) grow(limit int) {
 // live heap, 114 → 106 MB).
 func (x *ResidentIndex) compact(limit int) {
 	x.compactions++
+	x.forgetGhosts()
 	// The live segments in position order (sorting the segments is
 	// cheaper than scanning the arena, which is mostly dead), and where
 	// each goes.
@@ -309,7 +310,7 @@ func (x *ResidentIndex) compact(limit int) {
 		copy(keys[lo:lo+n], x.keys[s.lo:s.hi])
 		for i := range n {
 			pseg[lo+i] = id
-			flag[lo+i] = x.flag[s.lo+i] & posOff
+			flag[lo+i] = x.flag[s.lo+i]&posOff | posLive
 		}
 		s.lo, s.hi, s.dupc = lo, lo+n, 0
 	}

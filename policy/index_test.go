@@ -232,12 +232,15 @@ func TestSetImmutableSharedArray(t *testing.T) {
 	}
 }
 
-// TestFlagWords: firstFlagged, which reads the position flags 8 at a
-// time, against a byte-at-a-time loop.
+// TestFlagWords: firstFlagged and setFlag, which read the position flags
+// 8 at a time, against byte-at-a-time loops (the flags past the slice's
+// end, within its capacity, must be neither read nor written).
 func TestFlagWords(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		flags := rapid.SliceOfN(rapid.Uint8Range(0, 7), 0, 40).Draw(t, "flags")
-		f := uint8(rapid.SampledFrom([]int{posDup, posOff, posCanon, posDup | posCanon, posDup | posOff | posCanon}).Draw(t, "f"))
+		all := rapid.SliceOfN(rapid.Uint8Range(0, 15), 0, 48).Draw(t, "flags")
+		n := rapid.IntRange(0, len(all)).Draw(t, "len")
+		flags := all[:n]
+		f := uint8(rapid.SampledFrom([]int{posDup, posOff, posCanon, posLive, posDup | posCanon, posDup | posLive, posDup | posOff | posCanon}).Draw(t, "f"))
 		want := len(flags)
 		for i, g := range flags {
 			if g&f != 0 {
@@ -246,7 +249,21 @@ func TestFlagWords(t *testing.T) {
 			}
 		}
 		if got := firstFlagged(flags, f); got != want {
-			t.Fatalf("firstFlagged(%v, %d) = %d, want %d", flags, f, got, want)
+			t.Fatalf("firstFlagged(%v (cap %v), %d) = %d, want %d", flags, all, f, got, want)
+		}
+		on := rapid.Bool().Draw(t, "on")
+		var had uint8
+		wantSet := slices.Clone(all)
+		for i := range flags {
+			had |= flags[i]
+			if on {
+				wantSet[i] |= f
+			} else {
+				wantSet[i] &^= f
+			}
+		}
+		if got := setFlag(flags, f, on); got != had || !slices.Equal(all, wantSet) {
+			t.Fatalf("setFlag(%v, %d, %v) = %d, %v; want %d, %v", flags, f, on, got, all, had, wantSet)
 		}
 	})
 }
