@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/internal/idmap"
 	"github.com/pdemu/pdemu/topology"
 	"github.com/pdemu/pdemu/workload"
 )
@@ -18,8 +19,8 @@ type driverNode struct {
 	router    Addr
 	collector Addr
 	done      bool
-	faults    *injector          // nil: no faults
-	live      map[int64]*gpu.Job // released, not ended (Cluster.InFlight)
+	faults    *injector              // nil: no faults
+	live      idmap.Window[*gpu.Job] // released, not ended, by request id (Cluster.InFlight)
 	released  int
 	jobs      []gpu.Job // newJob's slab
 	// external: the run is open-ended (Cluster.OpenEnded): requests also
@@ -59,7 +60,7 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 		n.send(n.router, NewJob{job}, 0)
 		err = n.drv.Released(m.Req, now)
 	case RequestEnded:
-		delete(n.live, m.Req.ID)
+		n.live.Delete(m.Req.ID)
 		err = n.drv.Ended(m.Req, now)
 	case EndOfInput:
 		if n.open {
@@ -71,7 +72,7 @@ func (n *driverNode) Handle(now time.Duration, msg any) Ready {
 		// until its input ends, however idle it is meanwhile, and on
 		// while a request it released is in flight (one waiting for a
 		// restart after the input ended would otherwise wait for ever).
-		n.faults.tick(&n.outbox, now, n.open || len(n.live) > 0 || (!n.done && !n.drv.Done()))
+		n.faults.tick(&n.outbox, now, n.open || n.live.Len() > 0 || (!n.done && !n.drv.Done()))
 	}
 	rels := n.drv.Ready()
 	if err != nil {

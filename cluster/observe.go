@@ -3,13 +3,13 @@ package cluster
 import (
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
 	"github.com/pdemu/pdemu/internal/freelist"
+	"github.com/pdemu/pdemu/internal/idmap"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/policy"
 )
@@ -28,13 +28,13 @@ import (
 // recorded but whose RequestEnded had not reached the driver yet is not).
 // Call it after the runtime stopped delivering.
 func (c *Cluster) InFlight() []*gpu.Job {
-	out := make([]*gpu.Job, 0, len(c.driver.live))
-	for id, j := range c.driver.live {
+	out := make([]*gpu.Job, 0, c.driver.live.Len())
+	c.driver.live.Ascend(func(id int64, j *gpu.Job) bool {
 		if !c.collector.col.Seen(id) {
 			out = append(out, j)
 		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Req.ID < out[j].Req.ID })
+		return true
+	})
 	return out
 }
 
@@ -44,10 +44,7 @@ func (c *Cluster) Released() int { return c.driver.released }
 
 // track records a released job (driver).
 func (n *driverNode) track(j *gpu.Job) {
-	if n.live == nil {
-		n.live = map[int64]*gpu.Job{}
-	}
-	n.live[j.Req.ID] = j
+	n.live.Put(j.Req.ID, j)
 	j.Released = int64(n.released)
 	n.released++
 }
@@ -92,8 +89,8 @@ type routerObs struct {
 	// run's collector takes a request's line when it ends (TakeRouteLog),
 	// on its own goroutine.
 	mu      sync.Mutex
-	pending map[int64]*pdLog
-	lines   map[int64][]byte
+	pending idmap.Window[*pdLog] // by request id: the logs still being routed
+	lines   idmap.Window[[]byte] // by request id: the lines of routed requests
 	before  policy.SessionStats
 	scratch []policy.Candidate // Explain's, reused within one Handle call
 	top     []int              // try's, the indexes into cands it keeps
@@ -150,8 +147,7 @@ type pdCand struct {
 // candidates by Algorithm 1's key (k ≤ 0: every one). name is the
 // policy's name. Without log the router does no Explain work at all.
 func (n *routerNode) Observe(ev *metrics.RouterRecorder, log bool, k int, name string, prefill, decode []string) {
-	o := &routerObs{ev: ev, log: log, k: k, policy: name, prefill: prefill, decode: decode,
-		pending: map[int64]*pdLog{}, lines: map[int64][]byte{}}
+	o := &routerObs{ev: ev, log: log, k: k, policy: name, prefill: prefill, decode: decode}
 	o.stats, _ = n.pol.(statsPolicy)
 	o.explain, _ = n.pol.(explainer)
 	if k, ok := n.pol.(interface{ Config() policy.KVCConfig }); ok {
@@ -183,7 +179,7 @@ func (o *routerObs) begin(ds *policy.Dispatch, fresh bool) []policy.Candidate {
 		*l = pdLog{ID: r.ID, Session: r.SessionName, Turn: r.Turn, InputTokens: r.InputLen,
 			Policy: o.policy, Tries: tries}
 		o.mu.Lock()
-		o.pending[r.ID] = l
+		o.pending.Put(r.ID, l)
 		o.mu.Unlock()
 		if o.explain != nil {
 			o.scratch = o.explain.Explain(ds, o.scratch[:0])
@@ -198,7 +194,7 @@ func (o *routerObs) begin(ds *policy.Dispatch, fresh bool) []policy.Candidate {
 func (o *routerObs) lost(now time.Duration, ds *policy.Dispatch, d int, reason string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	l := o.pending[ds.Req.ID]
+	l, _ := o.pending.Get(ds.Req.ID)
 	if l == nil {
 		return
 	}
@@ -213,7 +209,7 @@ func (o *routerObs) reply(m AdmitReply) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	l := o.pending[m.DS.Req.ID]
+	l, _ := o.pending.Get(m.DS.Req.ID)
 	if l == nil || len(l.Tries) == 0 {
 		return
 	}
@@ -250,7 +246,7 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	l := o.pending[ds.Req.ID]
+	l, _ := o.pending.Get(ds.Req.ID)
 	if l == nil {
 		return
 	}
@@ -281,8 +277,8 @@ func (o *routerObs) step(now time.Duration, ds *policy.Dispatch, st policy.Step,
 			l.FallbackReason = "no untried decode worker"
 		}
 	}
-	delete(o.pending, ds.Req.ID)
-	o.lines[ds.Req.ID] = o.enc.encodeLog(l)
+	o.pending.Delete(ds.Req.ID)
+	o.lines.Put(ds.Req.ID, o.enc.encodeLog(l))
 	o.free = append(o.free, l)
 }
 
@@ -443,15 +439,15 @@ func (c *Cluster) routeLog(id int64, take bool) []byte {
 	o := c.router.obs
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	b, ok := o.lines[id]
+	b, ok := o.lines.Get(id)
 	if !ok {
-		if l := o.pending[id]; l != nil {
+		if l, _ := o.pending.Get(id); l != nil {
 			b = marshalLog(l)
 		}
 	}
 	if take {
-		delete(o.lines, id)
-		delete(o.pending, id)
+		o.lines.Delete(id)
+		o.pending.Delete(id)
 	}
 	return b
 }

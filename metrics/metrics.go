@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/internal/idmap"
 	"github.com/pdemu/pdemu/policy"
 )
 
@@ -213,35 +214,29 @@ func (c *Collector) Seen(id int64) bool { return c.seen.has(id) }
 // one: its size is the run's disorder, not its length.
 type idSet struct {
 	low   int64
-	above map[int64]struct{}
+	above idmap.Window[struct{}]
 }
 
 func (s *idSet) has(id int64) bool {
 	if id >= 0 && id < s.low {
 		return true
 	}
-	_, ok := s.above[id]
+	_, ok := s.above.Get(id)
 	return ok
 }
 
 func (s *idSet) add(id int64) {
 	if id != s.low {
-		if s.above == nil {
-			s.above = map[int64]struct{}{}
-		}
-		s.above[id] = struct{}{}
+		s.above.Put(id, struct{}{})
 		return
 	}
 	s.low++
-	for len(s.above) > 0 {
-		if _, ok := s.above[s.low]; !ok {
+	for s.above.Len() > 0 {
+		if _, ok := s.above.Get(s.low); !ok {
 			break
 		}
-		delete(s.above, s.low)
+		s.above.Delete(s.low)
 		s.low++
-	}
-	if len(s.above) == 0 {
-		s.above = nil // a map never shrinks: let a burst's go
 	}
 }
 

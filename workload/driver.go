@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pdemu/pdemu/effect"
+	"github.com/pdemu/pdemu/internal/idmap"
 )
 
 // Release asks the caller to hand Req to the router at emulated time At.
@@ -38,9 +39,9 @@ type Driver struct {
 	eof    bool
 
 	// closed loop
-	starts         []*Request              // turn-0 requests read but not yet scheduled
-	queued         map[int32]*readAhead    // later turns read ahead, per session
-	waiting        map[int32]time.Duration // session whose predecessor ended at time t but whose next turn was not read yet
+	starts         []*Request                 // turn-0 requests read but not yet scheduled
+	queued         idmap.Dense[*readAhead]    // later turns read ahead, per session
+	waiting        idmap.Dense[time.Duration] // session whose predecessor ended at time t but whose next turn was not read yet
 	startScheduled bool
 
 	read     int
@@ -67,7 +68,6 @@ type Driver struct {
 func NewDriver(src Source, closedLoop bool) *Driver {
 	d := &Driver{
 		src: src, closed: closedLoop,
-		queued: map[int32]*readAhead{}, waiting: map[int32]time.Duration{},
 	}
 	if c, ok := src.(ClientCapper); ok {
 		d.SetClientCap(c.ClientCap())
@@ -148,6 +148,12 @@ func (d *Driver) scheduleStart(now time.Duration) error {
 	return nil
 }
 
+// isQueued reports whether session s has later turns read ahead.
+func (d *Driver) isQueued(s int32) bool {
+	q, _ := d.queued.Get(s)
+	return q != nil
+}
+
 // readOne reads one request in closed loop and files it.
 func (d *Driver) readOne(now time.Duration) error {
 	r, err := d.pull()
@@ -158,12 +164,12 @@ func (d *Driver) readOne(now time.Duration) error {
 		d.starts = append(d.starts, r)
 		return nil
 	}
-	if t, ok := d.waiting[r.Session]; ok && d.queued[r.Session] == nil {
-		delete(d.waiting, r.Session)
+	if t, ok := d.waiting.Get(r.Session); ok && !d.isQueued(r.Session) {
+		d.waiting.Delete(r.Session)
 		d.out = append(d.out, Release{Req: r, At: max(now, t+r.Think)})
 		return nil
 	}
-	q := d.queued[r.Session]
+	q, _ := d.queued.Get(r.Session)
 	if q == nil {
 		if n := len(d.spareQ); n > 0 {
 			q, d.spareQ[n-1] = d.spareQ[n-1], nil
@@ -171,7 +177,7 @@ func (d *Driver) readOne(now time.Duration) error {
 		} else {
 			q = &readAhead{}
 		}
-		d.queued[r.Session] = q
+		d.queued.Put(r.Session, q)
 	}
 	q.push(r)
 	return nil
@@ -206,7 +212,7 @@ func (d *Driver) ended1(r *Request, now time.Duration) error {
 	if !d.closed {
 		return nil
 	}
-	if q := d.queued[r.Session]; q != nil {
+	if q, _ := d.queued.Get(r.Session); q != nil {
 		if len(d.reqs) == 0 {
 			d.reqs = make([]Request, reqSlab)
 		}
@@ -215,7 +221,7 @@ func (d *Driver) ended1(r *Request, now time.Duration) error {
 			d.reqs = d.reqs[1:]
 		}
 		if q.len() == 0 {
-			delete(d.queued, r.Session)
+			d.queued.Delete(r.Session)
 			q.base, q.name = nil, "" // let the session's blocks go
 			if cap(q.held) > 256 {
 				q.held = nil // an overloaded run's long queue: not kept for reuse
@@ -229,16 +235,16 @@ func (d *Driver) ended1(r *Request, now time.Duration) error {
 		return nil
 	}
 	// The next turn (if any) was not read yet: read ahead until it shows up.
-	d.waiting[r.Session] = now
+	d.waiting.Put(r.Session, now)
 	for !d.eof {
-		if _, ok := d.waiting[r.Session]; !ok {
+		if _, ok := d.waiting.Get(r.Session); !ok {
 			break
 		}
 		if err := d.readOne(now); err != nil {
 			return err
 		}
 	}
-	delete(d.waiting, r.Session)
+	d.waiting.Delete(r.Session)
 	// Reading ahead may have found the next session start.
 	return d.scheduleStart(now)
 }
