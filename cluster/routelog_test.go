@@ -185,4 +185,3 @@ func TestRankIsCandLess(t *testing.T) {
 		}
 	})
 }
-
