@@ -3,12 +3,11 @@ package actors
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/pdemu/pdemu/cluster"
 	"github.com/pdemu/pdemu/gpu"
+	"github.com/pdemu/pdemu/internal/idmap"
 	"github.com/pdemu/pdemu/metrics"
 	"github.com/pdemu/pdemu/policy"
 	"github.com/pdemu/pdemu/topology"
@@ -93,8 +92,9 @@ func summarize(res *Result, spec *topology.Spec, cl *cluster.Cluster, src worklo
 	}
 	tally.AttachWorkers(&sum, cl.Workers()) // request counts and shares (fused workers too)
 	sum.PerBucket = tally.Buckets()
-	if st := cl.Sessions(); st != nil {
-		res.Sessions, sum.Router = sessionRows(tally.Sessions(), st)
+	var st idmap.Dense[policy.SessionStats]
+	if cl.Sessions(st.Put) {
+		res.Sessions, sum.Router = sessionRows(tally, &st)
 		if n, f, mx := cl.ForgottenSessions(); n > 0 { // pdemu serve: idle sessions forgotten
 			r := sum.Router
 			r.SessionsForgotten = n
@@ -155,12 +155,11 @@ func check(res *Result, cl *cluster.Cluster, runErr, nodeErr error, deadLetters 
 
 // sessionRows joins the router's per-session counters with the records'
 // (by), in session index order (deterministic output).
-func sessionRows(by map[int32]*metrics.SessionCount, st map[int32]policy.SessionStats) ([]metrics.SessionRow, *metrics.RouterTotals) {
-	idx := slices.Sorted(maps.Keys(by))
-	rows := make([]metrics.SessionRow, 0, len(idx))
+func sessionRows(by *metrics.Tally, st *idmap.Dense[policy.SessionStats]) ([]metrics.SessionRow, *metrics.RouterTotals) {
+	rows := make([]metrics.SessionRow, 0, by.NumSessions())
 	tot := &metrics.RouterTotals{}
-	for _, s := range idx {
-		a, c := by[s], st[s]
+	for s, a := range by.Sessions() {
+		c, _ := st.Get(s)
 		rows = append(rows, metrics.SessionRow{Session: a.Name, Requests: a.Requests, Direct: a.Direct,
 			Migrations: c.Migrations, Blacklists: c.Blacklists, Fallbacks: c.Fallbacks, Rejections: c.Rejections})
 		tot.Migrations += c.Migrations

@@ -94,13 +94,15 @@ func (c *Cluster) OpenEnded() { c.driver.external, c.driver.open = true, true }
 // Workers summarises every worker after the run (Requests not counted).
 func (c *Cluster) Workers() []metrics.WorkerSummary { return c.workers() }
 
-// Sessions returns the router's per-session counters after the run, or
-// nil when the policy keeps none.
-func (c *Cluster) Sessions() map[int32]policy.SessionStats {
+// Sessions calls f with the router's counters of each session it keeps
+// (in no particular order) and reports whether the policy keeps any:
+// false, and no call, when it keeps none. Call it after the run, or from
+// the router's goroutine.
+func (c *Cluster) Sessions(f func(s int32, st policy.SessionStats)) bool {
 	if c.router == nil {
-		return nil
+		return false
 	}
-	return c.router.sessions()
+	return c.router.sessions(f)
 }
 
 func names(ws []topology.Worker) []string {

@@ -147,14 +147,12 @@ func (n *routerNode) Handle(now time.Duration, msg any) Ready {
 }
 
 // sessions returns the policy's per-session counters (nil if it has none).
-func (n *routerNode) sessions() map[int32]policy.SessionStats {
+func (n *routerNode) sessions(f func(s int32, st policy.SessionStats)) bool {
 	k, ok := n.pol.(sessionPolicy)
-	if !ok {
-		return nil
+	if ok {
+		k.Sessions(f)
 	}
-	out := map[int32]policy.SessionStats{}
-	k.Sessions(func(s int32, st policy.SessionStats) { out[s] = st })
-	return out
+	return ok
 }
 
 // NewRouter returns a P/D router node running pol over the prefill and

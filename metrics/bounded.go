@@ -295,7 +295,7 @@ func (t *Tally) boundSLOSummary(slo SLO, s Summary) *SLOSummary {
 		out.GoodputRPS = round4(float64(out.Met) / s.EmulatedSeconds)
 	}
 	out.Sessions, out.SessionsMet = b.forgot.sloSessions, b.forgot.sloMet
-	for _, sc := range t.sessions {
+	for _, sc := range t.sessions.All() {
 		if sc.slo != 0 {
 			out.Sessions++
 			if sc.slo == 1 {
@@ -356,11 +356,11 @@ func (t *Tally) Forget(s int32) {
 	if t.b == nil {
 		return
 	}
-	sc := t.sessions[s]
+	sc, _ := t.sessions.Get(s)
 	if sc == nil {
 		return
 	}
-	delete(t.sessions, s)
+	t.sessions.Delete(s)
 	t.b.forgot.sessions++
 	if sc.slo != 0 {
 		t.b.forgot.sloSessions++

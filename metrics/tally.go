@@ -1,10 +1,12 @@
 package metrics
 
 import (
+	"iter"
 	"math"
 	"sort"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/idmap"
 	"github.com/pdemu/pdemu/policy"
 )
 
@@ -42,7 +44,7 @@ type Tally struct {
 	buckets     []*bucketTally // by bucket index
 
 	pCount, dCount map[string]int
-	sessions       map[int32]*SessionCount
+	sessions       idmap.Dense[*SessionCount]
 
 	windows Arrivals
 
@@ -82,7 +84,7 @@ type bucketTally struct {
 func NewTally(faultsAt ...time.Duration) *Tally {
 	return &Tally{failReasons: map[string]int{}, modes: map[string]int{}, noParts: map[int]bool{},
 		bucketIdx: map[string]uint16{}, pCount: map[string]int{}, dCount: map[string]int{},
-		sessions: map[int32]*SessionCount{}, rec: newRecovery(faultsAt), windows: Arrivals{}}
+		rec: newRecovery(faultsAt), windows: Arrivals{}}
 }
 
 // TallyOf tallies recs (in-memory runs: the same computation as a
@@ -109,10 +111,10 @@ func (t *Tally) Add(r *Record) {
 		t.dCount[r.D]++
 	}
 	direct := !r.Failed && r.Mode == policy.ModeDirect.String()
-	sc := t.sessions[r.SessionIdx]
+	sc, _ := t.sessions.Get(r.SessionIdx)
 	if sc == nil {
 		sc = &SessionCount{Name: r.Session}
-		t.sessions[r.SessionIdx] = sc
+		t.sessions.Put(r.SessionIdx, sc)
 	}
 	sc.Requests++
 	if direct {
@@ -384,8 +386,11 @@ func (t *Tally) AttachWorkers(s *Summary, workers []WorkerSummary) {
 	attachWorkers(s, workers, t.pCount, t.dCount)
 }
 
-// Sessions returns each session's counts by session index.
-func (t *Tally) Sessions() map[int32]*SessionCount { return t.sessions }
+// Sessions yields each session's index and counts, by ascending index.
+func (t *Tally) Sessions() iter.Seq2[int32, *SessionCount] { return t.sessions.All() }
+
+// NumSessions is the number of sessions Sessions yields.
+func (t *Tally) NumSessions() int { return t.sessions.Len() }
 
 // Recover is Recover with the records tallied: each fault's time must
 // have been given to NewTally.

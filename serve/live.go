@@ -215,12 +215,12 @@ func Watch(spec *topology.Spec, cl *cluster.Cluster, br *Bridge, onEnd func(*gpu
 				}
 				last = time.Now()
 				var rs RouterState
-				for _, st := range cl.Sessions() {
+				cl.Sessions(func(_ int32, st policy.SessionStats) {
 					rs.Migrations += int64(st.Migrations)
 					rs.Fallbacks += int64(st.Fallbacks)
 					rs.Blacklists += int64(st.Blacklists)
 					rs.Rejections += int64(st.Rejections)
-				}
+				})
 				// The sessions the router forgot (served runs): their
 				// counters stay in the totals, which never go down.
 				nf, f, _ := cl.ForgottenSessions()

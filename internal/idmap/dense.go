@@ -1,5 +1,11 @@
 package idmap
 
+import (
+	"iter"
+	"maps"
+	"slices"
+)
+
 // Dense maps int32 indices to V: indices in [0, denseMax) index a slice
 // (which grows to the highest one put), others a map. The zero Dense is
 // empty and ready.
@@ -59,5 +65,29 @@ func (d *Dense[V]) Delete(i int32) {
 	}
 	if d.other != nil {
 		delete(d.other, i)
+	}
+}
+
+// All yields the indices held and their values in ascending index order.
+// The Dense must not change while it runs.
+func (d *Dense[V]) All() iter.Seq2[int32, V] {
+	return func(yield func(int32, V) bool) {
+		other := slices.Sorted(maps.Keys(d.other))
+		k := 0
+		for ; k < len(other) && other[k] < 0; k++ {
+			if !yield(other[k], d.other[other[k]]) {
+				return
+			}
+		}
+		for i := range d.s {
+			if s := &d.s[i]; s.set && !yield(int32(i), s.v) {
+				return
+			}
+		}
+		for ; k < len(other); k++ {
+			if !yield(other[k], d.other[other[k]]) {
+				return
+			}
+		}
 	}
 }

@@ -92,6 +92,12 @@ func TestDenseEqualsMap(t *testing.T) {
 			require.Equal(t, r, g)
 			require.Equal(t, len(ref), d.Len())
 		}
+		var got []int32
+		for i, v := range d.All() {
+			require.Equal(t, ref[i], v)
+			got = append(got, i)
+		}
+		require.Equal(t, slices.Sorted(maps.Keys(ref)), got)
 	})
 }
 
