@@ -126,12 +126,18 @@ func readLimited(name string) ([]byte, error) {
 // layer parses filename (and, following extends, its bases) and returns
 // the merged body. files lists every parsed file, the top one first.
 func layer(p *hclparse.Parser, filename string, src []byte, opts Options, depth int, files *[]*hcl.File) (*hclsyntax.Body, hcl.Diagnostics) {
+	parsed := src
 	if !shipped(filename, src) {
 		if diags := checkSource(filename, src); diags.HasErrors() {
 			return nil, diags
 		}
+	} else if blankShipped {
+		parsed = blankComments(src) // the same tokens, lines and columns, no comment text (comments.go)
 	}
-	file, diags := p.ParseHCL(src, filename)
+	file, diags := p.ParseHCL(parsed, filename)
+	if file != nil {
+		file.Bytes = src // diagnostics quote the file as it is
+	}
 	if diags.HasErrors() || file == nil {
 		return nil, diags
 	}
