@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"time"
 
+	"github.com/pdemu/pdemu/internal/varint"
+
 	"github.com/pdemu/pdemu/metrics"
 )
 
@@ -92,13 +94,13 @@ func (c *evictCursor) next() (metrics.EvictionRow, bool) {
 		b = l.data[c.c]
 	}
 	v := func() int64 {
-		x, k := binary.Varint(b[c.off:])
+		x, k := varint.Varint(b[c.off:])
 		c.off += k
 		return x
 	}
 	c.at += time.Duration(v())
 	tokens := v()
-	ci, k := binary.Uvarint(b[c.off:])
+	ci, k := varint.Uvarint(b[c.off:])
 	c.off += k
 	r := metrics.EvictionRow{At: c.at, Session: l.names[c.i/evictNameChunk][c.i%evictNameChunk],
 		Tokens: int(tokens), Cause: l.causes[ci], For: v()}

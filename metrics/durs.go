@@ -3,6 +3,8 @@ package metrics
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/varint"
 )
 
 // durs is an append-only list of durations stored as varints (zig-zag)
@@ -53,7 +55,7 @@ func (it *dursIter) next() time.Duration {
 		it.c, it.off = it.c+1, 0
 		b = it.d.chunks[it.c]
 	}
-	v, k := binary.Varint(b[it.off:])
+	v, k := varint.Varint(b[it.off:])
 	it.off += k
 	return time.Duration(v)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/varint"
 )
 
 // LinkRecorder collects links.csv: the state of every NIC each time it
@@ -334,15 +336,15 @@ func (it *linkIter) next() (linkPt, bool) {
 		return linkPt{}, false
 	}
 	b := it.lc.chunks[it.c]
-	dt, n := binary.Varint(b[it.off:])
+	dt, n := varint.Varint(b[it.off:])
 	it.off += n
-	inFlight, n := binary.Varint(b[it.off:])
+	inFlight, n := varint.Varint(b[it.off:])
 	it.off += n
-	ri, n := binary.Uvarint(b[it.off:])
+	ri, n := varint.Uvarint(b[it.off:])
 	it.off += n
-	active, n := binary.Varint(b[it.off:])
+	active, n := varint.Varint(b[it.off:])
 	it.off += n
-	nic, n := binary.Uvarint(b[it.off:])
+	nic, n := varint.Uvarint(b[it.off:])
 	it.off += n
 	it.t += time.Duration(dt)
 	return linkPt{t: it.t, inFlight: inFlight, rate: it.rates[ri], active: int32(active), nic: int32(nic)}, true

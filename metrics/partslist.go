@@ -3,6 +3,8 @@ package metrics
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/varint"
 )
 
 // partsList is the seven TTFT parts of each completed request, in the
@@ -79,7 +81,7 @@ func (it *partsIter) next(ttft time.Duration) (p [7]time.Duration) {
 		if mask&partsDerived != 0 && (mask&0x7f)>>(k+1) == 0 { // the last non-zero part: derived
 			break
 		}
-		v, n := binary.Varint(b[it.off:])
+		v, n := varint.Varint(b[it.off:])
 		it.off += n
 		p[k] = time.Duration(v)
 		sum += p[k]

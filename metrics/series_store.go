@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/pdemu/pdemu/internal/varint"
 )
 
 // Series is a worker's step-function time series: it stores only change
@@ -256,7 +258,7 @@ func (it *ptIter) next() (Sample, bool) {
 	}
 	var d [4]int64
 	for k := range d {
-		v, n := binary.Varint(it.b[it.off:])
+		v, n := varint.Varint(it.b[it.off:])
 		d[k] = v
 		it.off += n
 	}
