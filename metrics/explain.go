@@ -54,7 +54,7 @@ func tailInPlace(s []time.Duration) Tail {
 	if len(s) == 0 {
 		return Tail{}
 	}
-	slices.Sort(s)
+	sortDurations(s)
 	var sum float64
 	for _, d := range s {
 		sum += float64(d)

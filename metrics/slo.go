@@ -203,7 +203,7 @@ func (t *Tally) quarterTTFT() (first, last float64) {
 	}
 	arr := t.scratchFor(n)
 	t.slo.each(&t.ttft, &t.e2e, &t.tpot, func(r sloRow) { arr = append(arr, r.arrival) })
-	slices.Sort(arr)
+	sortDurations(arr)
 	a1, a2 := arr[q-1], arr[n-q]
 	lt1 := sort.Search(n, func(i int) bool { return arr[i] >= a1 })    // rows before a1
 	gt2 := n - sort.Search(n, func(i int) bool { return arr[i] > a2 }) // rows after a2
